@@ -1,0 +1,1 @@
+"""deplo: a hackable ML compiler in Python on xDSL (torch -> tir -> loop -> tile -> kernel -> cuda)."""

@@ -1,0 +1,134 @@
+"""The pass registry and the named pipelines: the only index of what deplo can run.
+
+Why explicit and lazy: `deplo-opt`, `deplo compile`, the tuner and the stock `xdsl-opt` (through
+the `xdsl.universe` entry point) all read these tables, and importing a pass module costs time
+that a command which never runs it should not pay.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.utils.target import Target
+
+
+def _lazy(module: str, attr: str) -> Callable[[], object]:
+    def get():
+        return getattr(importlib.import_module(f"deplo.{module}"), attr)
+
+    get.__qualname__ = f"get_{attr}"
+    return get
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "torch": _lazy("dialects.torch", "Torch"),
+    "tir": _lazy("dialects.tir", "Tir"),
+    "loop": _lazy("dialects.loop", "Loop"),
+    "tile": _lazy("dialects.tile", "Tile"),
+    "kernel": _lazy("dialects.kernel", "Kernel"),
+    "cuda": _lazy("dialects.cuda", "Cuda"),
+}
+
+# pass name -> (module, class). The name is also the class's `name` (a test checks it).
+_PASS_TABLE: dict[str, tuple[str, str]] = {
+    "torch-to-tir": ("lowering.torch_to_tir", "TorchToTirPass"),
+    "tir-to-loop": ("lowering.tir_to_loop", "TirToLoopPass"),
+    "loop-fuse": ("passes.loop.fuse", "LoopFusePass"),
+    "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
+    "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
+    "tile-cooperative-reduce": ("passes.tile.cooperative_reduce", "TileCooperativeReducePass"),
+    "tile-map-threads": ("passes.tile.map_threads", "TileMapThreadsPass"),
+    "tile-stage-inputs": ("passes.tile.stage_inputs", "TileStageInputsPass"),
+    "tile-to-kernel": ("lowering.tile_to_kernel", "TileToKernelPass"),
+    "kernel-to-cuda": ("lowering.kernel_to_cuda", "KernelToCudaPass"),
+}
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    name: _lazy(module, cls) for name, (module, cls) in _PASS_TABLE.items()
+}
+
+TARGETS: dict[str, Callable[[], type[Target]]] = {
+    "cuda": _lazy("lowering.emit_cuda", "CudaTarget"),
+}
+
+# The named pipelines. Each level is the previous one plus its own steps.
+_TO_TIR = [
+    "torch-to-tir",  # decompose torch ops into elementwise / reduce / index_map
+]
+_TO_LOOP = _TO_TIR + [
+    "tir-to-loop",  # one loop nest (loop.kernel) per tir op
+    "loop-fuse",  # inline elementwise producers, hoist reductions: few kernels
+]
+_TO_TILE = _TO_LOOP + [
+    "loop-to-tile",  # trivial schedule: one block of one thread, all loops serial
+    "tile-map-grid",  # outer free axes -> blocks
+    "tile-cooperative-reduce",  # reduce-heavy kernels: strided thread loop + tile.combine
+    "tile-map-threads",  # remaining innermost free axis -> threads (strided if long)
+    "tile-stage-inputs",  # slabs read more than once -> shared memory
+]
+_TO_KERNEL = _TO_TILE + [
+    "tile-to-kernel",  # thread ids, shared buffers, barriers, shuffles
+]
+_TO_CUDA = _TO_KERNEL + [
+    "kernel-to-cuda",  # C++ syntax tree; print it with -t cuda
+]
+
+PIPELINES: dict[str, list[str]] = {
+    "to-tir": _TO_TIR,
+    "to-loop": _TO_LOOP,
+    "to-tile": _TO_TILE,
+    "to-kernel": _TO_KERNEL,
+    "to-cuda": _TO_CUDA,
+}
+
+# The level each pipeline ends at, as `deplo compile --ir` names it.
+LEVEL_PIPELINE: dict[str, str | None] = {
+    "torch": None,
+    "tensor": "to-tir",
+    "tir": "to-tir",
+    "loop": "to-loop",
+    "tile": "to-tile",
+    "kernel": "to-kernel",
+    "cuda": "to-cuda",
+}
+
+
+def expand_pipeline(spec: str) -> str:
+    """Replace named pipelines in a comma-separated pass spec by their passes.
+
+    `to-loop,tile-map-grid{x=1}` -> `torch-to-tir,tir-to-loop,loop-fuse,tile-map-grid{x=1}`.
+    A `builtin.module(...)` wrapper (MLIR's spelling) is accepted and dropped.
+    """
+    spec = spec.strip()
+    if spec.startswith("builtin.module(") and spec.endswith(")"):
+        spec = spec[len("builtin.module(") : -1]
+    out: list[str] = []
+    depth, start = 0, 0
+    parts: list[str] = []
+    for i, ch in enumerate(spec):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(spec[start:i])
+            start = i + 1
+    parts.append(spec[start:])
+    for part in (p.strip() for p in parts):
+        if not part:
+            continue
+        out.extend(PIPELINES.get(part, [part]))
+    return ",".join(out)
+
+
+def _universe():
+    from xdsl.universe import Universe
+
+    return Universe(all_dialects=dict(DIALECTS), all_passes=dict(PASSES), all_targets=dict(TARGETS))
+
+
+UNIVERSE = _universe()
+"""The `xdsl.universe` entry point: our dialects, passes and targets in the stock xdsl-opt."""

@@ -37,6 +37,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "torch-to-tir": ("lowering.torch_to_tir", "TorchToTirPass"),
     "tir-to-loop": ("lowering.tir_to_loop", "TirToLoopPass"),
     "loop-fuse": ("passes.loop.fuse", "LoopFusePass"),
+    "loop-simplify": ("passes.loop.simplify", "LoopSimplifyPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
     "tile-cooperative-reduce": ("passes.tile.cooperative_reduce", "TileCooperativeReducePass"),
@@ -61,6 +62,7 @@ _TO_TIR = [
 _TO_LOOP = _TO_TIR + [
     "tir-to-loop",  # one loop nest (loop.kernel) per tir op
     "loop-fuse",  # inline elementwise producers, hoist reductions: few kernels
+    "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [
     "loop-to-tile",  # trivial schedule: one block of one thread, all loops serial

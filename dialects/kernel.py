@@ -1,0 +1,476 @@
+"""Kernel IR: the schedule materialized as hardware primitives.
+
+A `kernel.func` is one CUDA kernel with a static grid and block. Inside it, control flow is
+`scf.for` / `scf.if`, scalars are `arith` / `math`, memory is `memref.load` / `memref.store` with
+`index` operands; this dialect adds only what CUDA has and those dialects do not: thread and block
+ids, static shared buffers (memrefs in memory space `3 : i64`), barriers, warp shuffles and
+cp.async. The host function `func.func @main` launches kernels with `kernel.launch`.
+
+    kernel.func @sum_sq(%x: memref<32x256xf32>, %out: memref<32xf32>) grid(32, 1, 1) block(256, 1, 1) {
+      %t = kernel.thread_id x
+      %b = kernel.block_id x
+      %v = memref.load %x[%b, %t] : memref<32x256xf32>
+      %sq = arith.mulf %v, %v : f32
+      %s = kernel.shuffle xor %sq, 16 width 32 : f32
+      %buf = kernel.shared : memref<8xf32, 3 : i64>
+      kernel.barrier
+    }
+    func.func @main(%x: memref<32x256xf32>) -> memref<32xf32> {
+      %out = memref.alloc() : memref<32xf32>
+      kernel.launch @sum_sq(%x, %out) : memref<32x256xf32>, memref<32xf32>
+      func.return %out : memref<32xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    AnyFloat,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+SHARED_SPACE = 3  # memref memory space of shared memory (`3 : i64`), as in NVVM
+MAX_THREADS = 1024  # threads per block
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+STATIC_SMEM_LIMIT = 48 * 1024  # bytes of static __shared__ per kernel
+WARP = 32
+CP_ASYNC_BYTES = (4, 16)  # kc_cp_async4 / kc_cp_async16 of the prelude
+
+
+def element_bytes(t: Attribute) -> int:
+    """Size in bytes of a memref element (`index` is a 32-bit int in the emitted C)."""
+    if isinstance(t, IndexType):
+        return 4
+    if isinstance(t, IntegerType | AnyFloat):
+        return max(1, t.bitwidth // 8)
+    raise VerifyException(f"expected an integer, float or index element type, got {t}")
+
+
+def is_shared(t: Attribute) -> bool:
+    return isinstance(t, MemRefType) and t.memory_space == IntegerAttr(SHARED_SPACE, i64)
+
+
+def _enclosing_kernel(op: Operation) -> FuncOp | None:
+    p = op.parent_op()
+    while p is not None and not isinstance(p, FuncOp):
+        p = p.parent_op()
+    return p
+
+
+def _verify_in_kernel(op: Operation) -> None:
+    if _enclosing_kernel(op) is None:
+        raise VerifyException(f"'{op.name}' expected inside a kernel.func, got none around it")
+
+
+def _verify_static_memref(t: MemRefType, what: str) -> None:
+    if any(d < 0 for d in t.get_shape()):
+        raise VerifyException(f"{what}: expected a static shape, got {t}")
+    if not isinstance(t.layout, NoneAttr):
+        raise VerifyException(f"{what}: expected the identity layout, got {t.layout}")
+    element_bytes(t.element_type)
+
+
+class Dim(StrEnum):
+    X = "x"
+    Y = "y"
+    Z = "z"
+
+
+@irdl_attr_definition
+class DimAttr(EnumAttribute[Dim], SpacedOpaqueSyntaxAttribute):
+    """A grid/block dimension: `x`, `y` or `z`."""
+
+    name = "kernel.dim"
+
+
+class ShuffleMode(StrEnum):
+    XOR = "xor"
+    DOWN = "down"
+    UP = "up"
+    IDX = "idx"
+
+
+@irdl_attr_definition
+class ShuffleModeAttr(EnumAttribute[ShuffleMode], SpacedOpaqueSyntaxAttribute):
+    """Which `__shfl_*_sync`: `xor` (butterfly), `down`, `up`, `idx` (read lane `offset`)."""
+
+    name = "kernel.shuffle_mode"
+
+
+def _dims3(attr: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values())
+
+
+@irdl_op_definition
+class FuncOp(IRDLOperation):
+    """One CUDA kernel: buffer (and scalar) arguments, static grid and block, a body without
+    terminator. Launch bounds are the block size.
+
+        kernel.func @k(%x: memref<16xf32>, %y: memref<16xf32>) grid(1, 1, 1) block(16, 1, 1) { ... }
+    """
+
+    name = "kernel.func"
+    sym_name = prop_def(StringAttr)
+    grid = prop_def(DenseArrayBase.constr(I64))
+    block = prop_def(DenseArrayBase.constr(I64))
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
+
+    def __init__(self, name: str, arg_types, grid, block, body: Region | None = None):
+        body = body if body is not None else Region(Block(arg_types=arg_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "grid": DenseArrayBase.from_list(i64, list(grid)),
+                "block": DenseArrayBase.from_list(i64, list(block)),
+            },
+            regions=[body],
+        )
+
+    @property
+    def grid_dims(self) -> tuple[int, ...]:
+        return _dims3(self.grid)
+
+    @property
+    def block_dims(self) -> tuple[int, ...]:
+        return _dims3(self.block)
+
+    @property
+    def args(self):
+        return self.body.block.args
+
+    def verify_(self) -> None:
+        for what, dims, limits in (("grid", self.grid_dims, MAX_GRID),
+                                   ("block", self.block_dims, MAX_BLOCK)):
+            if len(dims) != 3:
+                raise VerifyException(f"{what}: expected 3 sizes, got {len(dims)}")
+            for d, lim in zip(dims, limits):
+                if not 1 <= d <= lim:
+                    raise VerifyException(f"{what}: expected sizes in [1, {lim}], got {d}")
+        threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
+        if threads > MAX_THREADS:
+            raise VerifyException(f"expected at most {MAX_THREADS} threads per block, got {threads}")
+        for a in self.args:
+            if isinstance(a.type, MemRefType):
+                _verify_static_memref(a.type, f"argument #{a.index}")
+                if not isinstance(a.type.memory_space, NoneAttr):
+                    raise VerifyException(f"argument #{a.index}: expected a global memref, "
+                                          f"got memory space {a.type.memory_space}")
+            elif not isinstance(a.type, IntegerType | IndexType | AnyFloat):
+                raise VerifyException(
+                    f"argument #{a.index}: expected a memref or a scalar, got {a.type}")
+        smem = sum(_shared_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
+        if smem > STATIC_SMEM_LIMIT:
+            raise VerifyException(
+                f"expected at most {STATIC_SMEM_LIMIT} bytes of static shared memory, got {smem}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_block_argument)
+        printer.print_string(f") grid({', '.join(map(str, self.grid_dims))})")
+        printer.print_string(f" block({', '.join(map(str, self.block_dims))})")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        name = parser.parse_symbol_name().data
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+        dims = []
+        for kw in ("grid", "block"):
+            parser.parse_keyword(kw)
+            dims.append(parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                          parser.parse_integer))
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region(args)
+        op = cls(name, [], dims[0], dims[1], body)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+class _IdOp(IRDLOperation):
+    dimension = prop_def(DimAttr)
+    result = result_def(IndexType)
+    assembly_format = "$dimension attr-dict"
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: Dim | str):
+        super().__init__(properties={"dimension": DimAttr(Dim(dim))}, result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class ThreadIdOp(_IdOp):
+    """`threadIdx`: `%t = kernel.thread_id x`"""
+
+    name = "kernel.thread_id"
+
+
+@irdl_op_definition
+class BlockIdOp(_IdOp):
+    """`blockIdx`: `%b = kernel.block_id y`"""
+
+    name = "kernel.block_id"
+
+
+@irdl_op_definition
+class BlockDimOp(_IdOp):
+    """`blockDim`: `%n = kernel.block_dim x`"""
+
+    name = "kernel.block_dim"
+
+
+@irdl_op_definition
+class GridDimOp(_IdOp):
+    """`gridDim`: `%n = kernel.grid_dim x`"""
+
+    name = "kernel.grid_dim"
+
+
+def _shared_bytes(op: SharedOp) -> int:
+    t = op.result.type
+    n = 1
+    for d in t.get_shape():
+        n *= max(d, 0)
+    return n * element_bytes(t.element_type)
+
+
+@irdl_op_definition
+class SharedOp(IRDLOperation):
+    """A static shared-memory buffer of the block (not CSE-able: each op is its own buffer).
+
+        %buf = kernel.shared : memref<8x32xf32, 3 : i64>
+    """
+
+    name = "kernel.shared"
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, t: MemRefType):
+        super().__init__(result_types=[t])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        _verify_static_memref(t, "kernel.shared")
+        if not is_shared(t):
+            raise VerifyException(
+                f"kernel.shared: expected memory space {SHARED_SPACE} : i64, got {t.memory_space}")
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`__syncthreads()`: every thread of the block waits here. `kernel.barrier`"""
+
+    name = "kernel.barrier"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+    def verify_(self) -> None:
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """A warp shuffle (`__shfl_xor_sync` ...): lanes exchange `value` within groups of `width`
+    lanes; the mask is the full warp unless given.
+
+        %y = kernel.shuffle xor %v, 16 width 32 : f32
+        %z = kernel.shuffle idx %v, 0 width 16 mask 65535 : f32
+    """
+
+    name = "kernel.shuffle"
+    T: ClassVar = VarConstraint("T", base(IntegerType) | base(IndexType) | base(AnyFloat))
+    mode = prop_def(ShuffleModeAttr)
+    value = operand_def(T)
+    offset = prop_def(IntegerAttr[I64])
+    width = prop_def(IntegerAttr[I64])
+    mask = opt_prop_def(IntegerAttr[I64])
+    result = result_def(T)
+    assembly_format = ("$mode $value `,` $offset `width` $width (`mask` $mask^)? attr-dict "
+                       "`:` type($result)")
+
+    def __init__(self, mode: ShuffleMode | str, value, offset: int, width: int = WARP,
+                 mask: int | None = None):
+        props = {"mode": ShuffleModeAttr(ShuffleMode(mode)), "offset": IntegerAttr(offset, i64),
+                 "width": IntegerAttr(width, i64)}
+        if mask is not None:
+            props["mask"] = IntegerAttr(mask, i64)
+        super().__init__(operands=[value], properties=props,
+                         result_types=[SSAValue.get(value).type])
+
+    def verify_(self) -> None:
+        w, off = self.width.value.data, self.offset.value.data
+        if not (1 <= w <= WARP and w & (w - 1) == 0):
+            raise VerifyException(f"expected width a power of two <= {WARP}, got {w}")
+        if not 0 <= off < w:
+            raise VerifyException(f"expected offset in [0, {w}), got {off}")
+        if self.mask is not None and not 0 < self.mask.value.data < 2**32:
+            raise VerifyException(f"expected a non-zero 32-bit lane mask, got {self.mask.value.data}")
+        t = self.value.type
+        if isinstance(t, IntegerType) and t.width.data not in (32, 64):
+            raise VerifyException(f"expected a 32- or 64-bit integer, got {t}")
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """Asynchronous copy of 4 or 16 bytes from global to shared memory (`kc_cp_async16`): the
+    data is there only after `kernel.cp_async_commit` and a `kernel.cp_async_wait` + barrier.
+
+        kernel.cp_async %x[%r, %c] to %xs[%i] bytes 16 : memref<32x2048xf32> to memref<2048xf32, 3 : i64>
+    """
+
+    name = "kernel.cp_async"
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    bytes = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = ("$src `[` $src_indices `]` `to` $dst `[` $dst_indices `]` `bytes` $bytes "
+                       "attr-dict `:` type($src) `to` type($dst)")
+
+    def __init__(self, src, src_indices, dst, dst_indices, nbytes: int = 16):
+        super().__init__(operands=[src, src_indices, dst, dst_indices],
+                         properties={"bytes": IntegerAttr(nbytes, i64)})
+
+    def verify_(self) -> None:
+        s, d, n = self.src.type, self.dst.type, self.bytes.value.data
+        if not is_shared(d):
+            raise VerifyException(f"expected the destination in shared memory, got {d}")
+        if is_shared(s) or not isinstance(s.memory_space, NoneAttr):
+            raise VerifyException(f"expected the source in global memory, got {s}")
+        if s.element_type != d.element_type:
+            raise VerifyException(
+                f"expected equal element types, got {s.element_type} and {d.element_type}")
+        if n not in CP_ASYNC_BYTES:
+            raise VerifyException(f"expected bytes in {CP_ASYNC_BYTES}, got {n}")
+        if n % element_bytes(s.element_type):
+            raise VerifyException(f"expected bytes a multiple of the element size, got {n}")
+        for what, t, idx in (("source", s, self.src_indices), ("destination", d, self.dst_indices)):
+            if len(idx) != t.get_num_dims():
+                raise VerifyException(
+                    f"{what}: expected {t.get_num_dims()} indices, got {len(idx)}")
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class CpAsyncCommitOp(IRDLOperation):
+    """Close the current group of cp.async copies: `kernel.cp_async_commit`"""
+
+    name = "kernel.cp_async_commit"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+    def verify_(self) -> None:
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(IRDLOperation):
+    """Wait until at most `pending` committed cp.async groups are in flight:
+    `kernel.cp_async_wait 0`"""
+
+    name = "kernel.cp_async_wait"
+    pending = prop_def(IntegerAttr[I64])
+    assembly_format = "$pending attr-dict"
+
+    def __init__(self, pending: int = 0):
+        super().__init__(properties={"pending": IntegerAttr(pending, i64)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.pending.value.data <= 7:
+            raise VerifyException(f"expected pending groups in [0, 7], got {self.pending.value.data}")
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Launch a kernel from the host function; grid and block are the callee's.
+
+        kernel.launch @k(%x, %y) : memref<16xf32>, memref<16xf32>
+    """
+
+    name = "kernel.launch"
+    callee = prop_def(SymbolRefAttr)
+    args = var_operand_def()
+    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+
+    def __init__(self, callee: str, args):
+        super().__init__(operands=[args], properties={"callee": SymbolRefAttr(callee)})
+
+    def verify_(self) -> None:
+        if _enclosing_kernel(self) is not None:
+            raise VerifyException("expected kernel.launch in host code, got it inside a kernel.func")
+        name = self.callee.string_value()
+        k = SymbolTable.lookup_symbol(self, self.callee)
+        if not isinstance(k, FuncOp):
+            raise VerifyException(f"expected @{name} to be a kernel.func, got "
+                                  f"{'nothing' if k is None else k.name}")
+        want = [a.type for a in k.args]
+        got = [a.type for a in self.args]
+        if want != got:
+            raise VerifyException(
+                f"@{name}: expected argument types ({', '.join(map(str, want))}), "
+                f"got ({', '.join(map(str, got))})")
+
+
+Kernel = Dialect(
+    "kernel",
+    [FuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp, SharedOp, BarrierOp, ShuffleOp,
+     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, LaunchOp],
+    [DimAttr, ShuffleModeAttr],
+)

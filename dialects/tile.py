@@ -1,0 +1,820 @@
+"""Tile IR: a Loop IR nest with a schedule — which loops run on blocks, which on threads, what is
+staged in shared memory and which reductions are shared between threads.
+
+A schedule is loops with bindings plus a few explicit ops, and it is data printed on the kernel:
+
+    tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>)
+        grid(32, 1, 1) block(256, 1, 1) schedule ["tile-map-grid{max-dims=3}", ...] {
+      tile.for %a1 = 0 to 32 bind(block.x) {
+        %xs = tile.stage %x[0, %a1, 0] [1, 1, 2048] into shared copy(sync) buffers(1) pad(0)
+            : memref<1x32x2048xf32> -> memref<2048xf32, 3 : i64>
+        tile.for %t = 0 to 256 bind(thread.x) {
+          %p = tile.for %a2 = %t to 2048 step 256 bind(serial) iter(%acc = %zero) -> f32 { ... }
+          %ss = tile.combine add %p over thread.x : f32
+          ...
+        }
+      }
+    }
+
+Execution model (what `tile-to-kernel` implements):
+- the kernel body runs on every thread of every block of `grid` x `block`;
+- a `bind(block.X)` / `bind(thread.X)` loop gives iteration `lb + id * step` to block / thread
+  `id` of axis X; ids past the loop's extent skip its body;
+- code outside every thread-bound loop runs redundantly on all threads of the block (pure
+  scalar code), a `loop.store` there is done by thread 0 only;
+- a `bind(serial)` / `bind(unroll)` loop is an ordinary loop. A serial loop without
+  accumulators has independent iterations (it comes from a Loop IR `free` loop, or is one
+  thread's share of one), which is what lets the schedule passes bind it;
+- `tile.stage` is executed by the whole block (it is never inside a thread-bound loop) and
+  `tile.combine` by every thread of its axis (its thread loop covers the whole block axis), so
+  the barriers they lower to are reached by all threads.
+
+Memory accesses are Loop IR's `loop.load` / `loop.store` (ARCHITECTURE.md, Departures).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FlatSymbolRefAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    AnyFloat,
+    MemRefType,
+    NoneAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute, parse_assignment, print_assignment
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasAncestor,
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    Pure,
+    RecursiveMemoryEffect,
+    SymbolOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from deplo.dialects.loop import (
+    parse_iter_args,
+    parse_kernel_header,
+    print_kernel_header,
+    print_type_list,
+    verify_launch,
+)
+
+SHARED_MEMORY_BYTES = 48 * 1024
+"""Static shared memory per block (CUDA's limit without opting in to more)."""
+MAX_BLOCK_THREADS = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+WARP = 32
+SHARED_SPACE = IntegerAttr(3, 64)
+"""The memory space of shared memory buffers (`memref<...xf32, 3 : i64>`)."""
+
+AXES = ("x", "y", "z")
+
+
+class Bind(StrEnum):
+    BLOCK_X = "block.x"
+    BLOCK_Y = "block.y"
+    BLOCK_Z = "block.z"
+    THREAD_X = "thread.x"
+    THREAD_Y = "thread.y"
+    THREAD_Z = "thread.z"
+    SERIAL = "serial"
+    UNROLL = "unroll"
+
+    @property
+    def is_block(self) -> bool:
+        return self.value.startswith("block.")
+
+    @property
+    def is_thread(self) -> bool:
+        return self.value.startswith("thread.")
+
+    @property
+    def axis(self) -> int:
+        """0, 1, 2 for x, y, z of a block/thread binding."""
+        return AXES.index(self.value.split(".")[1])
+
+
+@irdl_attr_definition
+class BindAttr(EnumAttribute[Bind], SpacedOpaqueSyntaxAttribute):
+    """What runs the iterations of a `tile.for`: block ids, thread ids, or one thread in order."""
+
+    name = "tile.bind"
+
+
+class CopyKind(StrEnum):
+    SYNC = "sync"
+    CP_ASYNC = "cp_async"
+
+
+@irdl_attr_definition
+class CopyKindAttr(EnumAttribute[CopyKind], SpacedOpaqueSyntaxAttribute):
+    """How `tile.stage` copies: plain loads and stores, or `cp.async`."""
+
+    name = "tile.copy"
+
+
+class CombineKind(StrEnum):
+    ADD = "add"
+    MUL = "mul"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class CombineKindAttr(EnumAttribute[CombineKind], SpacedOpaqueSyntaxAttribute):
+    """The associative operator of a `tile.combine`."""
+
+    name = "tile.combine_kind"
+
+
+def _ancestors(op: Operation) -> Iterator[Operation]:
+    parent = op.parent_op()
+    while parent is not None:
+        yield parent
+        parent = parent.parent_op()
+
+
+def enclosing_kernel(op: Operation) -> KernelOp | None:
+    return next((p for p in _ancestors(op) if isinstance(p, KernelOp)), None)
+
+
+def enclosing_loops(op: Operation) -> list[ForOp]:
+    """The `tile.for` ops around `op`, innermost first."""
+    return [p for p in _ancestors(op) if isinstance(p, ForOp)]
+
+
+def block_regions(kernel: KernelOp) -> list[Block]:
+    """Where block-level code lives: the bodies of the innermost block-bound loops, or the
+    kernel body when no loop is bound to blocks."""
+    bound = [op for op in kernel.body.walk() if isinstance(op, ForOp) and op.binding.is_block]
+    inner = [
+        lp.body.block
+        for lp in bound
+        if not any(isinstance(o, ForOp) and o.binding.is_block for o in lp.body.walk())
+    ]
+    return inner or [kernel.body.block]
+
+
+def has_thread_loops(kernel: KernelOp) -> bool:
+    return any(isinstance(op, ForOp) and op.binding.is_thread for op in kernel.body.walk())
+
+
+def schedule_entry(pass_: ModulePass) -> str:
+    """`tile-map-threads{threads=256}`: a pass and all its options, as `-p` spells them."""
+    opts = []
+    for f in dataclasses.fields(pass_):
+        v = getattr(pass_, f.name)
+        text = str(v).lower() if isinstance(v, bool) else str(v)
+        opts.append(f"{f.name.replace('_', '-')}={text}")
+    return pass_.name + (f"{{{' '.join(opts)}}}" if opts else "")
+
+
+# --------------------------------------------------------------------------------------------
+# kernel
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """One CUDA kernel with its launch shape and the schedule that produced it.
+
+        tile.kernel @k(%x: memref<64xf32>, %out: memref<64xf32>) grid(1, 1, 1) block(64, 1, 1)
+            schedule ["tile-map-threads{threads=256}"] { ... }
+
+    `grid`/`block` may be written with one to three sizes (missing ones are 1)."""
+
+    name = "tile.kernel"
+    sym_name = prop_def(StringAttr)
+    grid = prop_def(DenseArrayBase)
+    block = prop_def(DenseArrayBase)
+    schedule = prop_def(ArrayAttr[StringAttr])
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), NoTerminator(), SymbolOpInterface())
+
+    def __init__(
+        self,
+        name: str,
+        arg_types: Sequence[Attribute],
+        body: Region | None = None,
+        grid: Sequence[int] = (1, 1, 1),
+        block: Sequence[int] = (1, 1, 1),
+        schedule: Sequence[str] = (),
+    ):
+        body = body or Region(Block(arg_types=arg_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "grid": DenseArrayBase.from_list(i64, _dims3(grid)),
+                "block": DenseArrayBase.from_list(i64, _dims3(block)),
+                "schedule": ArrayAttr(StringAttr(s) for s in schedule),
+            },
+            regions=[body],
+        )
+
+    @property
+    def args(self):
+        return self.body.block.args
+
+    @property
+    def grid_dims(self) -> tuple[int, int, int]:
+        return tuple(self.grid.get_values())  # type: ignore[return-value]
+
+    @property
+    def block_dims(self) -> tuple[int, int, int]:
+        return tuple(self.block.get_values())  # type: ignore[return-value]
+
+    @property
+    def schedule_list(self) -> list[str]:
+        return [s.data for s in self.schedule.data]
+
+    def set_launch(self, grid: Sequence[int] | None = None, block: Sequence[int] | None = None):
+        if grid is not None:
+            self.grid = DenseArrayBase.from_list(i64, _dims3(grid))
+        if block is not None:
+            self.block = DenseArrayBase.from_list(i64, _dims3(block))
+
+    def record(self, pass_: ModulePass) -> None:
+        """Append a schedule pass (with its options) to this kernel's schedule."""
+        self.schedule = ArrayAttr([*self.schedule.data, StringAttr(schedule_entry(pass_))])
+
+    def staged_bytes(self) -> int:
+        return sum(op.smem_bytes for op in self.body.walk() if isinstance(op, StageOp))
+
+    def verify_(self) -> None:
+        where = f"{self.name} @{self.sym_name.data}"
+        for i, arg in enumerate(self.body.block.args):
+            if not isinstance(arg.type, MemRefType):
+                raise VerifyException(f"{where}: expected argument {i} to be a memref, got {arg.type}")
+        for what, dims in (("grid", self.grid), ("block", self.block)):
+            vals = dims.get_values()
+            if dims.elt_type != i64 or len(vals) != 3 or any(v < 1 for v in vals):
+                raise VerifyException(f"{where}: expected three positive {what} sizes, got {list(vals)}")
+        for g, limit, axis in zip(self.grid_dims, MAX_GRID, AXES):
+            if g > limit:
+                raise VerifyException(f"{where}: grid size {g} on {axis} exceeds the limit {limit}")
+        for b, limit, axis in zip(self.block_dims, MAX_BLOCK, AXES):
+            if b > limit:
+                raise VerifyException(f"{where}: block size {b} on {axis} exceeds the limit {limit}")
+        bx, by, bz = self.block_dims
+        if bx * by * bz > MAX_BLOCK_THREADS:
+            raise VerifyException(
+                f"{where}: expected at most {MAX_BLOCK_THREADS} threads per block, got {bx * by * bz}"
+            )
+        if (smem := self.staged_bytes()) > SHARED_MEMORY_BYTES:
+            raise VerifyException(
+                f"{where}: staged buffers take {smem} bytes of shared memory, more than "
+                f"{SHARED_MEMORY_BYTES}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        print_kernel_header(printer, self.sym_name.data, self.body.block)
+        printer.print_string(f" grid({', '.join(map(str, self.grid_dims))})")
+        printer.print_string(f" block({', '.join(map(str, self.block_dims))})")
+        printer.print_string(" schedule [")
+        printer.print_list(self.schedule.data, printer.print_attribute)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name, args = parse_kernel_header(parser)
+        dims = {}
+        for what in ("grid", "block"):
+            parser.parse_keyword(what)
+            pos = parser.pos
+            vals = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_integer)
+            if not 1 <= len(vals) <= 3:
+                parser.raise_error(f"expected one to three {what} sizes", pos)
+            dims[what] = vals
+        schedule: list[str] = []
+        if parser.parse_optional_keyword("schedule"):
+            schedule = parser.parse_comma_separated_list(
+                Parser.Delimiter.SQUARE, parser.parse_str_literal
+            )
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region(args)
+        op = cls(name.data, [a.type for a in args], body, dims["grid"], dims["block"], schedule)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+def _dims3(dims: Sequence[int]) -> list[int]:
+    dims = list(dims)
+    return dims + [1] * (3 - len(dims))
+
+
+# --------------------------------------------------------------------------------------------
+# for / yield
+
+
+@irdl_op_definition
+class ForOp(IRDLOperation):
+    """A loop with a binding.
+
+        tile.for %a = 0 to 32 bind(block.x) { ... }
+        tile.for %t = 0 to 256 bind(thread.x) { ... }
+        %p = tile.for %k = %t to 2048 step 256 bind(serial) iter(%acc = %zero) -> f32 {
+          ... tile.yield %n : f32
+        }
+
+    The lower bound is an int or (serial/unroll loops only) an `index` value, e.g. a thread's
+    first iteration of a strided loop; the upper bound and the step are ints."""
+
+    name = "tile.for"
+    lb = opt_prop_def(IntAttr)
+    ub = prop_def(IntAttr)
+    step = prop_def(IntAttr)
+    bind = prop_def(BindAttr)
+    dyn_lb = opt_operand_def(IndexType)
+    inits = var_operand_def()
+    res = var_result_def()
+    body = region_def("single_block")
+    traits = lazy_traits_def(lambda: (RecursiveMemoryEffect(),))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        lb: int | SSAValue,
+        ub: int,
+        bind: Bind,
+        inits: Sequence[SSAValue] = (),
+        body: Region | None = None,
+        step: int = 1,
+    ):
+        init_types = [SSAValue.get(v).type for v in inits]
+        body = body or Region(Block(arg_types=[IndexType(), *init_types]))
+        props: dict[str, Attribute] = {
+            "ub": IntAttr(ub),
+            "step": IntAttr(step),
+            "bind": BindAttr(bind),
+        }
+        if isinstance(lb, int):
+            props["lb"] = IntAttr(lb)
+        super().__init__(
+            operands=[[] if isinstance(lb, int) else [lb], inits],
+            result_types=[init_types],
+            regions=[body],
+            properties=props,
+        )
+
+    @property
+    def iv(self):
+        return self.body.block.args[0]
+
+    @property
+    def accs(self):
+        return self.body.block.args[1:]
+
+    @property
+    def binding(self) -> Bind:
+        return self.bind.data
+
+    @property
+    def static_lb(self) -> int | None:
+        return self.lb.data if self.lb is not None else None
+
+    @property
+    def is_free(self) -> bool:
+        """A serial loop without accumulators: its iterations are independent."""
+        return self.binding == Bind.SERIAL and not self.inits
+
+    @property
+    def extent(self) -> int | None:
+        """The trip count, when the lower bound is static."""
+        if self.lb is None:
+            return None
+        return len(range(self.lb.data, self.ub.data, self.step.data))
+
+    def verify_(self) -> None:
+        ub, step, bind = self.ub.data, self.step.data, self.binding
+        lb_text = str(self.lb.data) if self.lb is not None else "%lb"
+        where = f"{self.name} {lb_text} to {ub} bind({bind})"
+        if (self.lb is None) == (self.dyn_lb is None):
+            raise VerifyException(f"{where}: expected exactly one lower bound, static or dynamic")
+        if step <= 0:
+            raise VerifyException(f"{where}: expected a positive step, got {step}")
+        if self.lb is not None and ub <= self.lb.data:
+            raise VerifyException(f"{where}: expected an upper bound above the lower bound")
+        args = self.body.block.args
+        if len(args) != 1 + len(self.inits) or not isinstance(args[0].type, IndexType):
+            raise VerifyException(
+                f"{where}: expected block arguments (index, accumulators...), "
+                f"got {[str(a.type) for a in args]}"
+            )
+        for i, (init, arg, res) in enumerate(zip(self.inits, args[1:], self.res, strict=True)):
+            if not (init.type == arg.type == res.type):
+                raise VerifyException(
+                    f"{where}: accumulator {i} has init {init.type}, block arg {arg.type}, "
+                    f"result {res.type}; expected one type"
+                )
+        term = self.body.block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException(f"{where}: expected the body to end with tile.yield")
+        if [v.type for v in term.values] != [r.type for r in self.res]:
+            raise VerifyException(
+                f"{where}: tile.yield types {[str(v.type) for v in term.values]} do not match "
+                f"the accumulators {[str(r.type) for r in self.res]}"
+            )
+        if bind.is_block or bind.is_thread:
+            self._verify_bound(where)
+
+    def _verify_bound(self, where: str) -> None:
+        bind = self.binding
+        if self.lb is None:
+            raise VerifyException(f"{where}: expected a static lower bound on a bound loop")
+        if self.inits:
+            raise VerifyException(
+                f"{where}: expected no accumulators on a bound loop (use tile.combine)"
+            )
+        kernel = enclosing_kernel(self)
+        if kernel is None:
+            raise VerifyException(f"{where}: expected to be inside a tile.kernel")
+        dims = kernel.grid_dims if bind.is_block else kernel.block_dims
+        what = "grid" if bind.is_block else "block"
+        extent = self.extent
+        assert extent is not None
+        if extent > dims[bind.axis]:
+            raise VerifyException(
+                f"{where}: extent {extent} exceeds the {what} size {dims[bind.axis]} on "
+                f"{AXES[bind.axis]}"
+            )
+        for outer in enclosing_loops(self):
+            if outer.binding == bind:
+                raise VerifyException(f"{where}: nested in another loop bound to {bind}")
+            if bind.is_block and outer.binding.is_thread:
+                raise VerifyException(f"{where}: expected not to be nested in a thread-bound loop")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.iv)
+        printer.print_string(" = ")
+        if self.dyn_lb is not None:
+            printer.print_ssa_value(self.dyn_lb)
+        elif self.lb is not None:
+            printer.print_string(str(self.lb.data))
+        printer.print_string(f" to {self.ub.data}")
+        if self.step.data != 1:
+            printer.print_string(f" step {self.step.data}")
+        printer.print_string(f" bind({self.binding})")
+        if self.inits:
+            printer.print_string(" iter(")
+            printer.print_list(zip(self.accs, self.inits), lambda p: print_assignment(printer, *p))
+            printer.print_string(") -> ")
+            print_type_list(printer, [r.type for r in self.res])
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(
+            self.body,
+            print_entry_block_args=False,
+            print_empty_block=False,
+            print_block_terminators=bool(self.inits),
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForOp:
+        iv = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        lb: int | SSAValue | None = parser.parse_optional_integer(allow_boolean=False)
+        if lb is None:
+            lb = parser.parse_operand()
+        parser.parse_keyword("to")
+        ub = parser.parse_integer(allow_boolean=False)
+        step = parser.parse_integer(allow_boolean=False) if parser.parse_optional_keyword("step") else 1
+        parser.parse_keyword("bind")
+        parser.parse_punctuation("(")
+        bind = parser.parse_str_enum(Bind)
+        parser.parse_punctuation(")")
+        accs, inits, _ = parse_iter_args(parser)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region([iv.resolve(IndexType()), *accs])
+        if not body.block.ops or not isinstance(body.block.last_op, YieldOp):
+            body.block.add_op(YieldOp())
+        op = cls(lb, ub, bind, inits, body, step)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `tile.for` body, passing the next accumulator values: `tile.yield %n : f32`.
+    An empty yield is implicit in the text."""
+
+    name = "tile.yield"
+    values = var_operand_def()
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp), Pure()))
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+# --------------------------------------------------------------------------------------------
+# stage
+
+
+DYNAMIC = -(2**63)
+"""Marks an offset given by an SSA operand in `static_offsets` (MLIR's `kDynamic`)."""
+
+
+def staged_type(source: MemRefType, sizes: Sequence[int], pad: int) -> MemRefType:
+    """The shared buffer for a slab: unit dims dropped, the innermost dim padded by `pad`."""
+    shape = [s for s in sizes if s != 1] or [1]
+    shape[-1] += pad
+    return MemRefType(source.element_type, shape, NoneAttr(), SHARED_SPACE)
+
+
+def element_bytes(t: Attribute) -> int:
+    if isinstance(t, IntegerType | AnyFloat):
+        return max(1, t.bitwidth // 8)
+    return 4  # index: a 32-bit int in the emitted C
+
+
+@irdl_op_definition
+class StageOp(IRDLOperation):
+    """The block copies a slab of a global buffer into shared memory, cooperatively, then waits
+    for it (a barrier); later loads read the result.
+
+        %xs = tile.stage %x[%a0, %a1, 0] [1, 1, 2048] into shared copy(sync) buffers(1) pad(0)
+            : memref<1x32x2048xf32> -> memref<2048xf32, 3 : i64>
+
+    Offsets are ints or `index` values (uniform over the block), sizes are ints. The result drops
+    the unit dims of the slab and pads its innermost dim by `pad` elements. `buffers(2)` double
+    buffers a stage inside a loop (no barrier before the next copy); `copy(cp_async)` copies with
+    `cp.async`."""
+
+    name = "tile.stage"
+    source = operand_def(MemRefType)
+    offsets = var_operand_def(IndexType)
+    static_offsets = prop_def(DenseArrayBase)
+    sizes = prop_def(DenseArrayBase)
+    copy = prop_def(CopyKindAttr)
+    buffers = prop_def(IntAttr)
+    pad = prop_def(IntAttr)
+    result = result_def(MemRefType)
+    traits = traits_def(HasAncestor(KernelOp))
+
+    def __init__(
+        self,
+        source: SSAValue,
+        offsets: Sequence[int | SSAValue],
+        sizes: Sequence[int],
+        copy: CopyKind = CopyKind.SYNC,
+        buffers: int = 1,
+        pad: int = 0,
+        result_type: MemRefType | None = None,
+    ):
+        stype = SSAValue.get(source).type
+        assert isinstance(stype, MemRefType)
+        result_type = result_type or staged_type(stype, sizes, pad)
+        super().__init__(
+            operands=[source, [o for o in offsets if not isinstance(o, int)]],
+            result_types=[result_type],
+            properties={
+                "static_offsets": DenseArrayBase.from_list(
+                    i64, [o if isinstance(o, int) else DYNAMIC for o in offsets]
+                ),
+                "sizes": DenseArrayBase.from_list(i64, list(sizes)),
+                "copy": CopyKindAttr(copy),
+                "buffers": IntAttr(buffers),
+                "pad": IntAttr(pad),
+            },
+        )
+
+    @property
+    def size_list(self) -> list[int]:
+        return list(self.sizes.get_values())
+
+    def mixed_offsets(self) -> list[int | SSAValue]:
+        dyn = iter(self.offsets)
+        return [next(dyn) if o == DYNAMIC else o for o in self.static_offsets.get_values()]
+
+    @property
+    def smem_bytes(self) -> int:
+        t = self.result.type
+        assert isinstance(t, MemRefType)
+        n = 1
+        for s in t.get_shape():
+            n *= s
+        return n * element_bytes(t.element_type) * self.buffers.data
+
+    def verify_(self) -> None:
+        src = self.source.type
+        assert isinstance(src, MemRefType)
+        where = f"{self.name} of {src}"
+        shape = src.get_shape()
+        static = list(self.static_offsets.get_values())
+        sizes = self.size_list
+        if len(static) != len(shape) or len(sizes) != len(shape):
+            raise VerifyException(
+                f"{where}: expected {len(shape)} offsets and sizes, got {len(static)} and {len(sizes)}"
+            )
+        if sum(o == DYNAMIC for o in static) != len(self.offsets):
+            raise VerifyException(f"{where}: expected one operand per dynamic offset")
+        for d, (o, s, n) in enumerate(zip(static, sizes, shape)):
+            if s < 1 or s > n:
+                raise VerifyException(f"{where}: size {s} of dim {d} is not in [1, {n}]")
+            if o != DYNAMIC and not 0 <= o <= n - s:
+                raise VerifyException(f"{where}: slab [{o}, {o + s}) of dim {d} is out of bounds")
+        if self.buffers.data not in (1, 2):
+            raise VerifyException(f"{where}: expected buffers(1) or buffers(2), got {self.buffers.data}")
+        if self.pad.data < 0:
+            raise VerifyException(f"{where}: expected a non-negative pad, got {self.pad.data}")
+        want = staged_type(src, sizes, self.pad.data)
+        if self.result.type != want:
+            raise VerifyException(f"{where}: expected result type {want}, got {self.result.type}")
+        if self.smem_bytes > SHARED_MEMORY_BYTES:
+            raise VerifyException(
+                f"{where}: the staged slab takes {self.smem_bytes} bytes, more than the "
+                f"{SHARED_MEMORY_BYTES} of shared memory"
+            )
+        if any(loop.binding.is_thread for loop in enclosing_loops(self)):
+            raise VerifyException(
+                f"{where}: expected to be at block level, not inside a thread-bound loop"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        printer.print_string("[")
+        printer.print_list(
+            self.mixed_offsets(),
+            lambda o: printer.print_string(str(o)) if isinstance(o, int) else printer.print_ssa_value(o),
+        )
+        printer.print_string(f"] [{', '.join(map(str, self.size_list))}] into shared")
+        printer.print_string(
+            f" copy({self.copy.data}) buffers({self.buffers.data}) pad({self.pad.data})"
+        )
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StageOp:
+        pos = parser.pos
+        src = parser.parse_unresolved_operand()
+
+        def offset():
+            v = parser.parse_optional_integer(allow_boolean=False)
+            return v if v is not None else parser.parse_operand()
+
+        offsets = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, offset)
+        sizes = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+        )
+        parser.parse_keyword("into")
+        parser.parse_keyword("shared")
+        opts = {"copy": CopyKind.SYNC, "buffers": 1, "pad": 0}
+        for key in ("copy", "buffers", "pad"):
+            if parser.parse_optional_keyword(key):
+                parser.parse_punctuation("(")
+                opts[key] = (
+                    parser.parse_str_enum(CopyKind)
+                    if key == "copy"
+                    else parser.parse_integer(allow_boolean=False)
+                )
+                parser.parse_punctuation(")")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        stype = parser.parse_type()
+        parser.parse_punctuation("->")
+        rtype = parser.parse_type()
+        if not isinstance(stype, MemRefType) or not isinstance(rtype, MemRefType):
+            parser.raise_error("expected memref types", pos)
+        (source,) = parser.resolve_operands([src], [stype], pos)
+        op = cls(source, offsets, sizes, opts["copy"], opts["buffers"], opts["pad"], rtype)
+        op.attributes |= attrs
+        return op
+
+
+# --------------------------------------------------------------------------------------------
+# combine
+
+
+@irdl_op_definition
+class CombineOp(IRDLOperation):
+    """A reduction across the threads of a thread-bound loop; every thread gets the result.
+
+        %ss = tile.combine add %p over thread.x : f32
+
+    It must be reached by every thread of the block: its loop bound to `thread.x` covers the
+    whole block's x size, and the loops between them have static bounds. Lowered to a warp
+    shuffle tree, then (more than one warp) a step through shared memory."""
+
+    name = "tile.combine"
+    T: ClassVar = VarConstraint("T", base(IntegerType) | base(AnyFloat))
+    kind = prop_def(CombineKindAttr)
+    axis = prop_def(BindAttr)
+    value = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$kind $value `over` $axis attr-dict `:` type($result)"
+    traits = traits_def(HasAncestor(KernelOp))
+
+    def __init__(self, kind: CombineKind, value: SSAValue, axis: Bind = Bind.THREAD_X):
+        super().__init__(
+            operands=[value],
+            result_types=[SSAValue.get(value).type],
+            properties={"kind": CombineKindAttr(kind), "axis": BindAttr(axis)},
+        )
+
+    def verify_(self) -> None:
+        axis = self.axis.data
+        where = f"{self.name} {self.kind.data} over {axis}"
+        if axis != Bind.THREAD_X:
+            raise VerifyException(f"{where}: expected a combine over thread.x (the only one lowered)")
+        kernel = enclosing_kernel(self)
+        assert kernel is not None
+        loops = enclosing_loops(self)
+        owner = next((lp for lp in loops if lp.binding == axis), None)
+        if owner is None:
+            raise VerifyException(f"{where}: expected to be inside a loop bound to {axis}")
+        for lp in loops:
+            if lp is owner:
+                break
+            if lp.lb is None:
+                raise VerifyException(
+                    f"{where}: expected the loops inside its {axis} loop to have static bounds, "
+                    "so that every thread reaches it"
+                )
+        for lp in loops:
+            if lp.binding.is_thread and lp.extent != kernel.block_dims[lp.binding.axis]:
+                raise VerifyException(
+                    f"{where}: expected the enclosing {lp.binding} loop to cover the whole block "
+                    f"({lp.extent} iterations for {kernel.block_dims[lp.binding.axis]} threads)"
+                )
+        bx = kernel.block_dims[0]
+        if bx % WARP != 0 and (bx > WARP or bx & (bx - 1)):
+            raise VerifyException(
+                f"{where}: expected the block's x size to be a power of two up to 32 or a "
+                f"multiple of 32, got {bx}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# launch (host side)
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Run a kernel from the host function: `tile.launch @k(%x, %out) : memref<4xf32>, memref<4xf32>`
+    (grid and block are read from the kernel)."""
+
+    name = "tile.launch"
+    callee = prop_def(FlatSymbolRefAttr)
+    args = var_operand_def(MemRefType)
+    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+
+    def __init__(self, callee: str, args: Sequence[SSAValue]):
+        super().__init__(operands=[args], properties={"callee": FlatSymbolRefAttr(callee)})
+
+    def verify_(self) -> None:
+        verify_launch(self, self.callee, self.args, KernelOp)
+
+
+Tile = Dialect(
+    "tile",
+    [KernelOp, ForOp, YieldOp, StageOp, CombineOp, LaunchOp],
+    [BindAttr, CopyKindAttr, CombineKindAttr],
+)

@@ -1,0 +1,28 @@
+"""torch dtype <-> MLIR element type: one table for the importer and the runtimes."""
+
+from __future__ import annotations
+
+import torch
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType
+from xdsl.ir import Attribute
+
+from deplo.frontend.errors import FrontendError
+
+_TORCH_TO_MLIR = {
+    torch.float32: Float32Type,
+    torch.float16: Float16Type,
+    torch.bfloat16: BFloat16Type,
+    torch.float64: Float64Type,
+}
+
+
+def mlir_element_type(dtype: torch.dtype) -> Attribute:
+    if dtype in _TORCH_TO_MLIR:
+        return _TORCH_TO_MLIR[dtype]()
+    if dtype == torch.int64:
+        return IntegerType(64)
+    if dtype == torch.int32:
+        return IntegerType(32)
+    if dtype == torch.bool:
+        return IntegerType(1)
+    raise FrontendError(f"unsupported dtype {dtype}")

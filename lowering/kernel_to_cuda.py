@@ -1,0 +1,370 @@
+"""kernel-to-cuda: Kernel IR (kernel + scf + arith + math + memref) -> CUDA IR (a C++ syntax tree).
+
+Each `kernel.func` becomes one `cuda.kernel`, op by op through a value map:
+
+    %v = memref.load %x[%b, %t] : memref<32x256xf32>   ->  %v = cuda.load %x[%lin] : !cuda.ptr<f32, const, restrict>
+    %s = arith.addf %a, %v : f32                        ->  %s = cuda.binary add %a, %v : f32
+    %e = math.exp %s : f32                              ->  %e = cuda.call "expf"(%s) : (f32) -> f32
+    scf.for / scf.if / scf.yield                        ->  cuda.for / cuda.if / cuda.yield
+    kernel.launch @k(...)                               ->  cuda.launch @k(...) grid(..) block(..) smem(0)
+
+`index` becomes `int` (i32); memref indices are linearized row-major with the static shape;
+buffers never stored to become `const T* __restrict__` parameters; f16/bf16 arithmetic is done in
+float (`__half2float` ... `__float2half`). `C_OPS` is the one table from arith/math to C. An op
+without a row is an error naming the op and its location: the conversion leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    Signedness,
+    UnknownLoc,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from deplo.dialects import cuda, kernel
+
+F32 = Float32Type()
+HALF = (Float16Type(), BFloat16Type())
+U32 = IntegerType(32, Signedness.UNSIGNED)
+
+# The one table: arith/math op -> (form, C name).
+#   binary/ubinary: cuda.binary (ubinary on unsigned operands); unary: cuda.unary;
+#   call: a libm function (`expf` for f32 and half, `exp` for f64); minmax: compare + select.
+C_OPS: dict[str, tuple[str, str]] = {
+    "arith.addf": ("binary", "add"), "arith.addi": ("binary", "add"),
+    "arith.subf": ("binary", "sub"), "arith.subi": ("binary", "sub"),
+    "arith.mulf": ("binary", "mul"), "arith.muli": ("binary", "mul"),
+    "arith.divf": ("binary", "div"), "arith.divsi": ("binary", "div"),
+    "arith.divui": ("ubinary", "div"), "arith.remsi": ("binary", "rem"),
+    "arith.remui": ("ubinary", "rem"), "arith.remf": ("call", "fmod"),
+    "arith.andi": ("binary", "and"), "arith.ori": ("binary", "or"),
+    "arith.xori": ("binary", "xor"), "arith.shli": ("binary", "shl"),
+    "arith.shrsi": ("binary", "shr"), "arith.shrui": ("ubinary", "shr"),
+    "arith.negf": ("unary", "neg"),
+    "arith.maximumf": ("call", "fmax"), "arith.maxnumf": ("call", "fmax"),
+    "arith.minimumf": ("call", "fmin"), "arith.minnumf": ("call", "fmin"),
+    "arith.maxsi": ("minmax", "gt"), "arith.minsi": ("minmax", "lt"),
+    "arith.maxui": ("uminmax", "gt"), "arith.minui": ("uminmax", "lt"),
+    "math.absf": ("call", "fabs"), "math.ceil": ("call", "ceil"), "math.floor": ("call", "floor"),
+    "math.round": ("call", "round"), "math.roundeven": ("call", "rint"),
+    "math.trunc": ("call", "trunc"), "math.copysign": ("call", "copysign"),
+    "math.exp": ("call", "exp"), "math.exp2": ("call", "exp2"), "math.expm1": ("call", "expm1"),
+    "math.log": ("call", "log"), "math.log2": ("call", "log2"), "math.log10": ("call", "log10"),
+    "math.log1p": ("call", "log1p"), "math.sqrt": ("call", "sqrt"), "math.rsqrt": ("call", "rsqrt"),
+    "math.cbrt": ("call", "cbrt"), "math.powf": ("call", "pow"), "math.fma": ("call", "fma"),
+    "math.tanh": ("call", "tanh"), "math.sinh": ("call", "sinh"), "math.cosh": ("call", "cosh"),
+    "math.sin": ("call", "sin"), "math.cos": ("call", "cos"), "math.tan": ("call", "tan"),
+    "math.asin": ("call", "asin"), "math.acos": ("call", "acos"), "math.atan": ("call", "atan"),
+    "math.atan2": ("call", "atan2"), "math.erf": ("call", "erf"),
+}
+# cmpi / cmpf predicate -> (cuda.compare kind, flag): for cmpi the flag means unsigned operands,
+# for cmpf it means "negate" (unordered = not the opposite ordered comparison).
+CMPI = {"eq": ("eq", 0), "ne": ("ne", 0), "slt": ("lt", 0), "sle": ("le", 0), "sgt": ("gt", 0),
+        "sge": ("ge", 0), "ult": ("lt", 1), "ule": ("le", 1), "ugt": ("gt", 1), "uge": ("ge", 1)}
+CMPF = {"oeq": ("eq", 0), "ogt": ("gt", 0), "oge": ("ge", 0), "olt": ("lt", 0), "ole": ("le", 0),
+        "une": ("ne", 0), "ugt": ("le", 1), "uge": ("lt", 1), "ult": ("ge", 1), "ule": ("gt", 1)}
+CASTS = {"arith.index_cast", "arith.index_castui", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+         "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci"}
+SPECIAL = {kernel.ThreadIdOp: "threadIdx", kernel.BlockIdOp: "blockIdx",
+           kernel.BlockDimOp: "blockDim", kernel.GridDimOp: "gridDim"}
+
+
+def _fail(op: Operation, what: str) -> PassFailedException:
+    loc = "" if isinstance(op.location, UnknownLoc) else f" at {op.location}"
+    return PassFailedException(f"kernel-to-cuda: {what} '{op.name}'{loc}")
+
+
+class _Translator:
+    """Builds one cuda.kernel from one kernel.func, op by op, with a map old value -> new value."""
+
+    def __init__(self, func: kernel.FuncOp):
+        self.func = func
+        self.vmap: dict[SSAValue, SSAValue] = {}
+        self.block: Block | None = None
+        self.written = {op.memref for op in func.walk() if isinstance(op, memref.StoreOp)}
+
+    def run(self) -> cuda.KernelOp:
+        params = [self.param_type(a) for a in self.func.args]
+        bx, by, bz = self.func.block_dims
+        k = cuda.KernelOp(self.func.sym_name.data, params, bx * by * bz)
+        self.bind(self.func.args, k.params)
+        self.translate(self.func.body.block, k.body.block)
+        return k
+
+    # --- helpers -------------------------------------------------------------------------
+    def param_type(self, a: SSAValue) -> Attribute:
+        if isinstance(a.type, MemRefType):
+            return cuda.PtrType(self.ctype(a.type.element_type), a not in self.written, True)
+        return self.ctype(a.type)
+
+    def ctype(self, t: Attribute, op: Operation | None = None) -> Attribute:
+        t = i32 if isinstance(t, IndexType) else t
+        if t not in cuda.C_SCALARS:
+            raise _fail(op or self.func, f"type {t} has no C spelling in")
+        return t
+
+    def emit(self, op: Operation) -> SSAValue | None:
+        self.block.add_op(op)
+        return op.results[0] if op.results else None
+
+    def bind(self, olds, news) -> None:
+        for o, n in zip(olds, news, strict=True):
+            self.vmap[o] = n
+            if o.name_hint and not n.name_hint:
+                n.name_hint = o.name_hint
+
+    def v(self, old: SSAValue) -> SSAValue:
+        return self.vmap[old]
+
+    def const(self, n: int, t: Attribute = i32) -> SSAValue:
+        return self.emit(cuda.ConstantOp(IntegerAttr(n, t)))
+
+    def cast(self, v: SSAValue, t: Attribute) -> SSAValue:
+        if v.type == t:
+            return v
+        if isinstance(c := v.owner, cuda.ConstantOp) and isinstance(t, IntegerType) \
+                and isinstance(c.value, IntegerAttr) and c.value.value.data >= 0:
+            return self.const(c.value.value.data, t)  # 32u rather than (unsigned int)32
+        return self.emit(cuda.CastOp(v, t))
+
+    def translate(self, old: Block, new: Block) -> None:
+        saved, self.block = self.block, new
+        for op in old.ops:
+            self.op(op)
+        self.block = saved
+
+    def linear(self, mem: SSAValue, indices) -> SSAValue:
+        """Row-major linear index of `mem[indices]` from the static shape, constants folded."""
+        shape = mem.type.get_shape()
+        strides = [pymath.prod(shape[i + 1:]) for i in range(len(shape))]
+        offset, terms = 0, []
+        for idx, stride in zip(indices, strides):
+            if isinstance(c := idx.owner, arith.ConstantOp):
+                offset += c.value.value.data * stride
+                continue
+            term = self.v(idx)
+            if stride != 1:
+                term = self.emit(cuda.BinaryOp("mul", term, self.const(stride)))
+            terms.append(term)
+        if offset or not terms:
+            terms.append(self.const(offset))
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = self.emit(cuda.BinaryOp("add", acc, t))
+        return acc
+
+    # --- one op --------------------------------------------------------------------------
+    def op(self, op: Operation) -> None:
+        if op.name in C_OPS:
+            return self.bind(op.results, [self.scalar(op, *C_OPS[op.name])])
+        if op.name in CASTS:
+            dst = self.ctype(op.results[0].type, op)
+            src = self.v(op.operands[0])
+            if op.name in ("arith.uitofp", "arith.extui", "arith.index_castui") and src.type == i32:
+                src = self.cast(src, U32)
+            if op.name == "arith.fptoui":
+                return self.bind(op.results, [self.cast(self.cast(self.f32(src), U32), dst)])
+            via_float = (src.type in HALF or dst in HALF) and F32 not in (src.type, dst)
+            return self.bind(op.results, [self.cast(self.cast(src, F32) if via_float else src, dst)])
+        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+        if type(op) in SPECIAL:
+            reg = f"{SPECIAL[type(op)]}.{op.dimension.data.value}"
+            return self.bind(op.results, [self.emit(cuda.SpecialOp(reg))])
+        if handler is None:
+            raise _fail(op, "no C translation for")
+        handler(op)
+
+    def f32(self, v: SSAValue) -> SSAValue:
+        return self.cast(v, F32) if v.type in HALF else v
+
+    def scalar(self, op: Operation, form: str, name: str) -> SSAValue:
+        args = [self.f32(self.v(a)) for a in op.operands]
+        out = self.ctype(op.results[0].type, op)
+        if form == "binary":
+            r = self.emit(cuda.BinaryOp(name, *args))
+        elif form == "ubinary":
+            r = self.cast(self.emit(cuda.BinaryOp(name, *(self.cast(a, U32) for a in args))), out)
+        elif form == "unary":
+            r = self.emit(cuda.UnaryOp(name, args[0]))
+        elif form in ("minmax", "uminmax"):
+            cmp = [self.cast(a, U32) for a in args] if form == "uminmax" else args
+            r = self.emit(cuda.SelectOp(self.emit(cuda.CompareOp(name, *cmp)), *args))
+        else:  # call
+            fn = name if args[0].type != F32 else name + "f"
+            if fn == "fabs" and isinstance(args[0].type, IntegerType):
+                raise _fail(op, "no C translation for")
+            r = self.emit(cuda.CallOp(fn, args, args[0].type))
+        return self.cast(r, out)
+
+    def op_arith_constant(self, op: arith.ConstantOp) -> None:
+        val, t = op.value, self.ctype(op.result.type, op)
+        if isinstance(val, IntegerAttr):
+            n = val.value.data
+            if t == i32 and not -(2**31) <= n < 2**31:
+                raise _fail(op, f"constant {n} does not fit in int in")
+            attr = IntegerAttr(n, t)
+        elif isinstance(val, FloatAttr):
+            attr = val
+        else:
+            raise _fail(op, "no C translation for a non-scalar")
+        self.bind(op.results, [self.emit(cuda.ConstantOp(attr))])
+
+    def op_arith_cmpi(self, op: arith.CmpiOp) -> None:
+        kind, unsigned = CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]
+        a, b = self.v(op.lhs), self.v(op.rhs)
+        if unsigned:
+            a, b = self.cast(a, U32), self.cast(b, U32)
+        self.bind(op.results, [self.emit(cuda.CompareOp(kind, a, b))])
+
+    def op_arith_cmpf(self, op: arith.CmpfOp) -> None:
+        pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+        if pred not in CMPF:
+            raise _fail(op, f"no C translation for predicate '{pred}' of")
+        kind, negate = CMPF[pred]
+        r = self.emit(cuda.CompareOp(kind, self.f32(self.v(op.lhs)), self.f32(self.v(op.rhs))))
+        self.bind(op.results, [self.emit(cuda.UnaryOp("not", r)) if negate else r])
+
+    def op_arith_select(self, op: arith.SelectOp) -> None:
+        c, a, b = (self.v(x) for x in op.operands)
+        self.bind(op.results, [self.emit(cuda.SelectOp(c, a, b))])
+
+    def _divmod(self, op: Operation, ceil: bool) -> None:
+        """floordivsi / ceildivsi: C `/` truncates; step one towards -inf / +inf if inexact."""
+        a, b = self.v(op.lhs), self.v(op.rhs)
+        q = self.emit(cuda.BinaryOp("div", a, b))
+        r = self.emit(cuda.BinaryOp("rem", a, b))
+        zero = self.const(0, a.type)
+        inexact = self.emit(cuda.CompareOp("ne", r, zero))
+        sr = self.emit(cuda.CompareOp("lt", r, zero))
+        sb = self.emit(cuda.CompareOp("lt", b, zero))
+        same = self.emit(cuda.CompareOp("eq" if ceil else "ne", sr, sb))
+        adj = self.emit(cuda.BinaryOp("and", inexact, same))
+        q2 = self.emit(cuda.BinaryOp("add" if ceil else "sub", q, self.const(1, a.type)))
+        self.bind(op.results, [self.emit(cuda.SelectOp(adj, q2, q))])
+
+    def op_arith_floordivsi(self, op: Operation) -> None:
+        self._divmod(op, ceil=False)
+
+    def op_arith_ceildivsi(self, op: Operation) -> None:
+        self._divmod(op, ceil=True)
+
+    def op_memref_load(self, op: memref.LoadOp) -> None:
+        lin = self.linear(op.memref, op.indices)
+        self.bind(op.results, [self.emit(cuda.LoadOp(self.v(op.memref), lin))])
+
+    def op_memref_store(self, op: memref.StoreOp) -> None:
+        lin = self.linear(op.memref, op.indices)
+        self.emit(cuda.StoreOp(self.v(op.value), self.v(op.memref), lin))
+
+    def op_scf_for(self, op: scf.ForOp) -> None:
+        inits = [self.v(a) for a in op.iter_args]
+        lb, ub, step = (self.v(x) for x in (op.lb, op.ub, op.step))
+        body = Block(arg_types=[lb.type, *(x.type for x in inits)])
+        new = cuda.ForOp(lb, ub, step, inits, Region(body))
+        self.emit(new)
+        self.bind(op.body.block.args, body.args)
+        self.translate(op.body.block, body)
+        self.bind(op.results, new.results)
+
+    def op_scf_if(self, op: scf.IfOp) -> None:
+        types = [self.ctype(r.type, op) for r in op.results]
+        regions = []
+        for old in (op.true_region, op.false_region):
+            if old.blocks:
+                regions.append(Region(Block()))
+                self.translate(old.block, regions[-1].block)
+        new = cuda.IfOp(self.v(op.cond), types, *regions)
+        self.emit(new)
+        self.bind(op.results, new.results)
+
+    def op_scf_yield(self, op: scf.YieldOp) -> None:
+        self.emit(cuda.YieldOp(*(self.v(a) for a in op.arguments)))
+
+    def op_kernel_shared(self, op: kernel.SharedOp) -> None:
+        t = op.result.type
+        arr = cuda.ArrayType(max(1, pymath.prod(t.get_shape())), self.ctype(t.element_type, op))
+        self.bind(op.results, [self.emit(cuda.SharedOp(arr))])
+
+    def op_kernel_barrier(self, op: kernel.BarrierOp) -> None:
+        self.emit(cuda.SyncThreadsOp())
+
+    def op_kernel_shuffle(self, op: kernel.ShuffleOp) -> None:
+        """Half values travel through a float shuffle."""
+        v = self.v(op.value)
+        mask = None if op.mask is None else op.mask.value.data
+        r = self.emit(cuda.ShflOp(op.mode.data.value, self.f32(v), self.const(op.offset.value.data),
+                                  op.width.value.data, mask))
+        self.bind(op.results, [self.cast(r, v.type)])
+
+    def op_kernel_cp_async(self, op: kernel.CpAsyncOp) -> None:
+        dst = self.emit(cuda.AddressOp(self.v(op.dst), self.linear(op.dst, op.dst_indices)))
+        src = self.emit(cuda.AddressOp(self.v(op.src), self.linear(op.src, op.src_indices)))
+        self.emit(cuda.CallOp(f"kc_cp_async{op.bytes.value.data}", [dst, src]))
+
+    def op_kernel_cp_async_commit(self, op: Operation) -> None:
+        self.emit(cuda.CallOp("kc_cp_async_commit", []))
+
+    def op_kernel_cp_async_wait(self, op: kernel.CpAsyncWaitOp) -> None:
+        self.emit(cuda.CallOp("kc_cp_async_wait", [self.const(op.pending.value.data)]))
+
+
+class LowerKernelFunc(RewritePattern):
+    """kernel.func @k(...) grid(..) block(b) { ... } -> cuda.kernel @k(...) launch_bounds(b) { ... }"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.FuncOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, _Translator(op).run())
+
+
+@dataclass
+class LowerLaunch(RewritePattern):
+    """kernel.launch @k(%a) : T -> cuda.launch @k(%a) grid(..) block(..) smem(0) : T"""
+
+    dims: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.LaunchOp, rewriter: PatternRewriter) -> None:
+        grid, block = self.dims[op.callee.string_value()]
+        rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, 0))
+
+
+@dataclass(frozen=True)
+class KernelToCudaPass(ModulePass):
+    """Lower every kernel.func and kernel.launch to the cuda dialect."""
+
+    name = "kernel-to-cuda"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        dims = {k.sym_name.data: (k.grid_dims, k.block_dims)
+                for k in op.walk() if isinstance(k, kernel.FuncOp)}
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([LowerKernelFunc(), LowerLaunch(dims)], dce_enabled=False),
+            apply_recursively=False).rewrite_module(op)
+        for left in op.walk():
+            if left.dialect_name() == "kernel":
+                raise _fail(left, "left over")

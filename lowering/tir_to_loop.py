@@ -1,0 +1,212 @@
+"""tir-to-loop: lift every tir op into its own loop nest (`loop.kernel`) and a host function.
+
+    %s = tir.elementwise add(%x, %b) : tensor<16x64xf32>
+  ->
+    loop.kernel @add(%x: memref<16x64xf32>, %b: memref<16x64xf32>, %out: memref<16x64xf32>) {
+      loop.for %a0 = 0 to 16 free { loop.for %a1 = 0 to 64 free {
+        %0 = loop.load %x[%a0, %a1] ... ; %1 = loop.load %b[%a0, %a1] ...
+        %2 = arith.addf %0, %1 : f32 ; loop.store %2, %out[%a0, %a1] ... } }
+    }
+    func.func @main(...) { %s = memref.alloc() ; loop.launch @add(%x, %b, %s) ; ... }
+
+A reduction keeps its free dims as `free` loops and its reduced dims as nested `reduce` loops
+carrying the accumulator. Each kernel writes one buffer (its last argument) at the identity map
+of its free loops: `loop-fuse` relies on that shape to inline or hoist producers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import DiagnosticException
+
+from deplo.dialects import loop, tir
+from deplo.lowering.legality import check_converted
+from deplo.lowering.scalar_ops import ELEMENTWISE, REDUCE_COMBINE, REDUCE_INIT, const
+
+
+def memref_of(t: Attribute) -> MemRefType:
+    assert isinstance(t, TensorType), t
+    return MemRefType(t.element_type, t.get_shape())
+
+
+@dataclass
+class KernelBuilder:
+    """Builds one loop.kernel: constants at the top, then the loop nest."""
+
+    kernel: loop.KernelOp
+    top: Builder
+
+    @staticmethod
+    def create(name: str, arg_types: Sequence[Attribute], arg_names: Sequence[str]):
+        k = loop.KernelOp(name, list(arg_types))
+        for arg, n in zip(k.args, arg_names):
+            arg.name_hint = n
+        return KernelBuilder(k, Builder(InsertPoint.at_end(k.body.block)))
+
+    def const(self, value: float, t: Attribute) -> SSAValue:
+        return const(self.top, value, t)
+
+    def free_nest(self, shape: Sequence[int], body: Callable[[Builder, list[SSAValue]], None]):
+        """A perfect nest of free loops over `shape`; body(builder, ivs) fills the innermost."""
+        b, ivs = self.top, []
+        for i, n in enumerate(shape):
+            f = loop.ForOp(0, n, loop.LoopKind.FREE)
+            f.iv.name_hint = f"a{i}"
+            b.insert(f)
+            ivs.append(f.iv)
+            b = Builder(InsertPoint.at_end(f.body.block))
+        body(b, ivs)
+        if shape:  # close every loop with an empty yield
+            for_op = ivs[-1].owner.parent_op() if ivs else None
+            while isinstance(for_op, loop.ForOp):
+                for_op.body.block.add_op(loop.YieldOp())
+                for_op = for_op.parent_op()
+                if not isinstance(for_op, loop.ForOp):
+                    break
+
+
+def _store_identity(b: Builder, value: SSAValue, out: SSAValue, ivs: list[SSAValue]) -> None:
+    b.insert(loop.StoreOp(value, out, ivs))
+
+
+def lower_elementwise(kb: KernelBuilder, op: tir.ElementwiseOp) -> None:
+    *ins, out = kb.kernel.args
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        xs = [b.insert(loop.LoadOp(x, ivs)).result for x in ins]
+        _store_identity(b, ELEMENTWISE[op.kind.data](b, *xs), out, ivs)
+
+    kb.free_nest(op.result.type.get_shape(), body)
+
+
+def lower_index_map(kb: KernelBuilder, op: tir.IndexMapOp) -> None:
+    x, out = kb.kernel.args
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        v = b.insert(loop.LoadOp(x, ivs, op.map.data)).result
+        _store_identity(b, v, out, ivs)
+
+    kb.free_nest(op.result.type.get_shape(), body)
+
+
+def lower_full(kb: KernelBuilder, op: tir.FullOp) -> None:
+    (out,) = kb.kernel.args
+    value = kb.const(op.value.value.data, op.result.type.element_type)
+    kb.free_nest(op.result.type.get_shape(), lambda b, ivs: _store_identity(b, value, out, ivs))
+
+
+def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
+    x, out = kb.kernel.args
+    kind = op.kind.data
+    in_shape = op.input.type.get_shape()
+    dims = op.reduced_dims
+    kept = [i for i in range(len(in_shape)) if i not in dims]
+    init = kb.const(REDUCE_INIT[kind], op.result.type.element_type)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        # nested reduce loops, one per reduced dim; the innermost loads and combines
+        loops, rivs, acc = [], [], init
+        inner = b
+        for j, d in enumerate(dims):
+            r = loop.ForOp(0, in_shape[d], loop.LoopKind.REDUCE, [acc])
+            r.iv.name_hint = f"r{j}"
+            r.accs[0].name_hint = "acc"
+            inner.insert(r)
+            loops.append(r)
+            rivs.append(r.iv)
+            acc = r.accs[0]
+            inner = Builder(InsertPoint.at_end(r.body.block))
+        coords: list[SSAValue] = [None] * len(in_shape)  # type: ignore[list-item]
+        for i, v in zip(kept, ivs):
+            coords[i] = v
+        for d, v in zip(dims, rivs):
+            coords[d] = v
+        val = inner.insert(loop.LoadOp(x, coords)).result
+        nxt = REDUCE_COMBINE[kind](inner, acc, val)
+        for r in reversed(loops):
+            r.body.block.add_op(loop.YieldOp(nxt))
+            nxt = r.res[0]
+        _store_identity(b, nxt, out, ivs)
+
+    kb.free_nest(op.result.type.get_shape(), body)
+
+
+LOWER: dict[type[Operation], Callable] = {
+    tir.ElementwiseOp: lower_elementwise,
+    tir.IndexMapOp: lower_index_map,
+    tir.FullOp: lower_full,
+    tir.ReduceOp: lower_reduce,
+}
+
+
+def _kernel_name(op: Operation, used: set[str]) -> str:
+    hint = op.results[0].name_hint or op.name.removeprefix("tir.")
+    base = hint.replace(".", "_")
+    name, i = base, 1
+    while name in used:
+        name = f"{base}_{i}"
+        i += 1
+    used.add(name)
+    return name
+
+
+def lower_function(module: ModuleOp, fn: func.FuncOp) -> None:
+    """Rewrite `fn` (over tensors) into a host function over memrefs, kernels before it."""
+    old = fn.body.block
+    arg_types = [memref_of(a.type) for a in old.args]
+    new_block = Block(arg_types=arg_types)
+    host = Builder(InsertPoint.at_end(new_block))
+    values: dict[SSAValue, SSAValue] = {}
+    for a, n in zip(old.args, new_block.args):
+        n.name_hint = a.name_hint
+        values[a] = n
+    used = {o.sym_name.data for o in module.ops if isinstance(o, loop.KernelOp)}
+    kernel_ip = InsertPoint.before(fn)
+    for op in list(old.ops):
+        if isinstance(op, func.ReturnOp):
+            outs = [values[v] for v in op.arguments]
+            host.insert(func.ReturnOp(*outs))
+            continue
+        lower = LOWER.get(type(op))
+        if lower is None:
+            raise DiagnosticException(f"tir-to-loop: cannot lift '{op.name}' into a loop nest")
+        ins = [values[v] for v in op.operands]
+        out_t = memref_of(op.results[0].type)
+        name = _kernel_name(op, used)
+        kb = KernelBuilder.create(
+            name, [*(v.type for v in ins), out_t], [*(v.name_hint or "in" for v in ins), "out"]
+        )
+        lower(kb, op)
+        Builder(kernel_ip).insert(kb.kernel)
+        buf = host.insert(memref.AllocOp([], [], out_t)).memref
+        buf.name_hint = op.results[0].name_hint
+        host.insert(loop.LaunchOp(name, [*ins, buf]))
+        values[op.results[0]] = buf
+    ret = new_block.last_op
+    fn.body.detach_block(old)
+    fn.body.add_block(new_block)
+    fn.function_type = func.FunctionType.from_lists(
+        arg_types, [v.type for v in ret.operands]  # type: ignore[union-attr]
+    )
+
+
+@dataclass(frozen=True)
+class TirToLoopPass(ModulePass):
+    """Lift Tensor IR into one loop nest per op plus a host function that launches them."""
+
+    name = "tir-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            lower_function(op, fn)
+        check_converted(op, "tir", self.name)

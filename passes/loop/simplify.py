@@ -1,0 +1,124 @@
+"""loop-simplify: clean up after fusion — one copy of each constant, no repeated loads or scalar
+ops, and loop-invariant code hoisted out of the loops.
+
+    loop.for %a2 = 0 to 2048 free {
+      %m = arith.divf %ss, %n ; %r = math.rsqrt ...   // depends only on the row
+      %v = loop.load %x[...] ; %v2 = loop.load %x[...] // the same element twice (x * x)
+  ->
+    %m = arith.divf %ss, %n ; %r = math.rsqrt ...       // once per row
+    loop.for %a2 = 0 to 2048 free { %v = loop.load %x[...] ... %v * %v ... }
+
+Inlining pointwise producers (loop-fuse) duplicates their loads and scalar ops where a value is
+used twice and leaves per-element work that only depends on outer loops; both cost the schedule
+passes nothing to keep, but a reader of the IR and the CPU runtime pay for them. A `loop.load` is
+treated as pure when the kernel never stores to that buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from deplo.dialects import loop
+from deplo.passes.loop.fuse import written_args
+
+
+def _is_pure(op: Operation, read_only: set[SSAValue]) -> bool:
+    if isinstance(op, loop.LoadOp):
+        return op.buffer in read_only
+    return op.dialect_name() in ("arith", "math") and not op.regions
+
+
+def _key(op: Operation):
+    return (op.name, tuple(op.operands), tuple(sorted((k, str(v)) for k, v in op.properties.items())),
+            tuple(r.type for r in op.results))
+
+
+def _defined_inside(value: SSAValue, region_op: Operation) -> bool:
+    owner = value.owner
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    while op is not None:
+        if op is region_op:
+            return True
+        op = op.parent_op()
+    return False
+
+
+def simplify_kernel(kernel: loop.KernelOp, rewriter: PatternRewriter) -> None:
+    read_only = {a for i, a in enumerate(kernel.args) if i not in written_args(kernel)}
+    top = kernel.body.block
+    # 1. constants: one of each, at the top
+    seen: dict = {}
+    for op in list(kernel.walk()):
+        if isinstance(op, arith.ConstantOp):
+            k = (str(op.value), op.result.type)
+            if k in seen:
+                rewriter.replace(op, [], [seen[k]])
+            else:
+                seen[k] = op.result
+                if op.parent_block() is not top:
+                    op.detach()
+                    rewriter.insert(op, InsertPoint.at_start(top))
+    # 2. hoist loop invariants, innermost loops first (post-order), repeatedly outward
+    for f in _post_order_loops(kernel):
+        for op in list(f.body.block.ops):
+            if _is_pure(op, read_only) and not any(_defined_inside(v, f) for v in op.operands):
+                op.detach()
+                rewriter.insert(op, InsertPoint.before(f))
+    # 3. CSE within each block, outer values visible inside
+    _cse_block(top, {}, read_only, rewriter)
+
+
+def _post_order_loops(op: Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in list(block.ops):
+                yield from _post_order_loops(child)
+    if isinstance(op, loop.ForOp):
+        yield op
+
+
+def _cse_block(block: Block, known: dict, read_only: set[SSAValue], rewriter) -> None:
+    known = dict(known)
+    for op in list(block.ops):
+        if _is_pure(op, read_only) and op.results:
+            k = _key(op)
+            if k in known:
+                rewriter.replace(op, [], known[k])
+                continue
+            known[k] = list(op.results)
+        for region in op.regions:
+            for inner in region.blocks:
+                _cse_block(inner, known, read_only, rewriter)
+
+
+class SimplifyKernel(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.KernelOp, rewriter: PatternRewriter) -> None:
+        simplify_kernel(op, rewriter)
+
+
+@dataclass(frozen=True)
+class LoopSimplifyPass(ModulePass):
+    """Deduplicate constants, CSE pure ops and read-only loads, hoist loop invariants."""
+
+    name = "loop-simplify"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([SimplifyKernel()], dce_enabled=False),
+            apply_recursively=False,
+        ).rewrite_module(op)

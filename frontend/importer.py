@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import torch as T
+from deplo.frontend import expr as expr_module
 from deplo.frontend.dtypes import mlir_element_type
 from deplo.frontend.errors import FrontendError
 
@@ -58,7 +59,7 @@ def where_from(node: torch.fx.Node) -> str:
         if path:
             parts.append(f"in module '{path}'")
     trace = (node.meta.get("stack_trace") or "").strip().splitlines()
-    if trace and "deplo/frontend/expr.py" in "".join(trace[-2:]):
+    if trace and expr_module.__file__ in "".join(trace[-2:]):
         parts.append("in the expression")
     elif len(trace) >= 2:
         parts.append(f"at {trace[-2].strip()}: {trace[-1].strip()}")

@@ -1,0 +1,51 @@
+"""Differential comparison against PyTorch with dtype-aware tolerances.
+
+fp32 is held to 1e-5 relative to the largest reference magnitude (reductions reorder sums, so an
+elementwise rtol would punish cancellation); fp16/bf16 to 1e-2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12,
+             np.dtype(np.float16): 1e-2, np.dtype(np.uint16): 1e-2}
+
+
+@dataclass
+class Comparison:
+    max_abs: float
+    max_rel: float
+    tolerance: float
+    ok: bool
+
+    def line(self) -> str:
+        verdict = "PASS" if self.ok else "FAIL"
+        return (f"max abs err {self.max_abs:.3e}  max rel err {self.max_rel:.3e}  "
+                f"(tol {self.tolerance:.0e})  {verdict}")
+
+
+def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> Comparison:
+    if len(outputs) != len(reference):
+        return Comparison(float("inf"), float("inf"), 0.0, False)
+    max_abs = max_rel = 0.0
+    tol = 0.0
+    ok = True
+    for out, ref in zip(outputs, reference):
+        ref = np.asarray(ref)
+        tol = max(tol, TOLERANCE.get(ref.dtype, 1e-5))
+        if np.shape(out) != ref.shape:
+            return Comparison(float("inf"), float("inf"), tol, False)
+        o = np.asarray(out, dtype=np.float64)
+        r = ref.astype(np.float64)
+        err = float(np.max(np.abs(o - r))) if r.size else 0.0
+        if not np.all(np.isfinite(o)):
+            err = float("inf")
+        scale = max(float(np.max(np.abs(r))) if r.size else 0.0, np.finfo(np.float32).tiny)
+        rel = err / scale
+        max_abs, max_rel = max(max_abs, err), max(max_rel, rel)
+        ok = ok and rel <= TOLERANCE.get(ref.dtype, 1e-5)
+    return Comparison(max_abs, max_rel, tol, ok)

@@ -1,0 +1,107 @@
+"""The Python API, mirroring the CLI.
+
+    import deplo
+    c = deplo.compile(torch.nn.RMSNorm(64), [torch.randn(4, 64)])    # a module or callable
+    c = deplo.compile("torch.relu(torch.randn(8, 8))")                # or an expression
+    print(c.text("loop"))               # IR at any level: torch, tensor, loop, tile, kernel, cuda
+    print(c.cuda_source)                # the .cu
+    out = c.run()                       # fresh random inputs, CPU runtime by default
+    cmp = c.check(target="cpu")         # against PyTorch eager
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from deplo.frontend.expr import capture_expression
+from deplo.frontend.importer import Program, import_module
+from deplo.runtime.check import Comparison, compare
+from deplo.tools.driver import passes_to, run_passes
+
+
+class _CallableModule(torch.nn.Module):
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed: int | None = None) -> Program:
+    """Torch IR for an expression string, an nn.Module or a callable (with example inputs)."""
+    if isinstance(program, str):
+        c = capture_expression(program, seed=seed)
+        return import_module(c.module, c.example_inputs, c.input_names)
+    if example_inputs is None:
+        raise ValueError("a module or callable needs example inputs")
+    module = program if isinstance(program, torch.nn.Module) else _CallableModule(program)
+    return import_module(module.eval(), list(example_inputs))
+
+
+def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:
+    """Fresh random inputs shaped like the example inputs (never zeros), then the weights."""
+    rng = np.random.default_rng(seed)
+    xs = [rng.standard_normal(x.shape).astype(x.dtype) for x in program.example_inputs]
+    return xs + list(program.params)
+
+
+@dataclass
+class Compiled:
+    program: Program
+    verbose: int = 0
+    _levels: dict[str, ModuleOp] = field(default_factory=dict)
+
+    def module(self, level: str = "cuda") -> ModuleOp:
+        """The program lowered to `level` (cached; each level is lowered from Torch IR)."""
+        if level == "tir":
+            level = "tensor"
+        if level not in self._levels:
+            m = self.program.module.clone()
+            self._levels[level] = run_passes(m, passes_to(level), self.verbose)
+        return self._levels[level]
+
+    def text(self, level: str = "cuda") -> str:
+        if level == "cuda":
+            return self.cuda_source
+        return str(self.module(level)) + "\n"
+
+    @property
+    def cuda_source(self) -> str:
+        from deplo.lowering.emit_cuda import emit_cuda
+
+        return emit_cuda(self.module("cuda"))
+
+    def executable(self, target: str = "cpu", level: str | None = None):
+        """An object with `.run(inputs) -> outputs`: target cpu/gpu (the .cu) or interp (IR)."""
+        if target == "interp":
+            from deplo.runtime.interp import InterpExecutable
+
+            return InterpExecutable(self.module(level or "loop"))
+        from deplo.runtime.program import CudaExecutable
+
+        return CudaExecutable(self.module("cuda"), target=target)
+
+    def run(self, inputs: Sequence[np.ndarray] | None = None, target: str = "cpu",
+            level: str | None = None, seed: int | None = None) -> list[np.ndarray]:
+        """Run on `inputs` (user inputs, then weights); fresh random inputs when omitted."""
+        inputs = random_inputs(self.program, seed) if inputs is None else list(inputs)
+        return self.executable(target, level).run(inputs)
+
+    def check(self, target: str = "cpu", level: str | None = None, seed: int | None = None) -> Comparison:
+        """Run on fresh random inputs and compare with PyTorch eager."""
+        inputs = random_inputs(self.program, seed)
+        n = len(self.program.example_inputs)
+        ref = self.program.reference(inputs[:n])
+        return compare(self.run(inputs, target, level), ref)
+
+
+def compile(program, example_inputs: Sequence[torch.Tensor] | None = None, *, verbose: int = 0,
+            seed: int | None = None) -> Compiled:  # noqa: A001 - mirrors torch.compile's name
+    """Capture `program` (expression, module or callable) for lowering on demand."""
+    return Compiled(capture(program, example_inputs, seed), verbose)

@@ -1,0 +1,122 @@
+"""`deplo`: compile and run PyTorch programs.
+
+    deplo compile -c 'torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))' --ir loop -v
+    deplo compile -c EXPR --ir cuda -o out.cu
+    deplo run -c EXPR --check                       # CPU runtime (default without a GPU)
+    deplo run -c EXPR --check --target interp --ir tensor
+    deplo run -c EXPR --check --target gpu
+
+User errors (an expression that does not evaluate, an unsupported op, malformed IR, a g++ or
+NVRTC failure, no GPU) print one clear message and exit 1 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from deplo.tools.driver import LEVELS
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-c", "--expr", required=True, metavar="EXPR",
+                   help="a PyTorch expression; torch.randn(...) calls are the inputs")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="-v: list the passes run; -vv: print each pass as a diff")
+    p.add_argument("--seed", type=int, default=None, help="seed for inputs and weights")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="deplo", description="deplo: PyTorch -> CUDA compiler")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="print the program at one IR level")
+    _add_source(c)
+    c.add_argument("--ir", choices=[*LEVELS, "tir"], default="cuda", help="the level to print")
+    c.add_argument("-o", "--output", default=None, help="write to this file instead of stdout")
+
+    r = sub.add_parser("run", help="run the program, optionally checking it against PyTorch")
+    _add_source(r)
+    r.add_argument("--target", choices=["cpu", "gpu", "interp"], default=None,
+                   help="cpu: the .cu on the CPU shim (default without a GPU); gpu: NVRTC + "
+                        "driver; interp: the numpy interpreter of --ir")
+    r.add_argument("--ir", choices=["torch", "tensor", "tir", "loop"], default="loop",
+                   help="the level the interpreter runs (with --target interp)")
+    r.add_argument("--check", action="store_true", help="compare with PyTorch eager")
+    r.add_argument("--schedules", default=None,
+                   help="CPU runtime thread schedules, comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
+    return parser
+
+
+def _default_target() -> str:
+    from deplo.runtime.gpu import gpu_probe
+
+    ok, _ = gpu_probe()
+    return "gpu" if ok else "cpu"
+
+
+def cmd_compile(args) -> int:
+    import deplo
+
+    compiled = deplo.compile(args.expr, verbose=args.verbose, seed=args.seed)
+    level = "tensor" if args.ir == "tir" else args.ir
+    text = compiled.text(level)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_run(args) -> int:
+    import deplo
+    from deplo.runtime.check import compare
+    from deplo.tools.api import random_inputs
+
+    target = args.target or _default_target()
+    if target == "gpu":
+        from deplo.runtime.gpu import gpu_probe
+
+        ok, why = gpu_probe()
+        if not ok:
+            print(f"deplo: error: --target gpu: {why}; use --target cpu (the CPU runtime)",
+                  file=sys.stderr)
+            return 1
+    compiled = deplo.compile(args.expr, verbose=args.verbose, seed=args.seed)
+    level = "tensor" if args.ir == "tir" else args.ir
+    inputs = random_inputs(compiled.program, args.seed)
+    n = len(compiled.program.example_inputs)
+    schedules = [None]
+    if target == "cpu" and args.schedules:
+        from deplo.runtime.cpu import DEFAULT_SCHEDULES
+
+        schedules = list(DEFAULT_SCHEDULES) if args.schedules == "all" else args.schedules.split(",")
+    exe = compiled.executable(target, level if target == "interp" else None)
+    what = f"interp ({level})" if target == "interp" else target
+    failed = False
+    reference = compiled.program.reference(inputs[:n]) if args.check else None
+    for schedule in schedules:
+        outputs = exe.run(inputs, schedule=schedule) if schedule else exe.run(inputs)
+        label = what + (f" [{schedule}]" if schedule else "")
+        shapes = ", ".join(f"{tuple(o.shape)} {o.dtype}" for o in outputs)
+        if reference is None:
+            print(f"{label}: ran, outputs {shapes}")
+            continue
+        result = compare(outputs, reference)
+        print(f"{label}: {result.line()}")
+        failed |= not result.ok
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from deplo.tools.errors import user_errors
+
+    with user_errors("deplo") as status:
+        return {"compile": cmd_compile, "run": cmd_run}[args.command](args)
+    return status.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

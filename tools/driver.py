@@ -1,0 +1,72 @@
+"""Compile a captured program through the named pipelines, with -v / -vv reporting.
+
+`-v` lists every pass run (and the kernel count after loop fusion); `-vv` prints each pass as a
+unified diff of the IR between `>>> pass-name` and `<<< pass-name` markers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gc
+import sys
+from typing import TextIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
+from deplo.passes import pipeline
+
+LEVELS = ("torch", "tensor", "loop", "tile", "kernel", "cuda")
+
+
+def make_context() -> Context:
+    from deplo.tools.deplo_opt import STANDARD_DIALECTS
+
+    ctx = Context()
+    for name, get in {**STANDARD_DIALECTS, **pipeline.DIALECTS}.items():
+        ctx.register_dialect(name, get)
+    return ctx
+
+
+def passes_to(level: str) -> str:
+    """The pass spec that lowers Torch IR to `level` (empty for torch)."""
+    if level not in pipeline.LEVEL_PIPELINE:
+        raise ValueError(f"unknown IR level {level!r}; choose from {', '.join(LEVELS)}")
+    name = pipeline.LEVEL_PIPELINE[level]
+    return pipeline.expand_pipeline(name) if name else ""
+
+
+def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO = sys.stderr) -> ModuleOp:
+    """Apply the comma-separated pass spec in place, verifying after each pass."""
+    if not spec:
+        return module
+    ctx = make_context()
+    before = [str(module)] if verbose >= 2 else []
+
+    def callback(prev, mod: ModuleOp, nxt) -> None:
+        mod.verify()
+        if prev is None:
+            return
+        if verbose >= 1:
+            kernels = sum(1 for o in mod.ops if o.name.endswith(".kernel") or o.name == "kernel.func")
+            print(f"deplo: ran {prev.name}" + (f" ({kernels} kernel(s))" if kernels else ""), file=out)
+        if verbose >= 2:
+            after = str(mod)
+            diff = difflib.unified_diff(
+                before[0].splitlines(), after.splitlines(), "before", "after", lineterm="", n=2
+            )
+            print(f">>> {prev.name}", file=out)
+            print("\n".join(diff), file=out)
+            print(f"<<< {prev.name}", file=out)
+            before[0] = after
+
+    pipe = PassPipeline.parse_spec(pipeline.PASSES, spec, callback)
+    gc_was = gc.isenabled()
+    gc.disable()  # the cyclic GC roughly doubles rewrite time on big modules
+    try:
+        pipe.apply(ctx, module)
+    finally:
+        if gc_was:
+            gc.enable()
+    return module

@@ -1,0 +1,38 @@
+"""User errors end in one clear message and exit status 1, never a traceback.
+
+The list is explicit: anything else is a bug in deplo and keeps its traceback so it can be fixed.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+    from deplo.frontend.errors import FrontendError
+    from deplo.runtime.cpu import CpuCompileError, KernelError
+    from deplo.runtime.gpu import CudaCompileError, NoGpuError
+
+    return (FrontendError, DiagnosticException, ParseError, VerifyException, CpuCompileError,
+            KernelError, CudaCompileError, NoGpuError)
+
+
+@dataclass
+class Status:
+    code: int = 0
+
+
+@contextmanager
+def user_errors(tool: str):
+    status = Status()
+    try:
+        yield status
+    except user_error_types() as e:
+        print(f"{tool}: error: {e}", file=sys.stderr)
+        for note in getattr(e, "__notes__", []):
+            print(note, file=sys.stderr)
+        status.code = 1

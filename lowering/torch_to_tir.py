@@ -141,8 +141,8 @@ def rms_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, nd: int, eps: float
     shape = list(t.get_shape())
     rank = len(shape)
     outer = shape[: rank - nd]
-    if eps is None:
-        eps = float(np.finfo(_numpy_dtype(t)).eps)
+    if eps is None:  # torch uses float32's epsilon for f16/bf16 inputs too (computes in f32)
+        eps = float(np.finfo(np.float64 if str(t.element_type) == "f64" else np.float32).eps)
     sq = b.ew(EK.MUL, x, x)
     s = b.reduce(tir.ReduceKind.ADD, sq, list(range(rank - nd, rank)))
     count = math.prod(shape[rank - nd :])
@@ -154,12 +154,6 @@ def rms_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, nd: int, eps: float
         return y
     wmap = AffineMap(rank, 0, tuple(AffineExpr.dimension(i) for i in range(rank - nd, rank)))
     return b.ew(EK.MUL, y, b.index_map(w, wmap, shape))
-
-
-def _numpy_dtype(t: TensorType):
-    return {"f32": np.float32, "f16": np.float16, "f64": np.float64}.get(
-        str(t.element_type), np.float32
-    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,40 @@
+// RUN: deplo-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+loop.kernel @free_with_acc(%out: memref<4xf32>) {
+  %z = arith.constant 0.0 : f32
+  // CHECK: loop.for 0 to 4 free: expected no accumulators, got 1
+  %r = "loop.for"(%z) <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, kind = #loop<kind free>}> ({
+  ^bb0(%i: index, %a: f32):
+    loop.yield %a : f32
+  }) : (f32) -> f32
+}
+
+// -----
+
+loop.kernel @store_in_reduce(%out: memref<4xf32>) {
+  %z = arith.constant 0.0 : f32
+  // CHECK: loop.for 0 to 4 reduce: expected no loop.store inside
+  %r = loop.for %i = 0 to 4 reduce iter(%a = %z) -> f32 {
+    loop.store %a, %out[%i] : memref<4xf32>
+    loop.yield %a : f32
+  }
+}
+
+// -----
+
+loop.kernel @rank(%x: memref<4x4xf32>) {
+  loop.for %i = 0 to 4 free {
+    // CHECK: loop.load: expected 2 indices for memref<4x4xf32>, got 1
+    %v = loop.load %x[%i] : memref<4x4xf32>
+  }
+}
+
+// -----
+
+loop.kernel @k(%x: memref<4xf32>) {
+}
+func.func @main(%y: memref<8xf32>) {
+  // CHECK: loop.launch @k: expected arguments ['memref<4xf32>'], got ['memref<8xf32>']
+  loop.launch @k(%y) : memref<8xf32>
+  func.return
+}

@@ -102,6 +102,11 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
         body = _rename(body, "x0", "x")
     code = compile(body, "<expr>", "eval")
     module = _ExprModule(code, input_names, modules, env).eval()
+    try:  # eagerly once, so a shape error reads as the user's error, not an export failure
+        with torch.no_grad():
+            module(*inputs)
+    except Exception as e:
+        raise FrontendError(f"cannot evaluate `{source.strip()}`: {type(e).__name__}: {e}") from None
     return CapturedExpr(module, tuple(inputs), input_names, source.strip())
 
 

@@ -8,6 +8,7 @@ naming the op and the line of the user's code it came from, never a silent fallb
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -193,11 +194,16 @@ def import_module(
     input_names: Sequence[str] | None = None,
 ) -> Program:
     """Export `module` on the example inputs (no_grad, non-strict) and import it."""
-    with torch.no_grad():
-        try:
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)  # it logs a traceback of its own before re-raising
+    try:
+        with torch.no_grad():
             ep = torch.export.export(module, tuple(example_inputs), strict=False)
-        except Exception as e:
-            raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
+    except Exception as e:
+        raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
+    finally:
+        fake_log.setLevel(level)
     mlir, names, param_names = import_exported(ep, input_names)
     state = dict(module.named_parameters()) | dict(module.named_buffers())
     state |= {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}

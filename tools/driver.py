@@ -37,10 +37,11 @@ def passes_to(level: str) -> str:
     return pipeline.expand_pipeline(name) if name else ""
 
 
-def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO = sys.stderr) -> ModuleOp:
+def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None = None) -> ModuleOp:
     """Apply the comma-separated pass spec in place, verifying after each pass."""
     if not spec:
         return module
+    out = out or sys.stderr
     ctx = make_context()
     before = [str(module)] if verbose >= 2 else []
 

@@ -1,0 +1,137 @@
+"""The `deplo` and `deplo-opt` command lines: every level prints parseable text, -v/-vv report
+the passes, and user errors are one message with exit status 1, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+
+import pytest
+
+MM = "torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))"
+RMS = "torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
+
+
+def run_subprocess(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """The real process: what a user sees, tracebacks included."""
+    tool, *rest = args
+    module = {"deplo": "deplo.tools.deplo_main", "deplo-opt": "deplo.tools.deplo_opt"}[tool]
+    code = f"import sys; from {module} import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *rest], input=stdin, capture_output=True,
+                          text=True, timeout=300)
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """In-process (no torch import per call); a traceback would escape as an exception."""
+    from deplo.tools import deplo_main, deplo_opt
+
+    tool, *rest = args
+    main = {"deplo": deplo_main.main, "deplo-opt": deplo_opt.main}[tool]
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode()))
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(rest)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.stdin = old_stdin
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def assert_clean_error(p: subprocess.CompletedProcess, *needles: str) -> None:
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    for n in needles:
+        assert n in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("level", ["torch", "tensor", "loop", "tile", "kernel"])
+def test_compile_prints_parseable_ir(level: str) -> None:
+    p = run("deplo", "compile", "-c", MM, "--ir", level)
+    assert p.returncode == 0, p.stderr
+    again = run("deplo-opt", stdin=p.stdout)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == p.stdout.strip()
+
+
+def test_compile_cuda_and_output_file(tmp_path) -> None:
+    out = tmp_path / "k.cu"
+    p = run("deplo", "compile", "-c", RMS, "--ir", "cuda", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    assert '#include "kc_prelude.cuh"' in text
+    assert "__global__" in text and "__shfl_xor_sync" in text and "__shared__" in text
+
+
+def test_deplo_opt_pipeline_on_compile_output() -> None:
+    loop_ir = run("deplo", "compile", "-c", MM, "--ir", "loop").stdout
+    p = run("deplo-opt", "--pass-pipeline=builtin.module(loop-to-tile,tile-map-grid)", stdin=loop_ir)
+    assert p.returncode == 0, p.stderr
+    assert "bind(block.x)" in p.stdout
+    p = run("deplo-opt", "-p", "to-cuda", "-t", "cuda", stdin=run("deplo", "compile", "-c", MM, "--ir", "torch").stdout)
+    assert p.returncode == 0, p.stderr
+    assert "__global__" in p.stdout
+
+
+def test_verbose_lists_passes_and_diffs() -> None:
+    p = run("deplo", "compile", "-c", MM, "--ir", "loop", "-v")
+    assert "deplo: ran loop-fuse (1 kernel(s))" in p.stderr
+    p = run("deplo", "compile", "-c", MM, "--ir", "tensor", "-vv")
+    assert ">>> torch-to-tir" in p.stderr and "<<< torch-to-tir" in p.stderr
+    assert "+    %" in p.stderr and "tir.reduce" in p.stderr
+
+
+def test_print_ir_after_all() -> None:
+    src = run("deplo", "compile", "-c", MM, "--ir", "torch").stdout
+    p = run("deplo-opt", "-p", "to-loop", "--print-ir-after-all", stdin=src)
+    assert "IR Dump After loop-fuse" in p.stderr
+
+
+@pytest.mark.parametrize("expr", [MM, RMS])
+def test_run_check_passes(expr: str) -> None:
+    p = run("deplo", "run", "-c", expr, "--check", "--target", "cpu")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASS" in p.stdout
+
+
+@pytest.mark.parametrize("level", ["torch", "tensor", "loop"])
+def test_run_interp(level: str) -> None:
+    p = run("deplo", "run", "-c", MM, "--check", "--target", "interp", "--ir", level)
+    assert p.returncode == 0 and f"interp ({level})" in p.stdout and "PASS" in p.stdout, p.stdout
+
+
+def test_unsupported_op_is_named() -> None:
+    p = run_subprocess("deplo", "compile", "-c", "torch.cumsum(torch.randn(4,4), 0)")
+    assert_clean_error(p, "unsupported PyTorch op 'aten.cumsum.default'", "in the expression")
+
+
+def test_bad_expression() -> None:
+    assert_clean_error(run("deplo", "compile", "-c", "torch.randn(4,4) +"), "cannot parse")
+    assert_clean_error(run("deplo", "compile", "-c", "torch.randn(4,4) @ torch.randn(5,5)"),
+                       "cannot evaluate")
+
+
+def test_gpu_target_without_driver() -> None:
+    from deplo.runtime.gpu import gpu_probe
+
+    if gpu_probe()[0]:
+        pytest.skip("a GPU is present")
+    p = run("deplo", "run", "-c", MM, "--target", "gpu")
+    assert_clean_error(p, "--target gpu", "--target cpu")
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_malformed_ir_is_a_located_diagnostic() -> None:
+    p = run("deplo-opt", stdin="func.func @f(%a: f32) -> f32 {\n  %b = arith.addf %a, %c : f32\n  func.return %b : f32\n}\n")
+    assert_clean_error(p, "stdin:", "values used but not defined: [%c]")
+    p = run("deplo-opt", stdin="func.func @f(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {\n"
+            "  %y = torch.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>\n"
+            "  func.return %y : tensor<4xf32>\n}\n")
+    assert_clean_error(p, "do not broadcast")
+    assert_clean_error(run("deplo-opt", "-p", "no-such-pass", stdin="builtin.module {}"),
+                       "no-such-pass")

@@ -1,0 +1,77 @@
+"""Conventions checked by tests, not by review: layering, the registry, lit coverage."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from deplo.passes import pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def deplo_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("deplo."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("deplo.")}
+    return found
+
+
+FORBIDDEN = {
+    "dialects": {"lowering", "passes", "runtime", "tools", "frontend", "tuning"},
+    "lowering": {"runtime", "tools", "frontend", "tuning"},
+    "passes": {"runtime", "tools", "frontend", "tuning"},
+    "runtime": {"tools", "frontend", "tuning", "passes"},
+    "frontend": {"tools", "runtime", "lowering", "passes"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_layering(package: str) -> None:
+    bad = []
+    for f in (ROOT / package).rglob("*.py"):
+        if package == "passes" and f.name == "pipeline.py":
+            continue  # the registry names every module lazily, by string
+        hit = deplo_imports(f) & FORBIDDEN[package]
+        if hit:
+            bad.append(f"{f.relative_to(ROOT)} imports {sorted(hit)}")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", sorted(pipeline.PASSES))
+def test_registry_name_matches_pass_and_has_lit_test(name: str) -> None:
+    cls = pipeline.PASSES[name]()
+    assert cls.name == name
+    assert (ROOT / "test" / "lit" / name).is_dir(), f"no lit folder test/lit/{name}/"
+
+
+@pytest.mark.parametrize("name", sorted(pipeline.DIALECTS))
+def test_every_dialect_loads_and_has_roundtrip_and_invalid_tests(name: str) -> None:
+    dialect = pipeline.DIALECTS[name]()
+    assert dialect.name == name
+    for f in ("ops.mlir", "invalid.mlir"):
+        assert (ROOT / "test" / "lit" / name / f).is_file(), f"missing test/lit/{name}/{f}"
+
+
+def test_named_pipelines_only_name_registered_passes() -> None:
+    for name, passes in pipeline.PIPELINES.items():
+        for p in passes:
+            assert p in pipeline.PASSES, f"{name} names unknown pass {p}"
+
+
+def test_targets_load() -> None:
+    assert pipeline.TARGETS["cuda"]().name == "cuda"
+
+
+def test_xdsl_universe_entry_point_offers_our_dialects() -> None:
+    from xdsl.universe import Universe
+
+    multiverse = Universe.get_multiverse()
+    assert {"torch", "tir", "loop", "tile", "kernel", "cuda"} <= set(multiverse.all_dialects)
+    assert "loop-fuse" in multiverse.all_passes

@@ -80,6 +80,7 @@ from xdsl.traits import (
     NoTerminator,
     Pure,
     RecursiveMemoryEffect,
+    SingleBlockImplicitTerminator,
     SymbolOpInterface,
     SymbolTable,
 )
@@ -189,29 +190,29 @@ def _verify_in_kernel(op: Operation) -> None:
 
 
 class BinaryKind(StrEnum):
-    ADD = "add"; SUB = "sub"; MUL = "mul"; DIV = "div"; REM = "rem"  # noqa: E702
-    AND = "and"; OR = "or"; XOR = "xor"; SHL = "shl"; SHR = "shr"  # noqa: E702
+    ADD = "add"; SUB = "sub"; MUL = "mul"; DIV = "div"; REM = "rem"
+    AND = "and"; OR = "or"; XOR = "xor"; SHL = "shl"; SHR = "shr"
 
 
 class CompareKind(StrEnum):
-    EQ = "eq"; NE = "ne"; LT = "lt"; LE = "le"; GT = "gt"; GE = "ge"  # noqa: E702
+    EQ = "eq"; NE = "ne"; LT = "lt"; LE = "le"; GT = "gt"; GE = "ge"
 
 
 class UnaryKind(StrEnum):
-    NEG = "neg"; NOT = "not"; BNOT = "bnot"  # noqa: E702
+    NEG = "neg"; NOT = "not"; BNOT = "bnot"
 
 
 class ShflMode(StrEnum):
-    XOR = "xor"; DOWN = "down"; UP = "up"; IDX = "idx"  # noqa: E702
+    XOR = "xor"; DOWN = "down"; UP = "up"; IDX = "idx"
 
 
 class Special(StrEnum):
     """CUDA's built-in index variables."""
 
-    TX = "threadIdx.x"; TY = "threadIdx.y"; TZ = "threadIdx.z"  # noqa: E702
-    BX = "blockIdx.x"; BY = "blockIdx.y"; BZ = "blockIdx.z"  # noqa: E702
-    DX = "blockDim.x"; DY = "blockDim.y"; DZ = "blockDim.z"  # noqa: E702
-    GX = "gridDim.x"; GY = "gridDim.y"; GZ = "gridDim.z"  # noqa: E702
+    TX = "threadIdx.x"; TY = "threadIdx.y"; TZ = "threadIdx.z"
+    BX = "blockIdx.x"; BY = "blockIdx.y"; BZ = "blockIdx.z"
+    DX = "blockDim.x"; DY = "blockDim.y"; DZ = "blockDim.z"
+    GX = "gridDim.x"; GY = "gridDim.y"; GZ = "gridDim.z"
 
 
 # The C spelling of each kind: the printer reads these tables.
@@ -471,8 +472,9 @@ class CastOp(IRDLOperation):
 
 @irdl_op_definition
 class CallOp(IRDLOperation):
-    """A call of a C function (math, intrinsics, prelude): `%e = cuda.call "expf"(%x) : (f32) -> f32`;
-    without result it is a statement: `cuda.call "kc_cp_async_commit"() : () -> ()`."""
+    """A call of a C function (math, intrinsics, prelude): `%e = cuda.call "expf"(%x) : (f32) -> f32`.
+    A call with a result must be free of side effects (the printer may inline it into its one
+    use); a call without result is a statement: `cuda.call "kc_cp_async_commit"() : () -> ()`."""
 
     name = "cuda.call"
     callee = prop_def(StringAttr)
@@ -707,7 +709,7 @@ class ForOp(IRDLOperation):
     inits = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
-    traits = lazy_traits_def(lambda: (RecursiveMemoryEffect(),))
+    traits = lazy_traits_def(lambda: (SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect()))
 
     def __init__(self, lb, ub, step, inits, body: Region):
         super().__init__(operands=[lb, ub, step, inits], regions=[body],
@@ -789,7 +791,7 @@ class IfOp(IRDLOperation):
     res = var_result_def()
     then_region = region_def("single_block")
     else_region = region_def()
-    traits = lazy_traits_def(lambda: (RecursiveMemoryEffect(),))
+    traits = lazy_traits_def(lambda: (SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect()))
 
     def __init__(self, cond, result_types, then_region: Region, else_region: Region | None = None):
         super().__init__(operands=[cond], result_types=[list(result_types)],
@@ -833,11 +835,7 @@ class IfOp(IRDLOperation):
 
 
 def _verify_yield(op: Operation, region: Region, want: list[Attribute]) -> None:
-    y = region.block.last_op
-    if not isinstance(y, YieldOp):
-        raise VerifyException(f"'{op.name}': expected its body to end with cuda.yield, got "
-                              f"{'nothing' if y is None else y.name}")
-    got = [v.type for v in y.values]
+    got = [v.type for v in region.block.last_op.values]  # the trait checked it is a cuda.yield
     if got != want:
         raise VerifyException(f"'{op.name}': expected cuda.yield of ({', '.join(map(str, want))}), "
                               f"got ({', '.join(map(str, got))})")
@@ -917,8 +915,9 @@ class LaunchOp(IRDLOperation):
         printer.print_string(f") grid({', '.join(map(str, self.grid_dims))}) block("
                              f"{', '.join(map(str, self.block_dims))}) smem({self.smem.value.data})")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(self.args.types, printer.print_attribute)
+        if self.args:
+            printer.print_string(" : ")
+            printer.print_list(self.args.types, printer.print_attribute)
 
     @classmethod
     def parse(cls, parser: Parser) -> LaunchOp:
@@ -931,10 +930,9 @@ class LaunchOp(IRDLOperation):
             sizes.append(parser.parse_comma_separated_list(parser.Delimiter.PAREN,
                                                            parser.parse_integer))
         attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
         pos = parser.pos
         types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type) \
-            if args else []
+            if parser.parse_optional_punctuation(":") else []
         op = cls(callee, parser.resolve_operands(args, types, pos), sizes[0], sizes[1], sizes[2][0])
         op.attributes |= attrs
         return op

@@ -447,7 +447,7 @@ class LaunchOp(IRDLOperation):
     name = "kernel.launch"
     callee = prop_def(SymbolRefAttr)
     args = var_operand_def()
-    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+    assembly_format = "$callee `(` $args `)` attr-dict (`:` type($args)^)?"
 
     def __init__(self, callee: str, args):
         super().__init__(operands=[args], properties={"callee": SymbolRefAttr(callee)})

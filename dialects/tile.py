@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     FlatSymbolRefAttr,
@@ -46,14 +47,21 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
-    AnyFloat,
     MemRefType,
     NoneAttr,
     StringAttr,
     i64,
 )
-from xdsl.dialects.utils import EnumAttribute, parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.dialects.utils import EnumAttribute, print_assignment
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -281,21 +289,28 @@ class KernelOp(IRDLOperation):
         where = f"{self.name} @{self.sym_name.data}"
         for i, arg in enumerate(self.body.block.args):
             if not isinstance(arg.type, MemRefType):
-                raise VerifyException(f"{where}: expected argument {i} to be a memref, got {arg.type}")
+                raise VerifyException(
+                    f"{where}: expected argument {i} to be a memref, got {arg.type}"
+                )
         for what, dims in (("grid", self.grid), ("block", self.block)):
             vals = dims.get_values()
             if dims.elt_type != i64 or len(vals) != 3 or any(v < 1 for v in vals):
-                raise VerifyException(f"{where}: expected three positive {what} sizes, got {list(vals)}")
+                raise VerifyException(
+                    f"{where}: expected three positive {what} sizes, got {list(vals)}"
+                )
         for g, limit, axis in zip(self.grid_dims, MAX_GRID, AXES):
             if g > limit:
                 raise VerifyException(f"{where}: grid size {g} on {axis} exceeds the limit {limit}")
         for b, limit, axis in zip(self.block_dims, MAX_BLOCK, AXES):
             if b > limit:
-                raise VerifyException(f"{where}: block size {b} on {axis} exceeds the limit {limit}")
+                raise VerifyException(
+                    f"{where}: block size {b} on {axis} exceeds the limit {limit}"
+                )
         bx, by, bz = self.block_dims
         if bx * by * bz > MAX_BLOCK_THREADS:
             raise VerifyException(
-                f"{where}: expected at most {MAX_BLOCK_THREADS} threads per block, got {bx * by * bz}"
+                f"{where}: expected at most {MAX_BLOCK_THREADS} threads per block, "
+                f"got {bx * by * bz}"
             )
         if (smem := self.staged_bytes()) > SHARED_MEMORY_BYTES:
             raise VerifyException(
@@ -516,10 +531,14 @@ class ForOp(IRDLOperation):
         parser.parse_punctuation("=")
         lb: int | SSAValue | None = parser.parse_optional_integer(allow_boolean=False)
         if lb is None:
-            lb = parser.parse_operand()
+            lb = parser.parse_operand(IndexType())
         parser.parse_keyword("to")
         ub = parser.parse_integer(allow_boolean=False)
-        step = parser.parse_integer(allow_boolean=False) if parser.parse_optional_keyword("step") else 1
+        step = (
+            parser.parse_integer(allow_boolean=False)
+            if parser.parse_optional_keyword("step")
+            else 1
+        )
         parser.parse_keyword("bind")
         parser.parse_punctuation("(")
         bind = parser.parse_str_enum(Bind)
@@ -647,7 +666,8 @@ class StageOp(IRDLOperation):
         sizes = self.size_list
         if len(static) != len(shape) or len(sizes) != len(shape):
             raise VerifyException(
-                f"{where}: expected {len(shape)} offsets and sizes, got {len(static)} and {len(sizes)}"
+                f"{where}: expected {len(shape)} offsets and sizes, "
+                f"got {len(static)} and {len(sizes)}"
             )
         if sum(o == DYNAMIC for o in static) != len(self.offsets):
             raise VerifyException(f"{where}: expected one operand per dynamic offset")
@@ -657,7 +677,9 @@ class StageOp(IRDLOperation):
             if o != DYNAMIC and not 0 <= o <= n - s:
                 raise VerifyException(f"{where}: slab [{o}, {o + s}) of dim {d} is out of bounds")
         if self.buffers.data not in (1, 2):
-            raise VerifyException(f"{where}: expected buffers(1) or buffers(2), got {self.buffers.data}")
+            raise VerifyException(
+                f"{where}: expected buffers(1) or buffers(2), got {self.buffers.data}"
+            )
         if self.pad.data < 0:
             raise VerifyException(f"{where}: expected a non-negative pad, got {self.pad.data}")
         want = staged_type(src, sizes, self.pad.data)
@@ -679,7 +701,9 @@ class StageOp(IRDLOperation):
         printer.print_string("[")
         printer.print_list(
             self.mixed_offsets(),
-            lambda o: printer.print_string(str(o)) if isinstance(o, int) else printer.print_ssa_value(o),
+            lambda o: (
+                printer.print_string(str(o)) if isinstance(o, int) else printer.print_ssa_value(o)
+            ),
         )
         printer.print_string(f"] [{', '.join(map(str, self.size_list))}] into shared")
         printer.print_string(
@@ -698,7 +722,7 @@ class StageOp(IRDLOperation):
 
         def offset():
             v = parser.parse_optional_integer(allow_boolean=False)
-            return v if v is not None else parser.parse_operand()
+            return v if v is not None else parser.parse_operand(IndexType())
 
         offsets = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, offset)
         sizes = parser.parse_comma_separated_list(
@@ -763,7 +787,9 @@ class CombineOp(IRDLOperation):
         axis = self.axis.data
         where = f"{self.name} {self.kind.data} over {axis}"
         if axis != Bind.THREAD_X:
-            raise VerifyException(f"{where}: expected a combine over thread.x (the only one lowered)")
+            raise VerifyException(
+                f"{where}: expected a combine over thread.x (the only one lowered)"
+            )
         kernel = enclosing_kernel(self)
         assert kernel is not None
         loops = enclosing_loops(self)

@@ -38,17 +38,24 @@ from xdsl.utils.target import Target
 
 from deplo.dialects import cuda
 
-_RESERVED = set("""auto bool break case char const continue default do double else enum extern float
-for goto if int long register return short signed sizeof static struct switch typedef union unsigned
-void volatile while class new delete this true false template typename namespace operator private
-public protected virtual friend inline asm threadIdx blockIdx blockDim gridDim warpSize main""".split())
+_RESERVED = {  # C++ keywords and CUDA built-ins: never a variable name
+    "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double",
+    "else", "enum", "extern", "float", "for", "goto", "if", "int", "long", "register",
+    "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+    "unsigned", "void", "volatile", "while", "class", "new", "delete", "this", "true",
+    "false", "template", "typename", "namespace", "operator", "private", "public",
+    "protected", "virtual", "friend", "inline", "asm", "threadIdx", "blockIdx", "blockDim",
+    "gridDim", "warpSize", "main",
+}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HALF_LITERAL = {Float16Type(): "__float2half", BFloat16Type(): "__float2bfloat16"}
-_HALF_CAST = {(Float16Type(), Float32Type()): "__half2float", (Float32Type(), Float16Type()): "__float2half",
+_HALF_CAST = {(Float16Type(), Float32Type()): "__half2float",
+              (Float32Type(), Float16Type()): "__float2half",
               (BFloat16Type(), Float32Type()): "__bfloat162float",
               (Float32Type(), BFloat16Type()): "__float2bfloat16"}
 _INLINE = (cuda.BinaryOp, cuda.CompareOp, cuda.UnaryOp, cuda.SelectOp, cuda.CastOp, cuda.CallOp,
            cuda.AddressOp)
+_MAX_INLINE = 6  # ops in one inlined expression tree
 
 
 @dataclass(frozen=True)
@@ -63,17 +70,22 @@ class Launch:
 
 
 def _float_text(x: float, double: bool) -> str:
-    suffix, fn = ("", "__builtin_{}()") if double else ("f", "__builtin_{}f()")
-    if np.isnan(x):
-        return fn.format("nan").replace("()", '("")')
-    if np.isinf(x) or (not double and np.isinf(np.float32(x))):
-        return "-" * (x < 0) + fn.format("huge_val")
-    text = repr(float(x)) if double else str(np.float32(x))
-    return text + (".0" if "." not in text and "e" not in text else "") + suffix
+    """Shortest round-trip literal; inf and NaN as bit patterns (NVRTC has no INFINITY/NAN)."""
+    if double:
+        if not np.isfinite(x):
+            return "(0.0 / 0.0)" if np.isnan(x) else "-" * (x < 0) + "(1.0 / 0.0)"
+        return repr(float(x))
+    f = np.float32(x)
+    if np.isnan(f):
+        return "__int_as_float(0x7fffffff)"
+    if np.isinf(f):
+        return "-" * bool(f < 0) + "__int_as_float(0x7f800000)"
+    text = str(f)
+    return text + (".0" if "." not in text and "e" not in text else "") + "f"
 
 
 def literal(value: IntegerAttr | FloatAttr) -> str:
-    """C text of a `cuda.constant` value; negative numbers are parenthesized."""
+    """C text of a `cuda.constant` value."""
     t = value.type
     if isinstance(value, IntegerAttr):
         n = value.value.data
@@ -85,7 +97,7 @@ def literal(value: IntegerAttr | FloatAttr) -> str:
         text = _float_text(value.value.data, isinstance(t, Float64Type))
         if t in _HALF_LITERAL:
             return f"{_HALF_LITERAL[t]}({text})"
-    return f"({text})" if text.startswith("-") else text
+    return text
 
 
 class CudaEmitter:
@@ -101,11 +113,11 @@ class CudaEmitter:
     # --- names ---------------------------------------------------------------------------
     def start_kernel(self, k: cuda.KernelOp) -> None:
         self.names: dict[SSAValue, str] = {}
-        self.used = set(_RESERVED) | {op.callee.data.split("<")[0] for op in k.walk()
-                                      if isinstance(op, cuda.CallOp)}
+        self.used = _RESERVED | {op.callee.data for op in k.walk() if isinstance(op, cuda.CallOp)}
 
     def fresh(self, hint: str | None, default: str = "v") -> str:
-        base = hint if hint and _IDENT.fullmatch(hint) else default
+        base = re.sub(r"\W", "_", hint or default)  # %layer.0.w -> layer_0_w
+        base = base if _IDENT.fullmatch(base) else f"{default}{base}"
         name, i = base, 0
         while name in self.used:
             i += 1
@@ -120,24 +132,35 @@ class CudaEmitter:
         return self.names[v]
 
     # --- expressions ---------------------------------------------------------------------
-    def inlined(self, v: SSAValue) -> bool:
-        op = v.owner
-        if isinstance(op, cuda.ConstantOp):
-            return True
-        if not isinstance(op, _INLINE) or not v.has_one_use():
-            return False
-        user = next(iter(v.uses)).operation
-        multi_yield = isinstance(user, cuda.YieldOp) and len(user.values) > 1
-        return user.parent_block() is op.parent_block() and not multi_yield
+    def plan_inlining(self, k: cuda.KernelOp) -> None:
+        """Constants are always inlined; so is a pure expression without a name hint, used once,
+        in its own block (not by a multi-value yield), while the inlined tree stays small."""
+        self.inline: set[SSAValue] = set()
+        weight: dict[SSAValue, int] = {}
+        for op in k.walk():
+            if isinstance(op, cuda.ConstantOp):
+                self.inline.add(op.result)
+                weight[op.result] = 0
+            if not isinstance(op, _INLINE) or not op.results:
+                continue
+            v = op.results[0]
+            if v.name_hint or not v.has_one_use():
+                continue
+            user = next(iter(v.uses)).operation
+            w = 1 + sum(weight.get(o, 0) for o in op.operands)
+            if (user.parent_block() is op.parent_block() and w <= _MAX_INLINE
+                    and not (isinstance(user, cuda.YieldOp) and len(user.values) > 1)):
+                self.inline.add(v)
+                weight[v] = w
 
     def expr(self, v: SSAValue, nested: bool = True) -> str:
         """C text of a value: its name, or its inlined expression (parenthesized when nested)."""
-        if not self.inlined(v):
+        if v not in self.inline:
             return self.names[v]
         op = v.owner
         text = _EXPRESSIONS[type(op)](self, op)
-        atomic = isinstance(op, cuda.ConstantOp | cuda.CallOp) or (
-            isinstance(op, cuda.CastOp) and (op.value.type, op.result.type) in _HALF_CAST)
+        atomic = isinstance(op, cuda.CallOp | cuda.CastOp) or (
+            isinstance(op, cuda.ConstantOp) and not text.startswith("-"))
         return f"({text})" if nested and not atomic else text
 
     def e_constant(self, op: cuda.ConstantOp) -> str:
@@ -181,6 +204,7 @@ class CudaEmitter:
     # --- statements ----------------------------------------------------------------------
     def kernel(self, k: cuda.KernelOp) -> None:
         self.start_kernel(k)
+        self.plan_inlining(k)
         params = ", ".join(f"{cuda.c_type(p.type)} {self.name(p)}" for p in k.params)
         self.line(f'extern "C" __global__ void __launch_bounds__({k.launch_bounds.value.data}) '
                   f"{k.sym_name.data}({params}) {{")
@@ -201,10 +225,13 @@ class CudaEmitter:
         v = op.results[0] if op.results else None
         if v is None:  # a call used as a statement
             return self.line(f"{_EXPRESSIONS[type(op)](self, op)};")
-        if self.inlined(v):
+        if v in self.inline:
             return
         t = v.type
         decl = cuda.c_type(t) if isinstance(t, cuda.PtrType) else f"const {cuda.c_type(t)}"
+        if v not in self.names and not v.name_hint:  # x[i] -> x_v, a shuffle -> shfl
+            self.names[v] = self.fresh(None, f"{self.names.get(op.buffer, 'v')}_v" if isinstance(
+                op, cuda.LoadOp) else "shfl" if isinstance(op, cuda.ShflOp) else "v")
         self.line(f"{decl} {self.name(v)} = {_EXPRESSIONS[type(op)](self, op)};")
 
     def s_store(self, op: cuda.StoreOp) -> None:

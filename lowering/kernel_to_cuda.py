@@ -44,13 +44,13 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.utils.exceptions import PassFailedException
 
 from deplo.dialects import cuda, kernel
+from deplo.lowering.legality import ConversionError, check_converted
 
 F32 = Float32Type()
 HALF = (Float16Type(), BFloat16Type())
-U32 = IntegerType(32, Signedness.UNSIGNED)
+UNSIGNED = {32: IntegerType(32, Signedness.UNSIGNED), 64: IntegerType(64, Signedness.UNSIGNED)}
 
 # The one table: arith/math op -> (form, C name).
 #   binary/ubinary: cuda.binary (ubinary on unsigned operands); unary: cuda.unary;
@@ -61,7 +61,7 @@ C_OPS: dict[str, tuple[str, str]] = {
     "arith.mulf": ("binary", "mul"), "arith.muli": ("binary", "mul"),
     "arith.divf": ("binary", "div"), "arith.divsi": ("binary", "div"),
     "arith.divui": ("ubinary", "div"), "arith.remsi": ("binary", "rem"),
-    "arith.remui": ("ubinary", "rem"), "arith.remf": ("call", "fmod"),
+    "arith.remui": ("ubinary", "rem"),
     "arith.andi": ("binary", "and"), "arith.ori": ("binary", "or"),
     "arith.xori": ("binary", "xor"), "arith.shli": ("binary", "shl"),
     "arith.shrsi": ("binary", "shr"), "arith.shrui": ("ubinary", "shr"),
@@ -88,15 +88,20 @@ CMPI = {"eq": ("eq", 0), "ne": ("ne", 0), "slt": ("lt", 0), "sle": ("le", 0), "s
         "sge": ("ge", 0), "ult": ("lt", 1), "ule": ("le", 1), "ugt": ("gt", 1), "uge": ("ge", 1)}
 CMPF = {"oeq": ("eq", 0), "ogt": ("gt", 0), "oge": ("ge", 0), "olt": ("lt", 0), "ole": ("le", 0),
         "une": ("ne", 0), "ugt": ("le", 1), "uge": ("lt", 1), "ult": ("ge", 1), "ule": ("gt", 1)}
-CASTS = {"arith.index_cast", "arith.index_castui", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+CASTS = {"arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
          "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci"}
 SPECIAL = {kernel.ThreadIdOp: "threadIdx", kernel.BlockIdOp: "blockIdx",
            kernel.BlockDimOp: "blockDim", kernel.GridDimOp: "gridDim"}
 
 
-def _fail(op: Operation, what: str) -> PassFailedException:
+def _fail(op: Operation, what: str) -> ConversionError:
+    """`kernel-to-cuda: no C translation for 'math.ctpop' in @k at loc(...)`"""
+    p = op if isinstance(op, kernel.FuncOp) else op.parent_op()
+    while p is not None and not isinstance(p, kernel.FuncOp):
+        p = p.parent_op()
+    where = "" if p is None else f" in @{p.sym_name.data}"
     loc = "" if isinstance(op.location, UnknownLoc) else f" at {op.location}"
-    return PassFailedException(f"kernel-to-cuda: {what} '{op.name}'{loc}")
+    return ConversionError(f"kernel-to-cuda: {what} '{op.name}'{where}{loc}")
 
 
 class _Translator:
@@ -125,7 +130,7 @@ class _Translator:
     def ctype(self, t: Attribute, op: Operation | None = None) -> Attribute:
         t = i32 if isinstance(t, IndexType) else t
         if t not in cuda.C_SCALARS:
-            raise _fail(op or self.func, f"type {t} has no C spelling in")
+            raise _fail(op or self.func, f"no C type for {t} in")
         return t
 
     def emit(self, op: Operation) -> SSAValue | None:
@@ -185,16 +190,17 @@ class _Translator:
         if op.name in CASTS:
             dst = self.ctype(op.results[0].type, op)
             src = self.v(op.operands[0])
-            if op.name in ("arith.uitofp", "arith.extui", "arith.index_castui") and src.type == i32:
-                src = self.cast(src, U32)
+            if op.name in ("arith.uitofp", "arith.extui"):
+                src = self.unsigned(src)
             if op.name == "arith.fptoui":
-                return self.bind(op.results, [self.cast(self.cast(self.f32(src), U32), dst)])
+                via = UNSIGNED[dst.width.data]
+                return self.bind(op.results, [self.cast(self.cast(self.f32(src), via), dst)])
             via_float = (src.type in HALF or dst in HALF) and F32 not in (src.type, dst)
             return self.bind(op.results, [self.cast(self.cast(src, F32) if via_float else src, dst)])
-        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if type(op) in SPECIAL:
             reg = f"{SPECIAL[type(op)]}.{op.dimension.data.value}"
             return self.bind(op.results, [self.emit(cuda.SpecialOp(reg))])
+        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is None:
             raise _fail(op, "no C translation for")
         handler(op)
@@ -202,22 +208,25 @@ class _Translator:
     def f32(self, v: SSAValue) -> SSAValue:
         return self.cast(v, F32) if v.type in HALF else v
 
+    def unsigned(self, v: SSAValue) -> SSAValue:
+        """The same bits as `unsigned int` / `unsigned long long` (bool stays bool)."""
+        w = v.type.width.data
+        return self.cast(v, UNSIGNED[w]) if w in UNSIGNED else v
+
     def scalar(self, op: Operation, form: str, name: str) -> SSAValue:
         args = [self.f32(self.v(a)) for a in op.operands]
         out = self.ctype(op.results[0].type, op)
         if form == "binary":
             r = self.emit(cuda.BinaryOp(name, *args))
         elif form == "ubinary":
-            r = self.cast(self.emit(cuda.BinaryOp(name, *(self.cast(a, U32) for a in args))), out)
+            r = self.emit(cuda.BinaryOp(name, *(self.unsigned(a) for a in args)))
         elif form == "unary":
             r = self.emit(cuda.UnaryOp(name, args[0]))
         elif form in ("minmax", "uminmax"):
-            cmp = [self.cast(a, U32) for a in args] if form == "uminmax" else args
+            cmp = [self.unsigned(a) for a in args] if form == "uminmax" else args
             r = self.emit(cuda.SelectOp(self.emit(cuda.CompareOp(name, *cmp)), *args))
         else:  # call
             fn = name if args[0].type != F32 else name + "f"
-            if fn == "fabs" and isinstance(args[0].type, IntegerType):
-                raise _fail(op, "no C translation for")
             r = self.emit(cuda.CallOp(fn, args, args[0].type))
         return self.cast(r, out)
 
@@ -226,7 +235,7 @@ class _Translator:
         if isinstance(val, IntegerAttr):
             n = val.value.data
             if t == i32 and not -(2**31) <= n < 2**31:
-                raise _fail(op, f"constant {n} does not fit in int in")
+                raise _fail(op, f"constant {n} out of int range in")
             attr = IntegerAttr(n, t)
         elif isinstance(val, FloatAttr):
             attr = val
@@ -238,7 +247,7 @@ class _Translator:
         kind, unsigned = CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]
         a, b = self.v(op.lhs), self.v(op.rhs)
         if unsigned:
-            a, b = self.cast(a, U32), self.cast(b, U32)
+            a, b = self.unsigned(a), self.unsigned(b)
         self.bind(op.results, [self.emit(cuda.CompareOp(kind, a, b))])
 
     def op_arith_cmpf(self, op: arith.CmpfOp) -> None:
@@ -365,6 +374,4 @@ class KernelToCudaPass(ModulePass):
         PatternRewriteWalker(
             GreedyRewritePatternApplier([LowerKernelFunc(), LowerLaunch(dims)], dce_enabled=False),
             apply_recursively=False).rewrite_module(op)
-        for left in op.walk():
-            if left.dialect_name() == "kernel":
-                raise _fail(left, "left over")
+        check_converted(op, "kernel", self.name)

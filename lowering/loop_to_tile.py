@@ -44,7 +44,9 @@ class ForToTile(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter) -> None:
         body = rewriter.move_region_contents_to_new_regions(op.body)
-        new = tile.ForOp(op.lb.data, op.ub.data, tile.Bind.SERIAL, list(op.inits), body, op.step.data)
+        new = tile.ForOp(
+            op.lb.data, op.ub.data, tile.Bind.SERIAL, list(op.inits), body, op.step.data
+        )
         new.attributes |= op.attributes
         rewriter.replace(op, new)
 

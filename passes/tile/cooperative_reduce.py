@@ -31,7 +31,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, IntegerType, ModuleOp
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -181,6 +181,7 @@ class TileCooperativeReducePass(ModulePass):
             for i, (kind, init) in enumerate(zip(kinds, inits)):
                 if not is_identity(init, kind):
                     c = b.insert(arith.ConstantOp(identity(kind, init.type)))
+                    c.result.name_hint = "id"
                     lp.operands[i] = c.result  # no dynamic lb yet: operands are the inits
             new = stride_loop(lp, t, threads, b)
             after = Builder(InsertPoint.after(new))

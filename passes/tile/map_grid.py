@@ -62,7 +62,9 @@ class TileMapGridPass(ModulePass):
             self.map_kernel(kernel)
 
     def map_kernel(self, kernel: tile.KernelOp) -> None:
-        if any(isinstance(o, tile.ForOp) and o.binding != tile.Bind.SERIAL for o in kernel.body.walk()):
+        if any(
+            isinstance(o, tile.ForOp) and o.binding != tile.Bind.SERIAL for o in kernel.body.walk()
+        ):
             return
         chain = free_loop_chain(kernel)
         candidates = [lp for lp in chain if (lp.extent or 0) > 1]

@@ -135,7 +135,11 @@ class TileStageInputsPass(ModulePass):
             anchor = region.first_op
             loads: dict[SSAValue, list[loop.LoadOp]] = {}
             for o in region.walk():
-                if isinstance(o, loop.LoadOp) and o.buffer in kernel.args and o.buffer not in stored:
+                if (
+                    isinstance(o, loop.LoadOp)
+                    and o.buffer in kernel.args
+                    and o.buffer not in stored
+                ):
                     loads.setdefault(o.buffer, []).append(o)
             for buf, group in loads.items():
                 if len(group) < self.min_loads:
@@ -164,4 +168,3 @@ class TileStageInputsPass(ModulePass):
                 changed = True
         if changed:
             kernel.record(self)
-

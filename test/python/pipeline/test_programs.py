@@ -78,3 +78,16 @@ def test_a_wrong_kernel_fails_the_check(compiled) -> None:
     inputs = random_inputs(c.program, seed=5)
     ref = c.program.reference(inputs[:3])
     assert not compare(exe.run(inputs), ref).ok
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_emitted_cuda_compiles_with_nvrtc_without_spills(compiled, name: str, arch: str) -> None:
+    """The exact text the CPU runtime ran also builds for Hopper, spills being errors."""
+    from deplo.runtime.gpu import compile_cubin
+
+    res = compile_cubin(compiled[name].cuda_source, arch=arch, spills_are_errors=True)
+    assert res.kernels, res.log
+    for kernel, report in res.kernels.items():
+        assert report.spill_stores == 0 and report.spill_loads == 0, (kernel, report)
+        assert report.registers > 0

@@ -1,0 +1,477 @@
+"""tile -> kernel: the schedule materialized as thread ids, guards, shared buffers, barriers and
+shuffles (Kernel IR: `kernel` + `scf` + `arith` + `memref`).
+
+    tile.for %a = 0 to 32 bind(block.x) { B }    ->  %a = kernel.block_id x ; B
+    tile.for %a = 0 to 16 bind(thread.x) { B }   ->  %t = kernel.thread_id x
+      (block(32, 1, 1))                              scf.if (%t < 16) { B }
+    tile.for %k = %t to 2048 step 256 bind(serial) iter(...)  ->  scf.for %k = %t to %c2048 step %c256 iter_args(...)
+    loop.load %x[%i, %j] map (d0, d1) -> (d1, d0 floordiv 4)  ->  arith index math ; memref.load
+    tile.stage ...       ->  kernel.shared ; a copy loop strided over the block's threads
+                             (or kernel.cp_async + commit + wait) ; kernel.barrier
+    tile.combine add %p  ->  kernel.shuffle xor tree in each warp ; lane 0 of each warp writes a
+                             kernel.shared slot ; kernel.barrier ; every thread adds the slots up
+    tile.launch @k(...)  ->  kernel.launch @k(...)
+
+Barriers are reached by every thread of the block: the tile verifier keeps `tile.stage` out of
+thread-bound loops and puts `tile.combine` only in thread loops that cover the whole block, so
+no barrier ends up under a thread guard. A `loop.store` outside every thread-bound loop of a
+multi-thread block is done by thread 0 only. A stage inside a loop waits (a barrier) before
+overwriting its buffer, unless it is double buffered (`buffers(2)`: iterations alternate halves).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerAttr, MemRefType, ModuleOp, NoneAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from deplo.dialects import kernel, loop, tile
+from deplo.lowering.legality import ConversionError, check_converted
+
+INDEX = IndexType()
+AXIS = (kernel.Dim.X, kernel.Dim.Y, kernel.Dim.Z)
+COMBINE = {  # (float op, integer op) per combine kind
+    tile.CombineKind.ADD: (arith.AddfOp, arith.AddiOp),
+    tile.CombineKind.MUL: (arith.MulfOp, arith.MuliOp),
+    tile.CombineKind.MAX: (arith.MaximumfOp, arith.MaxSIOp),
+    tile.CombineKind.MIN: (arith.MinimumfOp, arith.MinSIOp),
+}
+AFFINE = {
+    AffineBinaryOpKind.Add: arith.AddiOp,
+    AffineBinaryOpKind.Mul: arith.MuliOp,
+    AffineBinaryOpKind.Mod: arith.RemSIOp,  # indices are non-negative
+    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+    AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
+}
+
+
+class _KernelLowering:
+    """Builds one kernel.func from one tile.kernel, op by op, with a map old value -> new value."""
+
+    def __init__(self, k: tile.KernelOp):
+        self.k = k
+        self.grid, self.block = k.grid_dims, k.block_dims
+        self.threads = math.prod(self.block)
+        self.func = kernel.FuncOp(k.sym_name.data, [a.type for a in k.args], self.grid, self.block)
+        self.vmap: dict[SSAValue, SSAValue] = dict(zip(k.args, self.func.args))
+        for old, new in zip(k.args, self.func.args):
+            new.name_hint = old.name_hint
+        self.staged: dict[SSAValue, tuple[SSAValue, list[SSAValue]]] = {}
+        self.cache: dict[object, SSAValue] = {}
+        self.prelude_end: Operation | None = None
+        self.b = Builder(InsertPoint.at_end(self.func.body.block))
+        self.in_thread_loop = 0
+
+    def run(self) -> kernel.FuncOp:
+        self.lower_ops(self.k.body.block)
+        return self.func
+
+    # --- helpers -------------------------------------------------------------------------
+    def emit(self, op: Operation) -> SSAValue:
+        self.b.insert(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def prelude(self, key: object, make) -> SSAValue:
+        """A value computed once at the top of the kernel (constants, ids)."""
+        if key not in self.cache:
+            op: Operation = make()
+            block = self.func.body.block
+            where = (
+                InsertPoint.after(self.prelude_end)
+                if self.prelude_end
+                else InsertPoint.at_start(block)
+            )
+            Builder(where).insert(op)
+            self.prelude_end = op
+            self.cache[key] = op.results[0]
+        return self.cache[key]
+
+    def const(self, n: int) -> SSAValue:
+        v = self.prelude(("c", n), lambda: arith.ConstantOp(IntegerAttr(n, INDEX)))
+        v.name_hint = f"c{n}" if n >= 0 else f"cm{-n}"
+        return v
+
+    def thread_id(self, axis: int) -> SSAValue:
+        if self.block[axis] == 1:
+            return self.const(0)
+        v = self.prelude(("tid", axis), lambda: kernel.ThreadIdOp(AXIS[axis]))
+        v.name_hint = "tid_" + AXIS[axis].value
+        return v
+
+    def block_id(self, axis: int) -> SSAValue:
+        v = self.prelude(("bid", axis), lambda: kernel.BlockIdOp(AXIS[axis]))
+        v.name_hint = "bid_" + AXIS[axis].value
+        return v
+
+    def linear_tid(self) -> SSAValue:
+        """tid.x + bx * (tid.y + by * tid.z), computed once at the top of the kernel."""
+        bx, by, bz = self.block
+        if by == bz == 1:
+            return self.thread_id(0)
+        row = self.prelude("bx*yz", lambda: arith.MuliOp(self.const(bx), self.yz()))
+        lt = self.prelude("lt", lambda: arith.AddiOp(self.thread_id(0), row))
+        lt.name_hint = "lt"
+        return lt
+
+    def yz(self) -> SSAValue:
+        """tid.y + by * tid.z: which row of x threads this thread is in."""
+        if self.block[2] == 1:
+            return self.thread_id(1)
+        z = self.prelude(
+            "by*tz", lambda: arith.MuliOp(self.const(self.block[1]), self.thread_id(2))
+        )
+        return self.prelude("yz", lambda: arith.AddiOp(self.thread_id(1), z))
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if _is_const(b, 0):
+            return a
+        if _is_const(a, 0):
+            return b
+        return self.emit(arith.AddiOp(a, b))
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if _is_const(b, 1):
+            return a
+        if _is_const(a, 1):
+            return b
+        if _is_const(a, 0) or _is_const(b, 0):
+            return self.const(0)
+        return self.emit(arith.MuliOp(a, b))
+
+    def affine(self, expr: AffineExpr, dims: list[SSAValue]) -> SSAValue:
+        if isinstance(expr, AffineDimExpr):
+            return dims[expr.position]
+        if isinstance(expr, AffineConstantExpr):
+            return self.const(expr.value)
+        assert isinstance(expr, AffineBinaryOpExpr), f"unsupported affine expression {expr}"
+        lhs, rhs = self.affine(expr.lhs, dims), self.affine(expr.rhs, dims)
+        if expr.kind == AffineBinaryOpKind.Add:
+            return self.add(lhs, rhs)
+        if expr.kind == AffineBinaryOpKind.Mul:
+            return self.mul(lhs, rhs)
+        return self.emit(AFFINE[expr.kind](lhs, rhs))
+
+    def coords(self, amap: AffineMap, indices) -> list[SSAValue]:
+        dims = [self.vmap[i] for i in indices]
+        return [self.affine(r, dims) for r in amap.results]
+
+    def nested(self, block: Block):
+        """Lower into `block` (then come back)."""
+        return _Nested(self, block)
+
+    def guarded(self, cond: SSAValue, body) -> None:
+        """scf.if cond { body() }"""
+        then = Block()
+        self.emit(scf.IfOp(cond, [], Region(then)))
+        with self.nested(then):
+            body()
+            self.emit(scf.YieldOp())
+
+    def combine(self, kind: tile.CombineKind, a: SSAValue, b: SSAValue) -> SSAValue:
+        floating = isinstance(a.type, AnyFloat)
+        return self.emit(COMBINE[kind][0 if floating else 1](a, b))
+
+    # --- ops -----------------------------------------------------------------------------
+    def lower_ops(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower(op)
+
+    def lower(self, op: Operation) -> None:
+        if isinstance(op, tile.ForOp):
+            return self.lower_for(op)
+        if isinstance(op, tile.YieldOp):
+            self.emit(scf.YieldOp(*(self.vmap[v] for v in op.values)))
+            return
+        if isinstance(op, tile.StageOp):
+            return self.lower_stage(op)
+        if isinstance(op, tile.CombineOp):
+            return self.lower_combine(op)
+        if isinstance(op, loop.LoadOp):
+            return self.lower_load(op)
+        if isinstance(op, loop.StoreOp):
+            return self.lower_store(op)
+        if op.regions or op.dialect_name() in ("tile", "loop", "kernel"):
+            raise ConversionError(
+                f"tile-to-kernel: cannot convert '{op.name}' inside a tile.kernel"
+            )
+        self.b.insert(op.clone(value_mapper=self.vmap))
+
+    def lower_for(self, lp: tile.ForOp) -> None:
+        bind = lp.binding
+        if lp.extent == 1:  # one iteration: no loop
+            self.vmap[lp.iv] = self.const(lp.static_lb)
+            self.vmap.update(zip(lp.accs, (self.vmap[v] for v in lp.inits)))
+            for op in lp.body.block.ops:
+                if not isinstance(op, tile.YieldOp):
+                    self.lower(op)
+            yielded = lp.body.block.last_op
+            self.vmap.update(zip(lp.res, (self.vmap[v] for v in yielded.operands)))
+            return
+        if not (bind.is_block or bind.is_thread):
+            lb = self.vmap[lp.dyn_lb] if lp.dyn_lb is not None else self.const(lp.static_lb)
+            inits = [self.vmap[v] for v in lp.inits]
+            body = Block(arg_types=[INDEX, *(v.type for v in inits)])
+            new = scf.ForOp(
+                lb, self.const(lp.ub.data), self.const(lp.step.data), inits, Region(body)
+            )
+            self.emit(new)
+            for old, arg in zip(lp.body.block.args, body.args):
+                self.vmap[old] = arg
+                arg.name_hint = old.name_hint
+            with self.nested(body):
+                self.lower_ops(lp.body.block)
+            for old, res in zip(lp.res, new.results):
+                self.vmap[old] = res
+                res.name_hint = old.name_hint
+            return
+        axis = bind.axis
+        ident = self.block_id(axis) if bind.is_block else self.thread_id(axis)
+        dims = self.grid if bind.is_block else self.block
+        lb, step = lp.static_lb or 0, lp.step.data
+        iv = self.add(self.mul(ident, self.const(step)), self.const(lb))
+        self.vmap[lp.iv] = iv
+        if iv is not ident and lp.iv.name_hint:
+            iv.name_hint = lp.iv.name_hint
+        extent = lp.extent or 0
+        self.in_thread_loop += bind.is_thread
+
+        def body():
+            for op in lp.body.block.ops:
+                if not isinstance(op, tile.YieldOp):
+                    self.lower(op)
+
+        if extent < dims[axis]:
+            cond = self.emit(arith.CmpiOp(ident, self.const(extent), "ult"))
+            self.guarded(cond, body)
+        else:
+            body()
+        self.in_thread_loop -= bind.is_thread
+
+    def lower_load(self, op: loop.LoadOp) -> None:
+        if op.buffer in self.staged:
+            buf, prefix = self.staged[op.buffer]
+        else:
+            buf, prefix = self.vmap[op.buffer], []
+        idx = prefix + self.coords(op.access_map(), op.indices)
+        new = self.emit(memref.LoadOp.get(buf, idx))
+        new.name_hint = op.result.name_hint
+        self.vmap[op.result] = new
+
+    def lower_store(self, op: loop.StoreOp) -> None:
+        def store():
+            idx = self.coords(op.access_map(), op.indices)
+            self.emit(memref.StoreOp.get(self.vmap[op.value], self.vmap[op.buffer], idx))
+
+        if self.in_thread_loop or self.threads == 1:
+            return store()
+        cond = self.emit(arith.CmpiOp(self.linear_tid(), self.const(0), "eq"))
+        self.guarded(cond, store)
+
+    def lower_stage(self, op: tile.StageOp) -> None:
+        rtype = op.result.type
+        assert isinstance(rtype, MemRefType)
+        shape = list(rtype.get_shape())
+        n = op.buffers.data
+        stype = MemRefType(
+            rtype.element_type, [n, *shape] if n > 1 else shape, NoneAttr(), tile.SHARED_SPACE
+        )
+        buf = self.prelude(("stage", op), lambda: kernel.SharedOp(stype))
+        buf.name_hint = op.result.name_hint
+        loops = _repeating_loops(op)
+        prefix: list[SSAValue] = []
+        if n > 1:
+            prefix = [self.parity(loops[0]) if loops else self.const(0)]
+        elif loops:
+            self.emit(kernel.BarrierOp())  # the previous iteration may still read the buffer
+        self.staged[op.result] = (buf, prefix)
+        src = self.vmap[op.source]
+        offsets = [
+            self.const(o) if isinstance(o, int) else self.vmap[o] for o in op.mixed_offsets()
+        ]
+        sizes = op.size_list
+        vec = self.cp_async_vector(op) if op.copy.data == tile.CopyKind.CP_ASYNC else 0
+        step = max(vec, 1)
+        chunk_sizes = sizes[:-1] + [sizes[-1] // step]
+        total = math.prod(chunk_sizes)
+        body = Block(arg_types=[INDEX])
+        self.emit(
+            scf.ForOp(
+                self.linear_tid(), self.const(total), self.const(self.threads), [], Region(body)
+            )
+        )
+        with self.nested(body):
+            i = body.args[0]
+            i.name_hint = "i"
+            coords = []
+            for d in range(len(sizes)):
+                if chunk_sizes[d] == 1:
+                    coords.append(self.const(0))
+                    continue
+                stride = math.prod(chunk_sizes[d + 1 :])
+                c = i if stride == 1 else self.emit(arith.DivSIOp(i, self.const(stride)))
+                if any(cs > 1 for cs in chunk_sizes[:d]):
+                    c = self.emit(arith.RemSIOp(c, self.const(chunk_sizes[d])))
+                coords.append(c)
+            if step > 1:
+                coords[-1] = self.mul(coords[-1], self.const(step))
+            gidx = [self.add(o, c) for o, c in zip(offsets, coords)]
+            sidx = prefix + ([c for c, s in zip(coords, sizes) if s != 1] or [self.const(0)])
+            if vec:
+                nbytes = vec * tile.element_bytes(rtype.element_type)
+                self.emit(kernel.CpAsyncOp(src, gidx, buf, sidx, nbytes))
+            else:
+                v = self.emit(memref.LoadOp.get(src, gidx))
+                self.emit(memref.StoreOp.get(v, buf, sidx))
+            self.emit(scf.YieldOp())
+        if vec:
+            self.emit(kernel.CpAsyncCommitOp())
+            self.emit(kernel.CpAsyncWaitOp(0))
+        if not isinstance(op.next_op, tile.StageOp):  # consecutive stages share one barrier
+            self.emit(kernel.BarrierOp())
+
+    def cp_async_vector(self, op: tile.StageOp) -> int:
+        """Elements per cp.async (4, 8 or 16 bytes, aligned on both sides), 0 for a plain copy."""
+        src = op.source.type
+        eb = tile.element_bytes(src.element_type)
+        inner = op.size_list[-1]
+        off = op.mixed_offsets()[-1]
+        dst_inner = op.result.type.get_shape()[-1]
+        for nbytes in (16, 4):  # the sizes kc_prelude.cuh provides
+            v = nbytes // eb
+            if nbytes % eb or v < 1:
+                continue
+            if v > 1 and (
+                inner % v
+                or src.get_shape()[-1] % v
+                or dst_inner % v
+                or not isinstance(off, int)
+                or off % v
+            ):
+                continue
+            return v
+        return 0
+
+    def parity(self, lp: tile.ForOp) -> SSAValue:
+        """((iv - lb) / step) % 2 of a serial loop: which half a double-buffered stage fills."""
+        iv = self.vmap[lp.iv]
+        lb = self.vmap[lp.dyn_lb] if lp.dyn_lb is not None else self.const(lp.static_lb)
+        k = self.emit(arith.SubiOp(iv, lb))
+        if lp.step.data != 1:
+            k = self.emit(arith.DivSIOp(k, self.const(lp.step.data)))
+        return self.emit(arith.RemSIOp(k, self.const(2)))
+
+    def lower_combine(self, op: tile.CombineOp) -> None:
+        kind = op.kind.data
+        v = self.vmap[op.value]
+        bx, by, bz = self.block
+        width = min(bx, tile.WARP)
+        off = width // 2
+        while off >= 1:
+            other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width))
+            v = self.combine(kind, v, other)
+            off //= 2
+        if bx > tile.WARP:
+            warps = bx // tile.WARP
+            stype = MemRefType(v.type, [warps * by * bz], NoneAttr(), tile.SHARED_SPACE)
+            buf = self.prelude(("combine", op), lambda: kernel.SharedOp(stype))
+            buf.name_hint = "partials"
+            lt = self.linear_tid()
+            warp = self.emit(arith.DivSIOp(lt, self.const(tile.WARP)))
+            lane = self.emit(arith.RemSIOp(lt, self.const(tile.WARP)))
+            first = self.emit(arith.CmpiOp(lane, self.const(0), "eq"))
+            self.guarded(first, lambda: self.emit(memref.StoreOp.get(v, buf, [warp])))
+            self.emit(kernel.BarrierOp())
+            base = self.const(0)
+            if by * bz > 1:
+                base = self.mul(self.yz(), self.const(warps))
+            v = self.emit(memref.LoadOp.get(buf, [base]))
+            for w in range(1, warps):
+                other = self.emit(memref.LoadOp.get(buf, [self.add(base, self.const(w))]))
+                v = self.combine(kind, v, other)
+            if _repeating_loops(op):
+                self.emit(kernel.BarrierOp())  # the next iteration overwrites the partials
+        v.name_hint = op.result.name_hint
+        self.vmap[op.result] = v
+
+
+class _Nested:
+    def __init__(self, low: _KernelLowering, block: Block):
+        self.low, self.block = low, block
+
+    def __enter__(self):
+        self.saved = self.low.b
+        self.low.b = Builder(InsertPoint.at_end(self.block))
+
+    def __exit__(self, *exc):
+        self.low.b = self.saved
+
+
+def _repeating_loops(op: Operation) -> list[tile.ForOp]:
+    """The serial/unroll loops around `op` that may run more than one iteration, innermost first."""
+    return [
+        lp
+        for lp in tile.enclosing_loops(op)
+        if not (lp.binding.is_block or lp.binding.is_thread) and lp.extent != 1
+    ]
+
+
+def _is_const(v: SSAValue, n: int) -> bool:
+    op = v.owner
+    return (
+        isinstance(op, arith.ConstantOp)
+        and isinstance(op.value, IntegerAttr)
+        and op.value.value.data == n
+    )
+
+
+class LowerKernel(RewritePattern):
+    """tile.kernel @k(...) grid(g) block(b) schedule [...] { ... } -> kernel.func @k(...) grid(g) block(b) { ... }"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.KernelOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, _KernelLowering(op).run())
+
+
+class LowerLaunch(RewritePattern):
+    """tile.launch @k(...) -> kernel.launch @k(...)"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.LaunchOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, kernel.LaunchOp(op.callee.root_reference.data, list(op.args)))
+
+
+@dataclass(frozen=True)
+class TileToKernelPass(ModulePass):
+    """Lower every tile.kernel to a kernel.func and tile.launch to kernel.launch."""
+
+    name = "tile-to-kernel"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([LowerKernel(), LowerLaunch()], dce_enabled=False),
+            apply_recursively=False,
+        ).rewrite_module(op)
+        check_converted(op, "tile", self.name)
+        check_converted(op, "loop", self.name)

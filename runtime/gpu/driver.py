@@ -1,0 +1,333 @@
+"""Probe for an NVIDIA driver, load cubins and launch kernels with cuda-python's driver API.
+
+Why the driver API: a cubin from NVRTC loads with cuModuleLoadData and launches by name, with
+no nvcc-built host code. Without a GPU every entry point fails with one clear line.
+
+    mod = GpuModule(res.cubin, signatures={"scale": ["float*", "float", "int"]})
+    mod.launch("scale", grid=4, block=256, args=[x, 2.0, x.size])   # x copied back in place
+    ms = mod.time("scale", 4, 256, [x, 2.0, x.size])
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import statistics
+from collections.abc import Sequence
+from typing import Self
+
+import numpy as np
+from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
+
+NO_DRIVER = "no NVIDIA driver (libcuda.so.1 not found)"
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+
+# C spelling -> ctypes type for scalar kernel parameters
+_C_TO_CTYPES = {
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "__half": ctypes.c_uint16,
+    "__nv_bfloat16": ctypes.c_uint16,
+    "int": ctypes.c_int32,
+    "long long": ctypes.c_int64,
+    "unsigned int": ctypes.c_uint32,
+    "bool": ctypes.c_bool,
+}
+
+
+class NoGpuError(RuntimeError):
+    """No usable NVIDIA GPU; str() is gpu_probe()'s one-line reason."""
+
+
+class CudaDriverError(RuntimeError):
+    """A CUDA driver call failed."""
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(result, what: str):
+    driver = _driver()
+    err = result[0]
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        _, text = driver.cuGetErrorString(err)
+        name = name.decode() if isinstance(name, bytes) else name
+        text = text.decode() if isinstance(text, bytes) else text
+        raise CudaDriverError(f"{what} failed: {name}: {text}")
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+@functools.cache
+def gpu_probe() -> tuple[bool, str]:
+    """(True, "<device>, sm_XY, driver CUDA X.Y") or (False, one-line reason). Never raises."""
+    try:
+        driver = _driver()
+    except ImportError as e:
+        return False, f"cuda-python is not installed ({e})"
+    try:
+        (err,) = driver.cuInit(0)
+    except Exception as e:  # noqa: BLE001 - a probe reports, never raises
+        # cuda.pathfinder.DynamicLibNotFoundError when libcuda.so.1 is absent
+        if "NotFound" in type(e).__name__ or isinstance(e, OSError):
+            return False, NO_DRIVER
+        return False, f"cuInit raised {type(e).__name__}: {_first_line(e)}"
+    try:
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return False, f"cuInit failed: {driver.cuGetErrorName(err)[1].decode()}"
+        count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+        if count == 0:
+            return False, "NVIDIA driver found but no CUDA device is visible"
+        dev = _check(driver.cuDeviceGet(0), "cuDeviceGet")
+        name = _check(driver.cuDeviceGetName(128, dev), "cuDeviceGetName")
+        name = name.split(b"\0", 1)[0].decode(errors="replace")
+        version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+        return (
+            True,
+            f"{name}, {device_arch()}, driver CUDA {version // 1000}.{version % 1000 // 10}",
+        )
+    except Exception as e:  # noqa: BLE001
+        return False, f"CUDA driver probe failed: {_first_line(e)}"
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else repr(e)
+
+
+@functools.cache
+def device_arch(ordinal: int = 0) -> str:
+    """'sm_90' for an H100 (compute capability of the device); needs a driver."""
+    driver = _driver()
+    attr = driver.CUdevice_attribute
+    dev = _check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    major = _check(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+        "cuDeviceGetAttribute",
+    )
+    minor = _check(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+        "cuDeviceGetAttribute",
+    )
+    return f"sm_{major}{minor}"
+
+
+@functools.cache
+def _context():
+    """The primary context of device 0, retained once per process and made current."""
+    driver = _driver()
+    dev = _check(driver.cuDeviceGet(0), "cuDeviceGet")
+    ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def _dim3(d: int | Sequence[int]) -> tuple[int, int, int]:
+    t = (d,) if isinstance(d, int | np.integer) else tuple(d)
+    if not 1 <= len(t) <= 3 or any(int(x) < 1 for x in t):
+        raise ValueError(f"expected a grid/block of 1 to 3 positive ints, got {d!r}")
+    return tuple(int(x) for x in t) + (1,) * (3 - len(t))  # type: ignore[return-value]
+
+
+def _infer_type(arg) -> str:
+    if isinstance(arg, np.ndarray):
+        for c, dt in C_TO_NUMPY.items():
+            if dt == arg.dtype:
+                return f"{c}*"
+        raise TypeError(f"no C type for array dtype {arg.dtype}")
+    if isinstance(arg, bool | np.bool_):
+        return "bool"
+    if isinstance(arg, int | np.integer):
+        return "int"
+    if isinstance(arg, float | np.floating):
+        return "float"
+    raise TypeError(f"unsupported kernel argument {type(arg).__name__}")
+
+
+def _scalar(base: str, value):
+    """A python/numpy scalar as the ctypes value of C type `base` (half/bf16 as bit patterns)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if base == "__half":
+        value = int(np.array(value, np.float16).view(np.uint16))
+    elif base == "__nv_bfloat16" and isinstance(value, float):
+        bits = int(np.array(value, np.float32).view(np.uint32))
+        value = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+    return _C_TO_CTYPES[base](value)
+
+
+class _Launch:
+    """Device copies of one argument list: allocated, copied H->D, freed on close()."""
+
+    def __init__(self, kernel: str, signature: list[str], args: list):
+        if len(signature) != len(args):
+            raise TypeError(
+                f"kernel '{kernel}' takes {len(signature)} arguments "
+                f"({', '.join(signature)}), got {len(args)}"
+            )
+        self._values: list = []  # ctypes values: kept alive until the launch is done
+        self.buffers: list[tuple[np.ndarray, int, bool]] = []  # (host, device ptr, writable)
+        try:
+            for i, (c_type, arg) in enumerate(zip(signature, args, strict=True)):
+                base, is_ptr = parse_param_type(c_type)
+                if is_ptr:
+                    self._values.append(ctypes.c_uint64(self._upload(kernel, i, c_type, base, arg)))
+                else:
+                    if isinstance(arg, np.ndarray):
+                        raise TypeError(
+                            f"kernel '{kernel}' argument {i} ({c_type}): expected a "
+                            "scalar, got an array"
+                        )
+                    self._values.append(_scalar(base, arg))
+        except BaseException:
+            self.close()
+            raise
+        ptrs = [ctypes.addressof(v) for v in self._values]
+        self._params = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
+        self.params = ctypes.addressof(self._params) if ptrs else 0
+
+    def _upload(self, kernel: str, i: int, c_type: str, base: str, arr) -> int:
+        driver = _driver()
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(
+                f"kernel '{kernel}' argument {i} ({c_type}): expected a numpy array, "
+                f"got {type(arr).__name__}"
+            )
+        if arr.dtype != C_TO_NUMPY[base]:
+            raise TypeError(
+                f"kernel '{kernel}' argument {i} ({c_type}): expected dtype "
+                f"{C_TO_NUMPY[base]}, got {arr.dtype}"
+            )
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"kernel '{kernel}' argument {i}: array must be C-contiguous")
+        ptr = int(_check(driver.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc"))
+        writable = "const" not in c_type.split("*")[0] and arr.flags.writeable
+        self.buffers.append((arr, ptr, writable))
+        if arr.nbytes:
+            _check(driver.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD")
+        return ptr
+
+    def download(self) -> None:
+        driver = _driver()
+        for arr, ptr, writable in self.buffers:
+            if writable and arr.nbytes:
+                _check(driver.cuMemcpyDtoH(arr.ctypes.data, ptr, arr.nbytes), "cuMemcpyDtoH")
+
+    def close(self) -> None:
+        driver = _driver()
+        for _, ptr, _ in self.buffers:
+            driver.cuMemFree(ptr)
+        self.buffers = []
+
+
+class GpuModule:
+    """A cubin loaded on device 0. `signatures` maps kernel -> C parameter types as the CUDA
+    printer wrote them (["const float* __restrict__", "int"]); a kernel without one gets types
+    inferred from its arguments (array dtype -> T*, int -> int, float -> float)."""
+
+    def __init__(self, cubin: bytes, signatures: dict[str, list[str]] | None = None):
+        ok, reason = gpu_probe()
+        if not ok:
+            raise NoGpuError(reason)
+        driver = _driver()
+        _context()
+        self.signatures = dict(signatures or {})
+        self._functions: dict[str, object] = {}
+        self._smem_set: dict[str, int] = {}
+        self._module = _check(
+            driver.cuModuleLoadData(cubin), f"cuModuleLoadData (driver: {reason})"
+        )
+
+    def function(self, kernel: str):
+        if kernel not in self._functions:
+            self._functions[kernel] = _check(
+                _driver().cuModuleGetFunction(self._module, kernel.encode()),
+                f"cuModuleGetFunction('{kernel}')",
+            )
+        return self._functions[kernel]
+
+    def _prepare(self, kernel: str, args: list, smem_bytes: int):
+        driver = _driver()
+        func = self.function(kernel)
+        if smem_bytes > DEFAULT_DYNAMIC_SMEM and self._smem_set.get(kernel, 0) < smem_bytes:
+            _check(
+                driver.cuFuncSetAttribute(
+                    func,
+                    driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem_bytes,
+                ),
+                f"cuFuncSetAttribute('{kernel}', max dynamic smem={smem_bytes})",
+            )
+            self._smem_set[kernel] = smem_bytes
+        signature = self.signatures.get(kernel) or [_infer_type(a) for a in args]
+        return func, _Launch(kernel, signature, list(args))
+
+    def _launch(self, func, kernel: str, grid, block, launch: _Launch, smem_bytes: int) -> None:
+        g, b = _dim3(grid), _dim3(block)
+        _check(
+            _driver().cuLaunchKernel(func, *g, *b, smem_bytes, 0, launch.params, 0),
+            f"cuLaunchKernel('{kernel}', grid={g}, block={b}, smem={smem_bytes})",
+        )
+
+    def launch(self, kernel: str, grid, block, args: list, *, smem_bytes: int = 0) -> None:
+        """Copy arrays H->D, run `kernel` once, copy non-const arrays back in place."""
+        func, launch = self._prepare(kernel, args, smem_bytes)
+        try:
+            self._launch(func, kernel, grid, block, launch, smem_bytes)
+            _check(_driver().cuCtxSynchronize(), f"kernel '{kernel}'")
+            launch.download()
+        finally:
+            launch.close()
+
+    def time(
+        self,
+        kernel: str,
+        grid,
+        block,
+        args: list,
+        *,
+        smem_bytes: int = 0,
+        warmup: int = 3,
+        iters: int = 20,
+    ) -> float:
+        """Median milliseconds of one launch over `iters` runs, timed with CUDA events after
+        `warmup` runs. Arrays are copied back after the last run."""
+        driver = _driver()
+        func, launch = self._prepare(kernel, args, smem_bytes)
+        flags = driver.CUevent_flags.CU_EVENT_DEFAULT
+        start = _check(driver.cuEventCreate(flags), "cuEventCreate")
+        end = _check(driver.cuEventCreate(flags), "cuEventCreate")
+        try:
+            for _ in range(warmup):
+                self._launch(func, kernel, grid, block, launch, smem_bytes)
+            _check(driver.cuCtxSynchronize(), f"kernel '{kernel}' (warmup)")
+            times = []
+            for _ in range(max(1, iters)):
+                _check(driver.cuEventRecord(start, 0), "cuEventRecord")
+                self._launch(func, kernel, grid, block, launch, smem_bytes)
+                _check(driver.cuEventRecord(end, 0), "cuEventRecord")
+                _check(driver.cuEventSynchronize(end), f"kernel '{kernel}'")
+                times.append(_check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+            launch.download()
+            return float(statistics.median(times))
+        finally:
+            launch.close()
+            driver.cuEventDestroy(start)
+            driver.cuEventDestroy(end)
+
+    def close(self) -> None:
+        if getattr(self, "_module", None) is not None:
+            _driver().cuModuleUnload(self._module)
+            self._module = None
+            self._functions.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,177 @@
+// RUN: deplo-opt %s -p kernel-to-cuda --split-input-file --verify-diagnostics | filecheck %s
+
+// A block reduction (RMSNorm of 8 rows of 1024): strided loop with an accumulator, warp shuffles,
+// shared memory across the 8 warps, barrier, a broadcast, an elementwise epilogue.
+
+// CHECK-LABEL: cuda.kernel @rms_norm(%x: !cuda.ptr<f32, const, restrict>, %w: !cuda.ptr<f32, const, restrict>, %out: !cuda.ptr<f32, restrict>) launch_bounds(256) {
+// CHECK-DAG:     %[[C1024:.*]] = cuda.constant 1024 : i32
+// CHECK-DAG:     %[[C256:.*]] = cuda.constant 256 : i32
+// CHECK-DAG:     %[[ZERO:.*]] = cuda.constant 0.000000e+00 : f32
+// CHECK:         %row = cuda.special blockIdx.x
+// CHECK-NEXT:    %tid = cuda.special threadIdx.x
+// CHECK-NEXT:    %partial = cuda.for %i = %tid to %[[C1024]] step %[[C256]] iter(%acc = %[[ZERO]]) -> (f32) : i32 {
+// CHECK-NEXT:      %[[ROWSTRIDE:.*]] = cuda.constant 1024 : i32
+// CHECK-NEXT:      %[[ROWOFF:.*]] = cuda.binary mul %row, %[[ROWSTRIDE]] : i32
+// CHECK-NEXT:      %[[LIN:.*]] = cuda.binary add %[[ROWOFF]], %i : i32
+// CHECK-NEXT:      %v = cuda.load %x[%[[LIN]]] : !cuda.ptr<f32, const, restrict>
+// CHECK-NEXT:      %sq = cuda.binary mul %v, %v : f32
+// CHECK-NEXT:      %next = cuda.binary add %acc, %sq : f32
+// CHECK-NEXT:      cuda.yield %next : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[OFF16:.*]] = cuda.constant 16 : i32
+// CHECK-NEXT:    %s16 = cuda.shfl xor %partial, %[[OFF16]] width 32 : f32
+// CHECK:         %warp_sum = cuda.binary add %a2, %s1 : f32
+// CHECK:         %lane = cuda.cast %{{.*}} : ui32 to i32
+// CHECK:         %red = cuda.shared : !cuda.array<8xf32>
+// CHECK-NEXT:    %first = cuda.compare eq %lane, %c0 : i32
+// CHECK-NEXT:    cuda.if %first {
+// CHECK-NEXT:      cuda.store %warp_sum, %red[%warp] : !cuda.array<8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    cuda.syncthreads
+// CHECK:         %has = cuda.compare lt %{{.*}}, %{{.*}} : ui32
+// CHECK-NEXT:    %part = cuda.if %has -> (f32) {
+// CHECK-NEXT:      %p = cuda.load %red[%lane] : !cuda.array<8xf32>
+// CHECK-NEXT:      cuda.yield %p : f32
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      cuda.yield %zero : f32
+// CHECK-NEXT:    }
+// CHECK:         %total = cuda.shfl idx %sum8, %{{.*}} width 32 : f32
+// CHECK:         %scale = cuda.call "rsqrtf"(%me) : (f32) -> f32
+// CHECK-NEXT:    cuda.for %j = %tid to %c1024 step %c256 : i32 {
+// CHECK:           cuda.store %y, %out[%{{.*}}] : !cuda.ptr<f32, restrict>
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+// CHECK-LABEL: func.func @main
+// CHECK:         cuda.launch @rms_norm(%x, %w, %out) grid(8, 1, 1) block(256, 1, 1) smem(0) : memref<8x1024xf32>, memref<1024xf32>, memref<8x1024xf32>
+kernel.func @rms_norm(%x: memref<8x1024xf32>, %w: memref<1024xf32>, %out: memref<8x1024xf32>) grid(8, 1, 1) block(256, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  %zero = arith.constant 0.000000e+00 : f32
+  %n = arith.constant 1.024000e+03 : f32
+  %eps = arith.constant 9.99999997E-7 : f32
+  %row = kernel.block_id x
+  %tid = kernel.thread_id x
+  %partial = scf.for %i = %tid to %c1024 step %c256 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %x[%row, %i] : memref<8x1024xf32>
+    %sq = arith.mulf %v, %v : f32
+    %next = arith.addf %acc, %sq : f32
+    scf.yield %next : f32
+  }
+  %s16 = kernel.shuffle xor %partial, 16 width 32 : f32
+  %a16 = arith.addf %partial, %s16 : f32
+  %s8 = kernel.shuffle xor %a16, 8 width 32 : f32
+  %a8 = arith.addf %a16, %s8 : f32
+  %s4 = kernel.shuffle xor %a8, 4 width 32 : f32
+  %a4 = arith.addf %a8, %s4 : f32
+  %s2 = kernel.shuffle xor %a4, 2 width 32 : f32
+  %a2 = arith.addf %a4, %s2 : f32
+  %s1 = kernel.shuffle xor %a2, 1 width 32 : f32
+  %warp_sum = arith.addf %a2, %s1 : f32
+  %lane = arith.remui %tid, %c32 : index
+  %warp = arith.divui %tid, %c32 : index
+  %red = kernel.shared : memref<8xf32, 3 : i64>
+  %first = arith.cmpi eq, %lane, %c0 : index
+  scf.if %first {
+    memref.store %warp_sum, %red[%warp] : memref<8xf32, 3 : i64>
+  }
+  kernel.barrier
+  %has = arith.cmpi ult, %lane, %c8 : index
+  %part = scf.if %has -> (f32) {
+    %p = memref.load %red[%lane] : memref<8xf32, 3 : i64>
+    scf.yield %p : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  %t4 = kernel.shuffle xor %part, 4 width 8 : f32
+  %b4 = arith.addf %part, %t4 : f32
+  %t2 = kernel.shuffle xor %b4, 2 width 8 : f32
+  %b2 = arith.addf %b4, %t2 : f32
+  %t1 = kernel.shuffle xor %b2, 1 width 8 : f32
+  %sum8 = arith.addf %b2, %t1 : f32
+  %total = kernel.shuffle idx %sum8, 0 width 32 : f32
+  %mean = arith.divf %total, %n : f32
+  %me = arith.addf %mean, %eps : f32
+  %scale = math.rsqrt %me : f32
+  scf.for %j = %tid to %c1024 step %c256 {
+    %v = memref.load %x[%row, %j] : memref<8x1024xf32>
+    %wj = memref.load %w[%j] : memref<1024xf32>
+    %xs = arith.mulf %v, %scale : f32
+    %y = arith.mulf %xs, %wj : f32
+    memref.store %y, %out[%row, %j] : memref<8x1024xf32>
+  }
+}
+func.func @main(%x: memref<8x1024xf32>, %w: memref<1024xf32>) -> memref<8x1024xf32> {
+  %out = memref.alloc() : memref<8x1024xf32>
+  kernel.launch @rms_norm(%x, %w, %out) : memref<8x1024xf32>, memref<1024xf32>, memref<8x1024xf32>
+  func.return %out : memref<8x1024xf32>
+}
+
+// -----
+// Scalar forms: half arithmetic in float, unsigned and floor division, unordered compares,
+// min/max, casts, cp.async, a loop with two accumulators.
+
+// CHECK-LABEL: cuda.kernel @scalars(%h: !cuda.ptr<f16, restrict>, %x: !cuda.ptr<f32, const, restrict>, %n: i32) launch_bounds(64) {
+// CHECK:         %hv = cuda.load %h[%t] : !cuda.ptr<f16, restrict>
+// CHECK-NEXT:    %[[HF:.*]] = cuda.cast %hv : f16 to f32
+// CHECK-NEXT:    %[[E:.*]] = cuda.call "expf"(%[[HF]]) : (f32) -> f32
+// CHECK-NEXT:    %he = cuda.cast %[[E]] : f32 to f16
+// CHECK:         %[[Q:.*]] = cuda.binary div %t, %n : i32
+// CHECK:         %fd = cuda.select %{{.*}}, %{{.*}}, %[[Q]] : i32
+// CHECK:         %[[LE:.*]] = cuda.compare le %xv, %xv : f32
+// CHECK-NEXT:    %ugt = cuda.unary not %[[LE]] : i1
+// CHECK:         %[[GT:.*]] = cuda.compare gt %t, %n : i32
+// CHECK-NEXT:    %mx = cuda.select %[[GT]], %t, %n : i32
+// CHECK:         %mf = cuda.call "fmaxf"(%xv, %xv) : (f32, f32) -> f32
+// CHECK:         %wide = cuda.cast %t : i32 to i64
+// CHECK-NEXT:    %fl = cuda.cast %wide : i64 to f32
+// CHECK:         %[[DST:.*]] = cuda.address %xs[%t] : !cuda.array<64xf32>
+// CHECK:         %[[SRC:.*]] = cuda.address %x[%{{.*}}] : !cuda.ptr<f32, const, restrict>
+// CHECK-NEXT:    cuda.call "kc_cp_async16"(%[[DST]], %[[SRC]]) : (!cuda.ptr<f32>, !cuda.ptr<f32, const>) -> ()
+// CHECK-NEXT:    cuda.call "kc_cp_async_commit"() : () -> ()
+// CHECK-NEXT:    %[[ZERO:.*]] = cuda.constant 0 : i32
+// CHECK-NEXT:    cuda.call "kc_cp_async_wait"(%[[ZERO]]) : (i32) -> ()
+// CHECK:         %a, %b = cuda.for %i = %c0 to %n step %c1 iter(%p = %xv, %q = %fl) -> (f32, f32) : i32 {
+// CHECK-NEXT:      cuda.yield %q, %p : f32, f32
+// CHECK-LABEL: func.func @main
+// CHECK:         cuda.launch @scalars(%h, %x, %n) grid(1, 1, 1) block(64, 1, 1) smem(0) : memref<64xf16>, memref<2x64xf32>, index
+kernel.func @scalars(%h: memref<64xf16>, %x: memref<2x64xf32>, %n: index) grid(1, 1, 1) block(64, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %t = kernel.thread_id x
+  %hv = memref.load %h[%t] : memref<64xf16>
+  %he = math.exp %hv : f16
+  memref.store %he, %h[%t] : memref<64xf16>
+  %fd = arith.floordivsi %t, %n : index
+  %ud = arith.divui %t, %n : index
+  %xv = memref.load %x[%c1, %t] : memref<2x64xf32>
+  %ugt = arith.cmpf ugt, %xv, %xv : f32
+  %mx = arith.maxsi %t, %n : index
+  %mf = arith.maximumf %xv, %xv : f32
+  %wide = arith.index_cast %t : index to i64
+  %fl = arith.sitofp %wide : i64 to f32
+  %xs = kernel.shared : memref<64xf32, 3 : i64>
+  kernel.cp_async %x[%c1, %t] to %xs[%t] bytes 16 : memref<2x64xf32> to memref<64xf32, 3 : i64>
+  kernel.cp_async_commit
+  kernel.cp_async_wait 0
+  %a, %b = scf.for %i = %c0 to %n step %c1 iter_args(%p = %xv, %q = %fl) -> (f32, f32) {
+    scf.yield %q, %p : f32, f32
+  }
+}
+func.func @main(%h: memref<64xf16>, %x: memref<2x64xf32>, %n: index) {
+  kernel.launch @scalars(%h, %x, %n) : memref<64xf16>, memref<2x64xf32>, index
+  func.return
+}
+
+// -----
+// An op without a C translation is an error that names it.
+
+// CHECK: kernel-to-cuda: no C translation for 'math.ctpop' in @bad
+kernel.func @bad(%x: memref<4xi32>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %x[%t] : memref<4xi32>
+  %p = math.ctpop %v : i32
+  memref.store %p, %x[%t] : memref<4xi32>
+}

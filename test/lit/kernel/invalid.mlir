@@ -1,0 +1,160 @@
+// RUN: deplo-opt %s --verify-diagnostics --split-input-file | filecheck %s
+
+// CHECK: grid: expected 3 sizes, got 2
+kernel.func @k(%x: memref<4xf32>) grid(1, 1) block(1, 1, 1) {
+}
+
+// -----
+// CHECK: block: expected sizes in [1, 64], got 65
+kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1, 1, 65) {
+}
+
+// -----
+// CHECK: expected at most 1024 threads per block, got 2048
+kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1024, 2, 1) {
+}
+
+// -----
+// CHECK: argument #0: expected a static shape, got memref<?xf32>
+kernel.func @k(%x: memref<?xf32>) grid(1, 1, 1) block(1, 1, 1) {
+}
+
+// -----
+// CHECK: argument #0: expected the identity layout, got strided<[2]>
+kernel.func @k(%x: memref<4xf32, strided<[2]>>) grid(1, 1, 1) block(1, 1, 1) {
+}
+
+// -----
+// CHECK: argument #0: expected a global memref, got memory space 3 : i64
+kernel.func @k(%x: memref<4xf32, 3 : i64>) grid(1, 1, 1) block(1, 1, 1) {
+}
+
+// -----
+// CHECK: argument #0: expected a memref or a scalar, got tensor<4xf32>
+kernel.func @k(%x: tensor<4xf32>) grid(1, 1, 1) block(1, 1, 1) {
+}
+
+// -----
+// CHECK: expected an integer, float or index element type, got complex<f32>
+kernel.func @k(%x: memref<4xcomplex<f32>>) grid(1, 1, 1) block(1, 1, 1) {
+}
+
+// -----
+// CHECK: expected at most 49152 bytes of static shared memory, got 65536
+kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1, 1, 1) {
+  %a = kernel.shared : memref<8192xf32, 3 : i64>
+  %b = kernel.shared : memref<8192xf32, 3 : i64>
+}
+
+// -----
+// CHECK: 'kernel.thread_id' expected inside a kernel.func, got none around it
+func.func @f() {
+  %t = kernel.thread_id x
+  func.return
+}
+
+// -----
+// CHECK: 'kernel.barrier' expected inside a kernel.func, got none around it
+func.func @f() {
+  kernel.barrier
+  func.return
+}
+
+// -----
+// CHECK: kernel.shared: expected memory space 3 : i64, got none
+kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1, 1, 1) {
+  %b = kernel.shared : memref<4xf32>
+}
+
+// -----
+// CHECK: expected width a power of two <= 32, got 12
+kernel.func @k(%v: f32) grid(1, 1, 1) block(32, 1, 1) {
+  %s = kernel.shuffle xor %v, 1 width 12 : f32
+}
+
+// -----
+// CHECK: expected offset in [0, 16), got 16
+kernel.func @k(%v: f32) grid(1, 1, 1) block(32, 1, 1) {
+  %s = kernel.shuffle down %v, 16 width 16 : f32
+}
+
+// -----
+// CHECK: expected a non-zero 32-bit lane mask, got 0
+kernel.func @k(%v: f32) grid(1, 1, 1) block(32, 1, 1) {
+  %s = kernel.shuffle xor %v, 1 width 32 mask 0 : f32
+}
+
+// -----
+// CHECK: expected a 32- or 64-bit integer, got i16
+kernel.func @k(%v: i16) grid(1, 1, 1) block(32, 1, 1) {
+  %s = kernel.shuffle xor %v, 1 width 32 : i16
+}
+
+// -----
+// CHECK: expected the destination in shared memory, got memref<4xf32>
+kernel.func @k(%x: memref<4xf32>, %y: memref<4xf32>, %i: index) grid(1, 1, 1) block(1, 1, 1) {
+  kernel.cp_async %x[%i] to %y[%i] bytes 16 : memref<4xf32> to memref<4xf32>
+}
+
+// -----
+// CHECK: expected the source in global memory, got memref<4xf32, 3 : i64>
+kernel.func @k(%i: index) grid(1, 1, 1) block(1, 1, 1) {
+  %a = kernel.shared : memref<4xf32, 3 : i64>
+  kernel.cp_async %a[%i] to %a[%i] bytes 16 : memref<4xf32, 3 : i64> to memref<4xf32, 3 : i64>
+}
+
+// -----
+// CHECK: expected equal element types, got f32 and i32
+kernel.func @k(%x: memref<4xf32>, %i: index) grid(1, 1, 1) block(1, 1, 1) {
+  %a = kernel.shared : memref<4xi32, 3 : i64>
+  kernel.cp_async %x[%i] to %a[%i] bytes 16 : memref<4xf32> to memref<4xi32, 3 : i64>
+}
+
+// -----
+// CHECK: expected bytes in (4, 16), got 8
+kernel.func @k(%x: memref<4xf32>, %i: index) grid(1, 1, 1) block(1, 1, 1) {
+  %a = kernel.shared : memref<4xf32, 3 : i64>
+  kernel.cp_async %x[%i] to %a[%i] bytes 8 : memref<4xf32> to memref<4xf32, 3 : i64>
+}
+
+// -----
+// CHECK: expected bytes a multiple of the element size, got 4
+kernel.func @k(%x: memref<4xf64>, %i: index) grid(1, 1, 1) block(1, 1, 1) {
+  %a = kernel.shared : memref<4xf64, 3 : i64>
+  kernel.cp_async %x[%i] to %a[%i] bytes 4 : memref<4xf64> to memref<4xf64, 3 : i64>
+}
+
+// -----
+// CHECK: source: expected 2 indices, got 1
+kernel.func @k(%x: memref<4x4xf32>, %i: index) grid(1, 1, 1) block(1, 1, 1) {
+  %a = kernel.shared : memref<4xf32, 3 : i64>
+  kernel.cp_async %x[%i] to %a[%i] bytes 16 : memref<4x4xf32> to memref<4xf32, 3 : i64>
+}
+
+// -----
+// CHECK: expected pending groups in [0, 7], got 9
+kernel.func @k() grid(1, 1, 1) block(1, 1, 1) {
+  kernel.cp_async_wait 9
+}
+
+// -----
+// CHECK: expected kernel.launch in host code, got it inside a kernel.func
+kernel.func @k() grid(1, 1, 1) block(1, 1, 1) {
+  kernel.launch @k()
+}
+
+// -----
+// CHECK: expected @nope to be a kernel.func, got nothing
+func.func @main() {
+  kernel.launch @nope()
+  func.return
+}
+
+// -----
+// CHECK: @k: expected argument types (memref<4xf32>), got (memref<8xf32>)
+kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1, 1, 1) {
+}
+func.func @main(%y: memref<8xf32>) {
+  kernel.launch @k(%y) : memref<8xf32>
+  func.return
+}

@@ -1,0 +1,121 @@
+// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{threads=64}" | filecheck %s --check-prefix=T64
+
+// RMSNorm (DESIGN.md §3.1): the row is reduced by 256 threads, each a strided share, then
+// combined; the normalize loop is strided over the same threads.
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) schedule ["tile-map-grid{{.*}}", "tile-cooperative-reduce{threads=256 min-extent=64}"] {
+// CHECK:         tile.for %a1 = 0 to 32 bind(block.x) {
+// CHECK-NEXT:      tile.for %[[T:.*]] = 0 to 256 bind(thread.x) {
+// CHECK-NEXT:        %[[P:.*]] = tile.for %a2 = %[[T]] to 2048 step 256 bind(serial) iter(%acc = %zero) -> f32 {
+// CHECK:             %ss = tile.combine add %[[P]] over thread.x : f32
+// CHECK-NEXT:        %mean = arith.divf %ss, %n : f32
+// CHECK:             tile.for %a3 = %[[T]] to 2048 step 256 bind(serial) {
+// CHECK:               loop.store %o, %out[%a0, %a1, %a3]
+// T64-LABEL:   tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(64, 1, 1)
+// T64:             %{{.*}} = tile.for %a2 = %[[T:.*]] to 2048 step 64 bind(serial)
+// T64:             tile.for %a3 = %[[T]] to 2048 step 64 bind(serial)
+
+builtin.module {
+  loop.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    %n = arith.constant 2.048000e+03 : f32
+    %eps = arith.constant 9.99999997e-07 : f32
+    loop.for %a0 = 0 to 1 free {
+      loop.for %a1 = 0 to 32 free {
+        %ss = loop.for %a2 = 0 to 2048 reduce iter(%acc = %zero) -> f32 {
+          %v = loop.load %x[%a0, %a1, %a2] : memref<1x32x2048xf32>
+          %sq = arith.mulf %v, %v : f32
+          %s = arith.addf %acc, %sq : f32
+          loop.yield %s : f32
+        }
+        %mean = arith.divf %ss, %n : f32
+        %me = arith.addf %mean, %eps : f32
+        %r = math.rsqrt %me : f32
+        loop.for %a3 = 0 to 2048 free {
+          %v2 = loop.load %x[%a0, %a1, %a3] : memref<1x32x2048xf32>
+          %wv = loop.load %w[%a3] : memref<2048xf32>
+          %y = arith.mulf %v2, %r : f32
+          %o = arith.mulf %y, %wv : f32
+          loop.store %o, %out[%a0, %a1, %a3] : memref<1x32x2048xf32>
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>) -> memref<1x32x2048xf32> {
+    %out = memref.alloc() : memref<1x32x2048xf32>
+    loop.launch @rms_norm(%x, %w, %out) : memref<1x32x2048xf32>, memref<2048xf32>, memref<1x32x2048xf32>
+    func.return %out : memref<1x32x2048xf32>
+  }
+}
+
+// -----
+
+// A non-identity init is folded in after the combine; T is the extent rounded up to a warp.
+// CHECK-LABEL: tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(128, 1, 1)
+// CHECK:         tile.for %[[T:.*]] = 0 to 128 bind(thread.x) {
+// CHECK-NEXT:      %[[ID:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[P:.*]] = tile.for %a1 = %[[T]] to 100 step 128 bind(serial) iter(%acc = %[[ID]]) -> f32 {
+// CHECK:           %[[C:.*]] = tile.combine add %[[P]] over thread.x : f32
+// CHECK-NEXT:      %s = arith.addf %one, %[[C]] : f32
+// T64-LABEL:   tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(64, 1, 1)
+
+// Too short a reduction for a block of threads.
+// CHECK-LABEL: tile.kernel @negative_short_reduce({{.*}}) grid(4, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{{.*}}"] {
+// CHECK-NOT:     tile.combine
+
+builtin.module {
+  loop.kernel @row_sum_plus_one(%x: memref<4x100xf32>, %out: memref<4xf32>) {
+    %one = arith.constant 1.000000e+00 : f32
+    loop.for %a0 = 0 to 4 free {
+      %s = loop.for %a1 = 0 to 100 reduce iter(%acc = %one) -> f32 {
+        %v = loop.load %x[%a0, %a1] : memref<4x100xf32>
+        %n = arith.addf %v, %acc : f32
+        loop.yield %n : f32
+      }
+      loop.store %s, %out[%a0] : memref<4xf32>
+    }
+  }
+  loop.kernel @negative_short_reduce(%x: memref<4x48xf32>, %out: memref<4xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 4 free {
+      %s = loop.for %a1 = 0 to 48 reduce iter(%acc = %zero) -> f32 {
+        %v = loop.load %x[%a0, %a1] : memref<4x48xf32>
+        %n = arith.addf %acc, %v : f32
+        loop.yield %n : f32
+      }
+      loop.store %s, %out[%a0] : memref<4xf32>
+    }
+  }
+}
+
+// -----
+
+// The reduce loop is inside a free loop of the block: threads go to that loop instead.
+// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(16, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{{.*}}"] {
+// CHECK-NOT:     tile.combine
+
+builtin.module {
+  loop.kernel @relu_matmul(%x: memref<16x64xf32>, %b: memref<64xf32>, %w: memref<64x16xf32>, %out: memref<16x16xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 16 free {
+      loop.for %a1 = 0 to 16 free {
+        %acc = loop.for %a2 = 0 to 64 reduce iter(%s = %zero) -> f32 {
+          %xv = loop.load %x[%a0, %a2] : memref<16x64xf32>
+          %bv = loop.load %b[%a0, %a2] map (d0, d1) -> (d1) : memref<64xf32>
+          %xb = arith.addf %xv, %bv : f32
+          %wv = loop.load %w[%a2, %a1] : memref<64x16xf32>
+          %p = arith.mulf %xb, %wv : f32
+          %n = arith.addf %s, %p : f32
+          loop.yield %n : f32
+        }
+        %r = arith.maximumf %acc, %zero : f32
+        loop.store %r, %out[%a0, %a1] : memref<16x16xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<16x64xf32>, %b: memref<64xf32>, %w: memref<64x16xf32>) -> memref<16x16xf32> {
+    %out = memref.alloc() : memref<16x16xf32>
+    loop.launch @relu_matmul(%x, %b, %w, %out) : memref<16x64xf32>, memref<64xf32>, memref<64x16xf32>, memref<16x16xf32>
+    func.return %out : memref<16x16xf32>
+  }
+}

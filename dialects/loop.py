@@ -40,8 +40,16 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
 )
-from xdsl.dialects.utils import parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.dialects.utils import EnumAttribute, parse_assignment, print_assignment
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     IRDLOperation,
@@ -57,8 +65,6 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import SpacedOpaqueSyntaxAttribute
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -265,21 +271,7 @@ class ForOp(IRDLOperation):
         if self.step.data != 1:
             printer.print_string(f" step {self.step.data}")
         printer.print_string(f" {self.kind.data}")
-        if self.inits:
-            printer.print_string(" iter(")
-            printer.print_list(
-                zip(self.accs, self.inits), lambda p: print_assignment(printer, *p)
-            )
-            printer.print_string(") -> ")
-            print_type_list(printer, [r.type for r in self.res])
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(
-            self.body,
-            print_entry_block_args=False,
-            print_empty_block=False,
-            print_block_terminators=bool(self.inits),
-        )
+        print_iter_and_body(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> ForOp:
@@ -290,7 +282,7 @@ class ForOp(IRDLOperation):
         ub = parser.parse_integer()
         step = parser.parse_integer() if parser.parse_optional_keyword("step") else 1
         kind = parser.parse_str_enum(LoopKind)
-        accs, inits, types = parse_iter_args(parser)
+        accs, inits, _ = parse_iter_args(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region([iv.resolve(IndexType()), *accs])
         if not body.block.ops or not isinstance(body.block.last_op, YieldOp):
@@ -299,6 +291,25 @@ class ForOp(IRDLOperation):
         if attrs is not None:
             op.attributes |= attrs.data
         return op
+
+
+def print_iter_and_body(printer: Printer, op: IRDLOperation) -> None:
+    """` iter(%acc = %init) -> f32 attributes {...} { body }`: the tail shared by the loop ops
+    of every level (`loop.for`, `tile.for`); the empty yield of a loop without accumulators is
+    implicit."""
+    if op.inits:
+        printer.print_string(" iter(")
+        printer.print_list(zip(op.accs, op.inits), lambda p: print_assignment(printer, *p))
+        printer.print_string(") -> ")
+        print_type_list(printer, [r.type for r in op.res])
+    printer.print_op_attributes(op.attributes, print_keyword=True)
+    printer.print_string(" ")
+    printer.print_region(
+        op.body,
+        print_entry_block_args=False,
+        print_empty_block=False,
+        print_block_terminators=bool(op.inits),
+    )
 
 
 def print_type_list(printer: Printer, types: Sequence[Attribute]) -> None:

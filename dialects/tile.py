@@ -52,7 +52,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.dialects.utils import EnumAttribute, print_assignment
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
@@ -99,8 +99,8 @@ from xdsl.utils.str_enum import StrEnum
 from deplo.dialects.loop import (
     parse_iter_args,
     parse_kernel_header,
+    print_iter_and_body,
     print_kernel_header,
-    print_type_list,
     verify_launch,
 )
 
@@ -511,19 +511,7 @@ class ForOp(IRDLOperation):
         if self.step.data != 1:
             printer.print_string(f" step {self.step.data}")
         printer.print_string(f" bind({self.binding})")
-        if self.inits:
-            printer.print_string(" iter(")
-            printer.print_list(zip(self.accs, self.inits), lambda p: print_assignment(printer, *p))
-            printer.print_string(") -> ")
-            print_type_list(printer, [r.type for r in self.res])
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(
-            self.body,
-            print_entry_block_args=False,
-            print_empty_block=False,
-            print_block_terminators=bool(self.inits),
-        )
+        print_iter_and_body(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> ForOp:

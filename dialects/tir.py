@@ -28,7 +28,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,

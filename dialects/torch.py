@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    i64,
     FloatAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (

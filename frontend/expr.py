@@ -69,7 +69,7 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
     def evaluate(node: ast.expr):
         try:
             return eval(compile(ast.Expression(node), "<expr>", "eval"), env)
-        except Exception as e:  # the user's expression: report, never a traceback
+        except Exception as e:  # noqa: BLE001 - the user's expression may raise anything
             raise FrontendError(
                 f"cannot evaluate `{ast.unparse(node)}`: {type(e).__name__}: {e}"
             ) from None
@@ -78,7 +78,7 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
         def visit_Call(self, node: ast.Call):
             try:
                 fn = eval(compile(ast.Expression(node.func), "<expr>", "eval"), env)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the user's code may raise anything
                 fn = None
             if fn in INPUT_FACTORIES:
                 value = evaluate(node)
@@ -105,7 +105,7 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
     try:  # eagerly once, so a shape error reads as the user's error, not an export failure
         with torch.no_grad():
             module(*inputs)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything
         raise FrontendError(f"cannot evaluate `{source.strip()}`: {type(e).__name__}: {e}") from None
     return CapturedExpr(module, tuple(inputs), input_names, source.strip())
 

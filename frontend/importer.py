@@ -200,7 +200,7 @@ def import_module(
     try:
         with torch.no_grad():
             ep = torch.export.export(module, tuple(example_inputs), strict=False)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything
         raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
     finally:
         fake_log.setLevel(level)

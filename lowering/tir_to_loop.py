@@ -23,8 +23,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException

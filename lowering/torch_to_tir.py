@@ -33,7 +33,6 @@ from xdsl.pattern_rewriter import (
 )
 
 from deplo.dialects import tir
-from deplo.dialects import torch as T
 from deplo.lowering.legality import check_converted
 
 EK = tir.ElementwiseKind

@@ -102,6 +102,6 @@ class Compiled:
 
 
 def compile(program, example_inputs: Sequence[torch.Tensor] | None = None, *, verbose: int = 0,
-            seed: int | None = None) -> Compiled:  # noqa: A001 - mirrors torch.compile's name
+            seed: int | None = None) -> Compiled:
     """Capture `program` (expression, module or callable) for lowering on demand."""
     return Compiled(capture(program, example_inputs, seed), verbose)

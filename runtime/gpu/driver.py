@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Self
 
 import numpy as np
+
 from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
 
 NO_DRIVER = "no NVIDIA driver (libcuda.so.1 not found)"

@@ -52,8 +52,8 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import InterpretationError, VerifyException
 
 from deplo.dialects import loop
-from deplo.runtime.interp.host import fit, numpy_dtype
 from deplo.dialects.tir import expr_range
+from deplo.runtime.interp.host import fit, numpy_dtype
 from deplo.runtime.interp.tir import affine_evaluator, rsqrt
 
 # ---------------------------------------------------------------------------------------------

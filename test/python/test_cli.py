@@ -19,7 +19,7 @@ def run_subprocess(*args: str, stdin: str | None = None) -> subprocess.Completed
     tool, *rest = args
     module = {"deplo": "deplo.tools.deplo_main", "deplo-opt": "deplo.tools.deplo_opt"}[tool]
     code = f"import sys; from {module} import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *rest], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-c", code, *rest], check=False, input=stdin, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from deplo.runtime.gpu import (
     CudaCompileError,
     PtxasReport,

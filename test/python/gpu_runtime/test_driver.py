@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from deplo.runtime.gpu import GpuModule, NoGpuError, compile_cubin, device_arch, gpu_probe
 from deplo.runtime.gpu.driver import _dim3, _scalar
 

@@ -4,6 +4,7 @@ import collections
 from pathlib import Path
 
 import pytest
+
 from deplo.runtime.gpu import compile_cubin, count_prefix, count_regex, sass_opcodes
 
 KERNELS = Path(__file__).parent / "kernels"

@@ -39,8 +39,8 @@ def test_interpreters_match_pytorch(compiled, name: str, level: str) -> None:
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_cuda_on_cpu_runtime_matches_pytorch(compiled, name: str) -> None:
-    from deplo.runtime.cpu import DEFAULT_SCHEDULES
     from deplo.runtime.check import compare
+    from deplo.runtime.cpu import DEFAULT_SCHEDULES
 
     c = compiled[name]
     inputs = random_inputs(c.program, seed=2)

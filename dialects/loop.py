@@ -233,18 +233,7 @@ class ForOp(IRDLOperation):
             raise VerifyException(f"{where}: expected a positive step, got {step}")
         if ub <= lb:
             raise VerifyException(f"{where}: expected an upper bound above the lower bound")
-        args = self.body.block.args
-        if len(args) != 1 + len(self.inits) or not isinstance(args[0].type, IndexType):
-            raise VerifyException(
-                f"{where}: expected block arguments (index, accumulators...), "
-                f"got {[str(a.type) for a in args]}"
-            )
-        for i, (init, arg, res) in enumerate(zip(self.inits, args[1:], self.res, strict=True)):
-            if not (init.type == arg.type == res.type):
-                raise VerifyException(
-                    f"{where}: accumulator {i} has init {init.type}, block arg {arg.type}, "
-                    f"result {res.type}; expected one type"
-                )
+        verify_loop_body(self, where, YieldOp)
         kind = self.kind.data
         if kind == LoopKind.FREE and self.inits:
             raise VerifyException(f"{where} free: expected no accumulators, got {len(self.inits)}")
@@ -254,15 +243,6 @@ class ForOp(IRDLOperation):
             for op in self.body.walk():
                 if isinstance(op, StoreOp):
                     raise VerifyException(f"{where} reduce: expected no loop.store inside")
-        term = self.body.block.last_op
-        if not isinstance(term, YieldOp):
-            raise VerifyException(f"{where}: expected the body to end with loop.yield")
-        yielded = [v.type for v in term.values]
-        if yielded != [r.type for r in self.res]:
-            raise VerifyException(
-                f"{where}: loop.yield types {[str(t) for t in yielded]} do not match the "
-                f"accumulators {[str(r.type) for r in self.res]}"
-            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -291,6 +271,32 @@ class ForOp(IRDLOperation):
         if attrs is not None:
             op.attributes |= attrs.data
         return op
+
+
+def verify_loop_body(op: IRDLOperation, where: str, yield_type: type[IRDLOperation]) -> None:
+    """The invariants every loop op of every level shares: block arguments (index, accumulators),
+    one type per accumulator across init / block arg / result, and a yield of those types."""
+    args = op.body.block.args
+    if len(args) != 1 + len(op.inits) or not isinstance(args[0].type, IndexType):
+        raise VerifyException(
+            f"{where}: expected block arguments (index, accumulators...), "
+            f"got {[str(a.type) for a in args]}"
+        )
+    for i, (init, arg, res) in enumerate(zip(op.inits, args[1:], op.res, strict=True)):
+        if not (init.type == arg.type == res.type):
+            raise VerifyException(
+                f"{where}: accumulator {i} has init {init.type}, block arg {arg.type}, "
+                f"result {res.type}; expected one type"
+            )
+    term = op.body.block.last_op
+    if not isinstance(term, yield_type):
+        raise VerifyException(f"{where}: expected the body to end with {yield_type.name}")
+    yielded = [v.type for v in term.values]
+    if yielded != [r.type for r in op.res]:
+        raise VerifyException(
+            f"{where}: {yield_type.name} types {[str(t) for t in yielded]} do not match the "
+            f"accumulators {[str(r.type) for r in op.res]}"
+        )
 
 
 def print_iter_and_body(printer: Printer, op: IRDLOperation) -> None:

@@ -102,6 +102,7 @@ from deplo.dialects.loop import (
     print_iter_and_body,
     print_kernel_header,
     verify_launch,
+    verify_loop_body,
 )
 
 SHARED_MEMORY_BYTES = 48 * 1024
@@ -450,26 +451,7 @@ class ForOp(IRDLOperation):
             raise VerifyException(f"{where}: expected a positive step, got {step}")
         if self.lb is not None and ub <= self.lb.data:
             raise VerifyException(f"{where}: expected an upper bound above the lower bound")
-        args = self.body.block.args
-        if len(args) != 1 + len(self.inits) or not isinstance(args[0].type, IndexType):
-            raise VerifyException(
-                f"{where}: expected block arguments (index, accumulators...), "
-                f"got {[str(a.type) for a in args]}"
-            )
-        for i, (init, arg, res) in enumerate(zip(self.inits, args[1:], self.res, strict=True)):
-            if not (init.type == arg.type == res.type):
-                raise VerifyException(
-                    f"{where}: accumulator {i} has init {init.type}, block arg {arg.type}, "
-                    f"result {res.type}; expected one type"
-                )
-        term = self.body.block.last_op
-        if not isinstance(term, YieldOp):
-            raise VerifyException(f"{where}: expected the body to end with tile.yield")
-        if [v.type for v in term.values] != [r.type for r in self.res]:
-            raise VerifyException(
-                f"{where}: tile.yield types {[str(v.type) for v in term.values]} do not match "
-                f"the accumulators {[str(r.type) for r in self.res]}"
-            )
+        verify_loop_body(self, where, YieldOp)
         if bind.is_block or bind.is_thread:
             self._verify_bound(where)
 

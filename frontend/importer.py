@@ -9,7 +9,7 @@ naming the op and the line of the user's code it came from, never a silent fallb
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,7 +67,7 @@ def where_from(node: torch.fx.Node) -> str:
     return " ".join(parts) or "(no source location recorded)"
 
 
-class _Importer:
+class Importer:
     def __init__(self, block: Block):
         self.builder = Builder(InsertPoint.at_end(block))
         self.values: dict[torch.fx.Node, SSAValue] = {}
@@ -88,64 +88,7 @@ class _Importer:
         return op.results[0]
 
 
-Converter = Callable[[_Importer, torch.fx.Node, TensorType], SSAValue]
-
-
-def _unary(name: str) -> Converter:
-    def convert(im: _Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        return im.insert(T.UNARY_CLASSES[name](im.value(node.args[0]), rt), name)
-
-    return convert
-
-
-def _binary(name: str) -> Converter:
-    def convert(im: _Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        a, b = node.args[0], node.args[1]
-        va = im.value(a, rt)
-        vb = im.value(b, rt)
-        alpha = node.kwargs.get("alpha", 1)
-        if name in ("add", "sub") and alpha != 1:
-            vb = im.insert(
-                T.MulOp(vb, im.value(float(alpha), rt), vb.type), "alpha"
-            )
-        return im.insert(T.BINARY_CLASSES[name](va, vb, rt), name)
-
-    return convert
-
-
-def _matmul(im: _Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    return im.insert(T.MatmulOp(im.value(node.args[0]), im.value(node.args[1]), rt), "matmul")
-
-
-def _rms_norm(im: _Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    args = list(node.args) + [None] * (4 - len(node.args))
-    x, shape, weight, eps = args[:4]
-    weight = node.kwargs.get("weight", weight)
-    eps = node.kwargs.get("eps", eps)
-    w = im.value(weight) if weight is not None else None
-    return im.insert(T.RmsNormOp(im.value(x), w, list(shape), eps, rt), "rms_norm")
-
-
-aten = torch.ops.aten
-ATEN_CONVERTERS: dict[object, Converter] = {
-    aten.add.Tensor: _binary("add"),
-    aten.sub.Tensor: _binary("sub"),
-    aten.mul.Tensor: _binary("mul"),
-    aten.div.Tensor: _binary("div"),
-    aten.maximum.default: _binary("maximum"),
-    aten.minimum.default: _binary("minimum"),
-    aten.relu.default: _unary("relu"),
-    aten.neg.default: _unary("neg"),
-    aten.exp.default: _unary("exp"),
-    aten.rsqrt.default: _unary("rsqrt"),
-    aten.sqrt.default: _unary("sqrt"),
-    aten.tanh.default: _unary("tanh"),
-    aten.sigmoid.default: _unary("sigmoid"),
-    aten.silu.default: _unary("silu"),
-    aten.matmul.default: _matmul,
-    aten.mm.default: _matmul,
-    aten.rms_norm.default: _rms_norm,
-}
+from deplo.frontend.aten import ATEN_CONVERTERS
 
 
 def import_exported(ep: torch.export.ExportedProgram, input_names: Sequence[str] | None = None):
@@ -160,7 +103,7 @@ def import_exported(ep: torch.export.ExportedProgram, input_names: Sequence[str]
 
     arg_types: list[Attribute] = [tensor_type(n.meta["val"]) for n in (*user, *weights)]
     block = Block(arg_types=arg_types)
-    im = _Importer(block)
+    im = Importer(block)
     for node, arg, name in zip((*user, *weights), block.args, (*names, *param_names)):
         im.values[node] = arg
         arg.name_hint = name

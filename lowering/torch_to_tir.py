@@ -16,7 +16,7 @@ later levels name kernels after what they compute.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,32 +158,48 @@ def rms_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, nd: int, eps: float
 # ---------------------------------------------------------------------------------------------
 
 
+Decomposition = Callable[[TirBuilder, Operation, TensorType], SSAValue]
+
+
+def _binary(kind: EK) -> Decomposition:
+    def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+        shape = rt.get_shape()
+        return b.ew(kind, b.broadcast(op.lhs, shape), b.broadcast(op.rhs, shape))
+
+    return go
+
+
+def _unary(kind: EK) -> Decomposition:
+    return lambda b, op, rt: b.ew(kind, op.input)
+
+
+def _rms_norm(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    eps = op.eps.value.data if op.eps is not None else None
+    return rms_norm(b, op.input, op.weight, len(op.normalized_shape.get_values()), eps)
+
+
+# torch op name (without "torch.") -> its decomposition. One row per op.
+DECOMPOSITIONS: dict[str, Decomposition] = {
+    **{name: _binary(kind) for name, kind in BINARY_KIND.items()},
+    **{name: _unary(kind) for name, kind in UNARY_KIND.items()},
+    "relu": lambda b, op, rt: b.ew(EK.MAX, op.input, b.full(0.0, rt)),
+    "constant": lambda b, op, rt: b.full(op.value.value.data, rt),
+    "matmul": lambda b, op, rt: matmul(b, op.lhs, op.rhs, rt.get_shape()),
+    "rms_norm": _rms_norm,
+}
+
+
 class DecomposeTorchOp(RewritePattern):
     """Every torch op -> its tir decomposition (one pattern: the table picks the recipe)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not op.name.startswith("torch."):
             return
-        kind = op.name.removeprefix("torch.")
-        hint = op.results[0].name_hint if op.results else None
-        b = TirBuilder(hint)
-        rt = op.results[0].type
-        if kind in BINARY_KIND:
-            shape = rt.get_shape()
-            r = b.ew(BINARY_KIND[kind], b.broadcast(op.lhs, shape), b.broadcast(op.rhs, shape))
-        elif kind in UNARY_KIND:
-            r = b.ew(UNARY_KIND[kind], op.input)
-        elif kind == "relu":
-            r = b.ew(EK.MAX, op.input, b.full(0.0, rt))
-        elif kind == "constant":
-            r = b.full(op.value.value.data, rt)
-        elif kind == "matmul":
-            r = matmul(b, op.lhs, op.rhs, rt.get_shape())
-        elif kind == "rms_norm":
-            eps = op.eps.value.data if op.eps is not None else None
-            r = rms_norm(b, op.input, op.weight, len(op.normalized_shape.get_values()), eps)
-        else:
-            return
+        decompose = DECOMPOSITIONS.get(op.name.removeprefix("torch."))
+        if decompose is None:
+            return  # left over: check_converted names it
+        b = TirBuilder(op.results[0].name_hint if op.results else None)
+        r = decompose(b, op, op.results[0].type)
         rewriter.replace(op, b.ops, [r])
 
 

@@ -17,14 +17,16 @@ import torch
 from torch.export.graph_signature import InputKind
 from xdsl.builder import Builder
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import torch as T
 from deplo.frontend import expr as expr_module
 from deplo.frontend.dtypes import mlir_element_type
 from deplo.frontend.errors import FrontendError
+from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
+from deplo.frontend.layers import SCOPE_ATTR, layer_scope, outline_layers
 
 
 @dataclass
@@ -37,6 +39,7 @@ class Program:
     params: list[np.ndarray]
     example_inputs: list[np.ndarray]
     torch_module: torch.nn.Module = field(repr=False)
+    notes: list[str] = field(default_factory=list)  # one-line facts for the user (weights, ...)
 
     def reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """PyTorch eager on the same inputs: the oracle for every level."""
@@ -68,18 +71,38 @@ def where_from(node: torch.fx.Node) -> str:
 
 
 class Importer:
-    def __init__(self, block: Block):
+    def __init__(self, block: Block, static: StaticEvaluator | None = None):
+        self.block = block
         self.builder = Builder(InsertPoint.at_end(block))
         self.values: dict[torch.fx.Node, SSAValue] = {}
+        self.static = static or StaticEvaluator({})
+        self.constants: dict[str, np.ndarray] = {}
 
     def value(self, arg, like: TensorType | None = None) -> SSAValue:
-        """An SSA value for an FX argument; a Python number becomes a 0-d torch.constant."""
+        """An SSA value for an FX argument; a Python number becomes a 0-d torch.constant, and a
+        folded tensor a constant argument of @main (`%const.NAME`)."""
         if isinstance(arg, torch.fx.Node):
+            if arg not in self.values and self.static.is_static(arg):
+                self.values[arg] = self._constant_arg(arg)
             return self.values[arg]
         if isinstance(arg, (int, float)) and not isinstance(arg, bool):
             elt = like.element_type if like is not None else mlir_element_type(torch.float32)
             return self.insert(T.ConstantOp(float(arg), TensorType(elt, [])), "cst")
         raise FrontendError(f"unsupported argument {arg!r}")
+
+    def static_value(self, arg):
+        """The folded value of a static FX node (a tensor or Python value), else None."""
+        return self.static.values.get(arg) if isinstance(arg, torch.fx.Node) else None
+
+    def _constant_arg(self, node: torch.fx.Node) -> SSAValue:
+        tensor = self.static.values[node]
+        if not isinstance(tensor, torch.Tensor):
+            raise FrontendError(f"folded value {node.name} is not a tensor: {tensor!r}")
+        name = f"const.{node.name}"
+        arg = self.block.insert_arg(tensor_type(tensor), len(self.block.args))
+        arg.name_hint = name
+        self.constants[name] = _numpy(tensor)
+        return arg
 
     def insert(self, op, hint: str | None = None) -> SSAValue:
         self.builder.insert(op)
@@ -91,44 +114,77 @@ class Importer:
 from deplo.frontend.aten import ATEN_CONVERTERS
 
 
-def import_exported(ep: torch.export.ExportedProgram, input_names: Sequence[str] | None = None):
-    """Torch IR for an exported program; returns (module, input names, parameter names)."""
+@dataclass
+class Imported:
+    module: ModuleOp
+    input_names: list[str]
+    param_names: list[str]  # parameters and buffers that stay arguments
+    constants: dict[str, np.ndarray]  # folded tensors, arguments after the parameters
+
+
+def import_exported(
+    ep: torch.export.ExportedProgram,
+    input_names: Sequence[str] | None = None,
+    buffers: dict[str, torch.Tensor] | None = None,
+) -> Imported:
+    """Torch IR for an exported program. Nodes that depend only on shapes and on `buffers` with
+    CPU values are evaluated here (frontend/fold.py); what they feed becomes constant arguments."""
     gm = ep.graph_module
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     user = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
     weights = [n for n in placeholders if specs[n.name].kind != InputKind.USER_INPUT]
     names = list(input_names) if input_names else [n.name for n in user]
-    param_names = [specs[n.name].target or n.name for n in weights]
 
-    arg_types: list[Attribute] = [tensor_type(n.meta["val"]) for n in (*user, *weights)]
+    known = dict(buffers or {}) | {
+        k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)
+    }
+    static_inputs = {}
+    for n in weights:
+        spec = specs[n.name]
+        value = known.get(spec.target or "")
+        if spec.kind != InputKind.PARAMETER and value is not None and value.device.type == "cpu":
+            static_inputs[n] = value
+    ev = StaticEvaluator(static_inputs)
+    kept = [n for n in weights if n not in static_inputs]
+    param_names = [specs[n.name].target or n.name for n in kept]
+
+    arg_types: list[Attribute] = [tensor_type(n.meta["val"]) for n in (*user, *kept)]
     block = Block(arg_types=arg_types)
-    im = Importer(block)
-    for node, arg, name in zip((*user, *weights), block.args, (*names, *param_names)):
+    im = Importer(block, ev)
+    for node, arg, name in zip((*user, *kept), block.args, (*names, *param_names)):
         im.values[node] = arg
         arg.name_hint = name
 
     results: list[SSAValue] = []
     for node in gm.graph.nodes:
         if node.op == "call_function":
-            if "_assert" in str(node.target):
+            if "_assert" in str(node.target) or ev.try_fold(node):
                 continue
+            if node.target is SDPA:
+                fold_causal_mask(node, ev)
             convert = ATEN_CONVERTERS.get(node.target)
             if convert is None:
                 raise FrontendError(
                     f"unsupported PyTorch op '{node.target}' {where_from(node)}"
                 )
-            im.values[node] = convert(im, node, tensor_type(node.meta["val"]))
+            value = convert(im, node, tensor_type(node.meta["val"]))
+            im.values[node] = value
+            scope = layer_scope(node)
+            if scope is not None and isinstance(value.owner, Operation):
+                value.owner.attributes[SCOPE_ATTR] = StringAttr(scope)
         elif node.op == "output":
             outs = node.args[0]
-            results = [im.values[o] for o in (outs if isinstance(outs, (tuple, list)) else [outs])]
+            outs = outs if isinstance(outs, (tuple, list)) else [outs]
+            results = [im.value(o) for o in outs]
         elif node.op not in ("placeholder",):
             raise FrontendError(f"unsupported graph node {node.op} {node.target}")
     im.builder.insert(func.ReturnOp(*results))
-    fn = func.FuncOp("main", ([a for a in arg_types], [r.type for r in results]), Region(block))
+    arg_types = [a.type for a in block.args]
+    fn = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
     module = ModuleOp([fn])
     module.verify()
-    return module, names, param_names
+    return Imported(module, names, param_names, im.constants)
 
 
 def import_module(
@@ -137,19 +193,34 @@ def import_module(
     input_names: Sequence[str] | None = None,
 ) -> Program:
     """Export `module` on the example inputs (no_grad, non-strict) and import it."""
+    ep = export(module, example_inputs)
+    state = dict(module.named_parameters()) | dict(module.named_buffers())
+    imported = import_exported(ep, input_names, dict(module.named_buffers()))
+    imported.module = outline_layers(imported.module)
+    state |= {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
+    params = [_numpy(state[n]) for n in imported.param_names] + list(imported.constants.values())
+    inputs = [_numpy(t) for t in example_inputs]
+    return Program(imported.module, imported.input_names,
+                   imported.param_names + list(imported.constants), params, inputs, module)
+
+
+def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
+    """torch.export, non-strict, under no_grad; a failure is one FrontendError."""
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # it logs a traceback of its own before re-raising
     try:
         with torch.no_grad():
-            ep = torch.export.export(module, tuple(example_inputs), strict=False)
+            return torch.export.export(module, tuple(example_inputs), strict=False)
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
         raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
     finally:
         fake_log.setLevel(level)
-    mlir, names, param_names = import_exported(ep, input_names)
-    state = dict(module.named_parameters()) | dict(module.named_buffers())
-    state |= {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
-    params = [state[n].detach().numpy() for n in param_names]
-    inputs = [t.detach().numpy() for t in example_inputs]
-    return Program(mlir, names, param_names, params, inputs, module)
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray | None:
+    """A CPU copy of a tensor as numpy (bf16 as float32), or None for meta tensors."""
+    if t.device.type == "meta":
+        return None
+    t = t.detach()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()

@@ -1,0 +1,80 @@
+"""Capture a Hugging Face causal LM (Llama, Qwen2, ...) as a Program.
+
+    capture_model("Qwen/Qwen2.5-7B")                      # meta device: IR only, no weights
+    capture_model("./tiny-llama", materialize=True)       # real weights, runnable and checkable
+    capture_model("TinyLlama/...", layer=0)               # one decoder layer: hidden -> hidden
+    capture_model(spec, num_layers=2)                     # the model truncated to 2 layers
+
+The whole model is exported as `input_ids -> logits` (no KV cache). Shape-only work (the causal
+mask, the rotary tables) is folded by the importer, and identical decoder layers are outlined into
+one function called per layer (frontend/layers.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from deplo.frontend.errors import FrontendError
+from deplo.frontend.importer import Program, import_module
+from deplo.frontend.models import build_model, resolve_model
+
+
+class Logits(torch.nn.Module):
+    """input_ids -> logits, without a cache: the function deplo compiles."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model.model
+        self.lm_head = model.lm_head
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state
+        return self.lm_head(hidden)
+
+
+class OneLayer(torch.nn.Module):
+    """hidden -> hidden through decoder layer N (causal, positions 0..S-1)."""
+
+    def __init__(self, model: torch.nn.Module, index: int):
+        super().__init__()
+        self.layer = model.model.layers[index]
+        self.rotary_emb = model.model.rotary_emb
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
+        cos_sin = self.rotary_emb(hidden, positions)
+        out = self.layer(hidden, attention_mask=None, position_ids=positions,
+                         position_embeddings=cos_sin, use_cache=False)
+        return out[0] if isinstance(out, tuple) else out
+
+
+def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None = None,
+                  seq_len: int = 8, materialize: bool = False, seed: int = 0) -> Program:
+    """Resolve, build (meta unless `materialize`), export and import a causal LM."""
+    source = resolve_model(spec)
+    device = "cpu" if materialize else "meta"
+    if layer is not None:
+        total = int(source.config.get("num_hidden_layers", 0))
+        if not 0 <= layer < total:
+            raise FrontendError(f"--layer {layer}: the model has {total} layers (0..{total - 1})")
+        num_layers = layer + 1
+    model = build_model(source, num_layers=num_layers, device=device, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    if layer is not None:
+        module = OneLayer(model, layer).eval()
+        hidden = torch.randn(1, seq_len, model.config.hidden_size, generator=gen)
+        example = hidden.to(device)
+        names = ["hidden"]
+    else:
+        module = Logits(model).eval()
+        ids = torch.randint(0, model.config.vocab_size, (1, seq_len), generator=gen)
+        example = ids.to(device)
+        names = ["input_ids"]
+    program = import_module(module, [example], names)
+    program.example_inputs = [example.cpu().numpy() if device != "meta" else
+                              (ids if layer is None else hidden).numpy()]
+    program.notes.append(
+        f"model {spec} from the {source.origin}"
+        + ("" if source.has_weights or not materialize else "; no weights found: random weights")
+    )
+    return program

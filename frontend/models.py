@@ -1,0 +1,211 @@
+"""Model sources: a local HF directory, or a model id resolved offline.
+
+    deplo compile ./my-llama           # config.json + model.safetensors (or a sharded index)
+    deplo compile Qwen/Qwen2.5-7B      # the local HF cache if it has it, else the built-in config
+
+An id is looked up in the local Hugging Face cache (`$HF_HUB_CACHE`, `$HF_HOME/hub` or
+`~/.cache/huggingface/hub`); if it is not there, the built-in table of published configs below
+gives the architecture and the weights are random (said in one line). Nothing is downloaded.
+Weights are read with safetensors only (never pickle), every tensor is checked against the
+config's shapes before any is assigned, so a bad checkpoint is an error and nothing half-loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from deplo.frontend.errors import FrontendError
+
+# The published config.json of each supported id (architecture fields only).
+_TINYLLAMA = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+    "num_hidden_layers": 22, "num_key_value_heads": 4, "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "attention_bias": False,
+    "tie_word_embeddings": False, "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2,
+    "torch_dtype": "bfloat16",
+}
+_QWEN25_7B = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
+    "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
+    "num_hidden_layers": 28, "num_key_value_heads": 4, "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072,
+    "use_sliding_window": False, "max_window_layers": 28, "tie_word_embeddings": False,
+    "vocab_size": 152064, "bos_token_id": 151643, "eos_token_id": 151643,
+    "torch_dtype": "bfloat16",
+}
+KNOWN_CONFIGS: dict[str, dict] = {
+    "TinyLlama/TinyLlama-1.1B-Chat-v1.0": _TINYLLAMA,
+    "Qwen/Qwen2.5-7B": _QWEN25_7B,
+    "Qwen/Qwen2.5-7B-Instruct": {**_QWEN25_7B, "max_position_embeddings": 32768,
+                                 "eos_token_id": 151645},
+}
+
+
+@dataclass
+class ModelSource:
+    """Where a model's config and weights come from."""
+
+    name: str
+    config: dict
+    weight_files: list[Path] = field(default_factory=list)
+    origin: str = ""
+
+    @property
+    def has_weights(self) -> bool:
+        return bool(self.weight_files)
+
+
+def hf_cache_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("HF_HUB_CACHE"):
+        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+    if os.environ.get("HF_HOME"):
+        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
+    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    return dirs
+
+
+def _weight_files(directory: Path) -> list[Path]:
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (ValueError, KeyError) as e:
+            raise FrontendError(f"{index}: not a safetensors index ({e})") from None
+        missing = [s for s in shards if not (directory / s).is_file()]
+        if missing:
+            raise FrontendError(f"{index} names shards that are missing: {', '.join(missing)}")
+        return [directory / s for s in shards]
+    single = directory / "model.safetensors"
+    if single.is_file():
+        return [single]
+    if list(directory.glob("*.bin")) or list(directory.glob("*.pt")):
+        raise FrontendError(f"{directory}: only pickle checkpoints (.bin/.pt); deplo reads safetensors")
+    return []
+
+
+def _read_config(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise FrontendError(f"{path}: not valid JSON ({e})") from None
+
+
+def resolve_model(spec: str) -> ModelSource:
+    """A directory, a cached id, or a known id; otherwise an error listing what was tried."""
+    path = Path(spec)
+    if path.is_dir():
+        cfg = path / "config.json"
+        if not cfg.is_file():
+            raise FrontendError(f"{path}: no config.json (expected a Hugging Face model directory)")
+        return ModelSource(str(path), _read_config(cfg), _weight_files(path), f"directory {path}")
+    looked = [f"a directory named {spec!r}"]
+    if "/" in spec:
+        repo = "models--" + spec.replace("/", "--")
+        for cache in hf_cache_dirs():
+            for snap in sorted((cache / repo / "snapshots").glob("*")):
+                if (snap / "config.json").is_file():
+                    return ModelSource(spec, _read_config(snap / "config.json"),
+                                       _weight_files(snap), f"HF cache {snap}")
+            looked.append(str(cache / repo / "snapshots" / "*" / "config.json"))
+    if spec in KNOWN_CONFIGS:
+        return ModelSource(spec, dict(KNOWN_CONFIGS[spec]), [], "built-in config table")
+    looked.append(f"the built-in configs ({', '.join(KNOWN_CONFIGS)})")
+    raise FrontendError(f"model {spec!r} not found offline; looked for: " + "; ".join(looked))
+
+
+def is_model_spec(text: str) -> bool:
+    """A CLI argument names a model (not an expression) when it is a directory or an id."""
+    return Path(text).is_dir() or text in KNOWN_CONFIGS or (
+        "/" in text and "(" not in text and " " not in text
+    )
+
+
+def hf_config(source: ModelSource, num_layers: int | None = None):
+    from transformers import AutoConfig
+
+    cfg = dict(source.config)
+    model_type = cfg.pop("model_type", None)
+    if model_type is None:
+        raise FrontendError(f"{source.origin}: config has no model_type")
+    try:
+        config = AutoConfig.for_model(model_type, **cfg)
+    except (ValueError, KeyError) as e:
+        raise FrontendError(f"{source.origin}: unsupported config: {e}") from None
+    if num_layers is not None:
+        if not 1 <= num_layers <= config.num_hidden_layers:
+            raise FrontendError(
+                f"--num-layers {num_layers}: the model has {config.num_hidden_layers} layers"
+            )
+        config.num_hidden_layers = num_layers
+        for key in ("layer_types", "max_window_layers"):
+            value = getattr(config, key, None)
+            if isinstance(value, list):
+                setattr(config, key, value[:num_layers])
+    config._attn_implementation = "sdpa"
+    return config
+
+
+def build_model(source: ModelSource, *, num_layers: int | None = None, device: str = "meta",
+                dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.nn.Module:
+    """The causal LM on `device`: weights from the checkpoint, else random (seeded).
+
+    On `meta` nothing is allocated, so capturing Qwen2.5-7B needs no weights; buffers that are
+    functions of the config (rotary inverse frequencies) are rebuilt on the CPU so the importer
+    can fold what depends only on them."""
+    from transformers import AutoModelForCausalLM
+
+    config = hf_config(source, num_layers)
+    torch.manual_seed(seed)
+    try:
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    except ValueError as e:
+        raise FrontendError(f"{source.origin}: unsupported architecture: {e}") from None
+    model.eval()
+    for name, mod in list(model.named_modules()):
+        if name.endswith("rotary_emb"):
+            parent = model.get_submodule(name.rsplit(".", 1)[0])
+            parent.rotary_emb = type(mod)(config=config)
+    if source.has_weights and device != "meta":
+        load_weights(model, source.weight_files, dtype)
+    return model
+
+
+def load_weights(model: torch.nn.Module, files: list[Path], dtype: torch.dtype) -> None:
+    """Read safetensors shards, check every name and shape against the model, then assign."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    expected = {k: v for k, v in model.state_dict().items()}
+    loaded: dict[str, torch.Tensor] = {}
+    for f in files:
+        try:
+            loaded.update(load_file(str(f)))
+        except (SafetensorError, OSError, ValueError) as e:
+            raise FrontendError(f"{f}: cannot read safetensors: {e}") from None
+    problems = []
+    for name, tensor in loaded.items():
+        if name not in expected:
+            problems.append(f"unexpected tensor {name}")
+        elif tuple(tensor.shape) != tuple(expected[name].shape):
+            problems.append(
+                f"{name}: checkpoint shape {tuple(tensor.shape)}, config expects "
+                f"{tuple(expected[name].shape)}"
+            )
+    tied = getattr(model.config, "tie_word_embeddings", False)
+    missing = [n for n in expected if n not in loaded and not (tied and n == "lm_head.weight")
+               and not n.endswith("rotary_emb.inv_freq")]
+    problems += [f"missing tensor {n}" for n in missing]
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise FrontendError(f"checkpoint does not match the config: {shown}")
+    model.load_state_dict({k: v.to(dtype) for k, v in loaded.items()}, strict=False)
+    if tied:
+        model.tie_weights()

@@ -5,6 +5,9 @@
     deplo run -c EXPR --check                       # CPU runtime (default without a GPU)
     deplo run -c EXPR --check --target interp --ir tensor
     deplo run -c EXPR --check --target gpu
+    deplo compile Qwen/Qwen2.5-7B --ir tensor           # a model id (offline) or an HF directory
+    deplo compile ./tiny-llama --ir loop -v --num-layers 2
+    deplo run ./tiny-llama --target interp --ir tensor --check   # logits vs transformers
 
 User errors (an expression that does not evaluate, an unsupported op, malformed IR, a g++ or
 NVRTC failure, no GPU) print one clear message and exit 1 — never a traceback.
@@ -19,8 +22,13 @@ from deplo.tools.driver import LEVELS
 
 
 def _add_source(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-c", "--expr", required=True, metavar="EXPR",
+    p.add_argument("model", nargs="?", default=None, metavar="MODEL",
+                   help="a Hugging Face model directory or id (e.g. Qwen/Qwen2.5-7B), offline")
+    p.add_argument("-c", "--expr", default=None, metavar="EXPR",
                    help="a PyTorch expression; torch.randn(...) calls are the inputs")
+    p.add_argument("--layer", type=int, default=None, help="compile only decoder layer N")
+    p.add_argument("--num-layers", type=int, default=None, help="truncate the model to K layers")
+    p.add_argument("--seq-len", type=int, default=8, help="sequence length of the model input")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: list the passes run; -vv: print each pass as a diff")
     p.add_argument("--seed", type=int, default=None, help="seed for inputs and weights")
@@ -55,10 +63,27 @@ def _default_target() -> str:
     return "gpu" if ok else "cpu"
 
 
-def cmd_compile(args) -> int:
+def _compile(args, runnable: bool):
+    """The Compiled program for -c EXPR or MODEL (models: meta device unless `runnable`)."""
     import deplo
+    from deplo.frontend.errors import FrontendError
 
-    compiled = deplo.compile(args.expr, verbose=args.verbose, seed=args.seed)
+    if (args.expr is None) == (args.model is None):
+        raise FrontendError("give either MODEL or -c EXPR")
+    if args.expr is not None:
+        return deplo.compile(args.expr, verbose=args.verbose, seed=args.seed)
+    from deplo.frontend.causal_lm import capture_model
+    from deplo.tools.api import Compiled
+
+    program = capture_model(args.model, layer=args.layer, num_layers=args.num_layers,
+                            seq_len=args.seq_len, materialize=runnable, seed=args.seed or 0)
+    for note in program.notes:
+        print(f"deplo: {note}", file=sys.stderr)
+    return Compiled(program, args.verbose)
+
+
+def cmd_compile(args) -> int:
+    compiled = _compile(args, runnable=False)
     level = "tensor" if args.ir == "tir" else args.ir
     text = compiled.text(level)
     if args.output:
@@ -70,7 +95,6 @@ def cmd_compile(args) -> int:
 
 
 def cmd_run(args) -> int:
-    import deplo
     from deplo.runtime.check import compare
     from deplo.tools.api import random_inputs
 
@@ -83,7 +107,7 @@ def cmd_run(args) -> int:
             print(f"deplo: error: --target gpu: {why}; use --target cpu (the CPU runtime)",
                   file=sys.stderr)
             return 1
-    compiled = deplo.compile(args.expr, verbose=args.verbose, seed=args.seed)
+    compiled = _compile(args, runnable=True)
     level = "tensor" if args.ir == "tir" else args.ir
     inputs = random_inputs(compiled.program, args.seed)
     n = len(compiled.program.example_inputs)

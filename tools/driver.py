@@ -12,6 +12,7 @@ import sys
 from typing import TextIO
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
@@ -37,6 +38,20 @@ def passes_to(level: str) -> str:
     return pipeline.expand_pipeline(name) if name else ""
 
 
+def _kernel_summary(mod: ModuleOp) -> str:
+    """` (12 kernel(s); @decoder_layer launches 9 per call, @main 3)` after a pass."""
+    kernels = sum(1 for o in mod.ops if o.name.endswith(".kernel") or o.name == "kernel.func")
+    if not kernels:
+        return ""
+    per_fn = []
+    for fn in mod.ops:
+        if isinstance(fn, func.FuncOp):
+            n = sum(1 for o in fn.walk() if o.name.endswith(".launch"))
+            per_fn.append(f"@{fn.sym_name.data} {n}")
+    detail = f"; launches per call: {', '.join(per_fn)}" if len(per_fn) > 1 else ""
+    return f" ({kernels} kernel(s){detail})"
+
+
 def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None = None) -> ModuleOp:
     """Apply the comma-separated pass spec in place, verifying after each pass."""
     if not spec:
@@ -50,8 +65,7 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
         if prev is None:
             return
         if verbose >= 1:
-            kernels = sum(1 for o in mod.ops if o.name.endswith(".kernel") or o.name == "kernel.func")
-            print(f"deplo: ran {prev.name}" + (f" ({kernels} kernel(s))" if kernels else ""), file=out)
+            print(f"deplo: ran {prev.name}{_kernel_summary(mod)}", file=out)
         if verbose >= 2:
             after = str(mod)
             diff = difflib.unified_diff(

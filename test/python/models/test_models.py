@@ -1,0 +1,152 @@
+"""Whole models through Torch IR, Tensor IR and Loop IR, checked against transformers.
+
+Small configs of both architectures are built with transformers and saved as HF directories (a
+single safetensors file for Llama, a sharded checkpoint with an index for Qwen2, whose q/k/v
+projections carry biases); the interpreters must match transformers' own forward on the same
+random input ids.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from xdsl.dialects import func
+
+from deplo.frontend.causal_lm import capture_model
+from deplo.frontend.errors import FrontendError
+from deplo.tools.api import Compiled, random_inputs
+
+SMALL = dict(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(**SMALL)).save_pretrained(root / "llama")
+    Qwen2ForCausalLM(Qwen2Config(**SMALL)).save_pretrained(root / "qwen", max_shard_size="60KB")
+    assert (root / "qwen" / "model.safetensors.index.json").is_file()
+    return root
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen"])
+@pytest.mark.parametrize("level", ["torch", "tensor"])
+def test_logits_match_transformers(checkpoints, arch: str, level: str) -> None:
+    program = capture_model(str(checkpoints / arch), materialize=True, seq_len=7)
+    result = Compiled(program).check(target="interp", level=level, seed=3)
+    assert result.ok and result.max_rel <= 1e-4, result.line()
+
+
+def test_reference_is_transformers_forward(checkpoints) -> None:
+    from transformers import AutoModelForCausalLM
+
+    program = capture_model(str(checkpoints / "qwen"), materialize=True, seq_len=5)
+    ids = random_inputs(program, seed=1)[0]
+    hf = AutoModelForCausalLM.from_pretrained(checkpoints / "qwen").eval()
+    with torch.no_grad():
+        want = hf(input_ids=torch.from_numpy(ids)).logits.numpy()
+    np.testing.assert_allclose(program.reference([ids])[0], want, rtol=1e-5, atol=1e-5)
+    assert ids.max() > 1, "input ids must be drawn over the vocabulary"
+
+
+def test_one_layer_many_calls(checkpoints) -> None:
+    program = capture_model(str(checkpoints / "llama"), materialize=True)
+    funcs = {op.sym_name.data: op for op in program.module.ops if isinstance(op, func.FuncOp)}
+    assert set(funcs) == {"decoder_layer", "main"}
+    calls = [op for op in funcs["main"].walk() if isinstance(op, func.CallOp)]
+    assert len(calls) == 2 and all(c.callee.root_reference.data == "decoder_layer" for c in calls)
+    names = [a.name_hint for a in funcs["decoder_layer"].body.block.args]
+    assert "self_attn.q_proj.weight" in names
+    text = str(program.module)
+    assert "is_causal" in text and "cumsum" not in text
+
+
+def test_layer_and_truncation(checkpoints) -> None:
+    one = capture_model(str(checkpoints / "llama"), layer=1, materialize=True)
+    assert one.input_names == ["hidden"]
+    assert Compiled(one).check(target="interp", level="tensor").ok
+    with pytest.raises(FrontendError, match="--layer 5"):
+        capture_model(str(checkpoints / "llama"), layer=5)
+    with pytest.raises(FrontendError, match="--num-layers 9"):
+        capture_model(str(checkpoints / "llama"), num_layers=9)
+
+
+def test_loop_ir_of_a_whole_model(checkpoints) -> None:
+    program = capture_model(str(checkpoints / "llama"), materialize=True, seq_len=4)
+    compiled = Compiled(program)
+    layer = next(op for op in compiled.module("loop").ops
+                 if isinstance(op, func.FuncOp) and op.sym_name.data == "decoder_layer")
+    launches = [op for op in layer.walk() if op.name == "loop.launch"]
+    assert 0 < len(launches) < 40
+    assert compiled.check(target="interp", level="loop", seed=2).ok
+
+
+def test_known_id_offline_builds_on_meta() -> None:
+    program = capture_model("TinyLlama/TinyLlama-1.1B-Chat-v1.0", num_layers=2)
+    main = next(op for op in program.module.ops if isinstance(op, func.FuncOp)
+                and op.sym_name.data == "main")
+    assert "tensor<1x8x32000xf32>" in str(main.function_type)
+    assert any("built-in config table" in n for n in program.notes)
+
+
+def test_missing_model_lists_what_was_tried() -> None:
+    with pytest.raises(FrontendError, match="not found offline; looked for") as e:
+        capture_model("nobody/no-such-model")
+    assert "built-in configs" in str(e.value) and "snapshots" in str(e.value)
+
+
+def test_corrupt_safetensors_is_a_clear_error(checkpoints, tmp_path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((checkpoints / "llama" / "config.json").read_text())
+    (bad / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(FrontendError, match="cannot read safetensors"):
+        capture_model(str(bad), materialize=True)
+
+
+def test_config_that_does_not_match_weights(checkpoints, tmp_path) -> None:
+    bad = tmp_path / "mismatch"
+    bad.mkdir()
+    cfg = json.loads((checkpoints / "llama" / "config.json").read_text())
+    cfg["intermediate_size"] = 100
+    (bad / "config.json").write_text(json.dumps(cfg))
+    (bad / "model.safetensors").write_bytes((checkpoints / "llama" / "model.safetensors").read_bytes())
+    with pytest.raises(FrontendError, match="does not match the config"):
+        capture_model(str(bad), materialize=True)
+
+
+def test_torch_compile_backend_small_module() -> None:
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.RMSNorm(48)
+            self.w = torch.nn.Parameter(torch.randn(48, 24))
+
+        def forward(self, x):
+            return torch.relu(torch.matmul(self.norm(x), self.w))
+
+    m = Block().eval()
+    x = torch.randn(5, 48)
+    with torch.no_grad():
+        want = m(x)
+        got = torch.compile(m, backend="deplo")(x)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_torch_compile_backend_small_llm(checkpoints, monkeypatch) -> None:
+    from transformers import AutoModelForCausalLM
+
+    monkeypatch.setenv("DEPLO_TARGET", "interp")
+    hf = AutoModelForCausalLM.from_pretrained(checkpoints / "llama").eval()
+    ids = torch.randint(0, SMALL["vocab_size"], (1, 6))
+    with torch.no_grad():
+        want = hf(input_ids=ids, use_cache=False).logits
+        torch._dynamo.reset()
+        got = torch.compile(lambda t: hf(input_ids=t, use_cache=False).logits, backend="deplo")(ids)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

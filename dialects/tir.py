@@ -11,8 +11,25 @@ combiner; `index_map` moves data by an affine map from output coordinates to inp
 is index_maps + `mul` + `reduce add`: the broadcast product is never materialized, because
 `loop-fuse` inlines it into the reduction.
 
-The kind tables (`ELEMENTWISE_ARITY`, `REDUCE_KINDS`) are the one list of kinds: the verifier
-checks arity from them, and the interpreter and `tir-to-loop` each map every kind.
+Data movement that one affine map cannot express has its own ops: `gather` (coordinates read
+from integer index tensors: embedding, `x[idx]`), `concat` (inputs laid along a dim) and `iota`
+(coordinate values: arange, mask rows/columns).
+
+    %g = tir.gather %w (d0, d1, d2)[s0] -> (s0, d2) indices(%ids (d0, d1, d2) -> (d0, d1))
+           : tensor<100x64xf32>, tensor<2x7xi64> -> tensor<2x7x64xf32>
+    %c = tir.concat %a, %b [1] : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<2x7xf32>
+    %i = tir.iota dim 0 start 0 step 1 : tensor<7xi64>
+
+Ops whose result element type differs from their operands': `compare` (a kind from its table,
+i1 result), `select` (an i1 condition picks between two operands) and `cast` (another element
+type: f32/f16/bf16/f64, i1 as 0/1).
+
+    %m = tir.compare lt(%x, %y) : tensor<4x8xf32> -> tensor<4x8xi1>
+    %s = tir.select %m, %x, %y : tensor<4x8xf32>
+    %h = tir.cast %s : tensor<4x8xf32> -> tensor<4x8xf16>
+
+The kind tables (`ELEMENTWISE_ARITY`, `REDUCE_KINDS`, `CompareKind`) are the one list of kinds:
+the verifier checks arity from them, and the interpreter and `tir-to-loop` each map every kind.
 """
 
 from __future__ import annotations
@@ -20,14 +37,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    I64,
     AffineMapAttr,
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
+    IntegerAttr,
+    IntegerType,
     TensorType,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -35,6 +56,7 @@ from xdsl.ir.affine import (
     AffineDimExpr,
     AffineExpr,
     AffineMap,
+    AffineSymExpr,
 )
 from xdsl.irdl import (
     IRDLOperation,
@@ -67,11 +89,21 @@ class ElementwiseKind(StrEnum):
     TANH = "tanh"
     SIGMOID = "sigmoid"
     SILU = "silu"
+    POW = "pow"
+    COS = "cos"
+    SIN = "sin"
+    ERF = "erf"
+    AND = "and"  # i1 operands
+    OR = "or"  # i1 operands
 
 
 ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
-    k: 2 if k in ("add", "sub", "mul", "div", "max", "min") else 1 for k in ElementwiseKind
+    k: 2 if k in ("add", "sub", "mul", "div", "max", "min", "pow", "and", "or") else 1
+    for k in ElementwiseKind
 }
+
+LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
+"""The kinds on i1 tensors; every other kind computes on numbers."""
 
 
 class ReduceKind(StrEnum):
@@ -131,6 +163,12 @@ class ElementwiseOp(IRDLOperation):
                     f"{self.name} {kind}: expected operand {i} of type {self.result.type}, "
                     f"got {v.type}"
                 )
+        is_i1 = _is_i1(self.result.type.element_type)
+        if (kind in LOGICAL_KINDS) != is_i1:
+            want = "i1" if kind in LOGICAL_KINDS else "numbers"
+            raise VerifyException(
+                f"{self.name} {kind}: expected {want}, got {self.result.type}"
+            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data}(")
@@ -322,16 +360,17 @@ class IndexMapOp(IRDLOperation):
 
 @irdl_op_definition
 class FullOp(IRDLOperation):
-    """`%z = tir.full 0.000000e+00 : tensor<16x16xf32>` — every element is the value."""
+    """`%z = tir.full 0.000000e+00 : tensor<16x16xf32>` — every element is the value (an
+    integer for integer element types: `tir.full 1 : tensor<4xi64>`)."""
 
     name = "tir.full"
-    value = prop_def(FloatAttr)
+    value = prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
     def __init__(self, value: float, result_type: TensorType):
         super().__init__(
-            properties={"value": FloatAttr(value, result_type.element_type)},
+            properties={"value": scalar_attr(value, result_type.element_type)},
             result_types=[result_type],
         )
 
@@ -344,7 +383,7 @@ class FullOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_float(self.value.value.data, self.value.type)
+        _print_scalar(printer, self.value)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
@@ -352,7 +391,7 @@ class FullOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> FullOp:
         neg = parser.parse_optional_punctuation("-") is not None
-        v = parser.parse_number()
+        v = parser.parse_number(allow_boolean=True)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
@@ -361,8 +400,489 @@ class FullOp(IRDLOperation):
         return op
 
 
+def _check_static_coord(op_name: str, i: int, e: AffineExpr, ranges, n: int) -> None:
+    lo, hi = expr_range(e, ranges)
+    if lo < 0 or hi >= n:
+        raise VerifyException(
+            f"{op_name}: coordinate {i} ({e}) ranges over [{lo}, {hi}], outside [0, {n - 1}]"
+        )
+
+
+def _has_symbol(e: AffineExpr) -> bool:
+    if isinstance(e, AffineSymExpr):
+        return True
+    if isinstance(e, AffineBinaryOpExpr):
+        return _has_symbol(e.lhs) or _has_symbol(e.rhs)
+    return False
+
+
+def gather_access_map(m: AffineMap) -> AffineMap:
+    """A gather's table map with index value k as dim (num_dims + k) instead of symbol k: the
+    map from (output coordinates, index values) to table coordinates that `loop.load` takes."""
+    n = m.num_dims
+    dims = [AffineExpr.dimension(i) for i in range(n)]
+    syms = [AffineExpr.dimension(n + k) for k in range(m.num_symbols)]
+    return AffineMap(
+        n + m.num_symbols, 0, tuple(e.replace_dims_and_symbols(dims, syms) for e in m.results)
+    )
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """`%y = tir.gather %w (d0, d1, d2)[s0] -> (s0, d2) indices(%ids (d0, d1, d2) -> (d0, d1))
+    : tensor<100x64xf32>, tensor<2x7xi64> -> tensor<2x7x64xf32>` —
+    y[d] = w[map(d)[ids_k[index_map_k(d)]]]: like `index_map`, but symbol k of the table map is
+    the value of integer index tensor k, read at its own affine map of the output coordinates
+    (embedding, `x[idx]`). A coordinate that uses a symbol is exactly that symbol; index values
+    must lie in the table's dim (the interpreters check it)."""
+
+    name = "tir.gather"
+    map = prop_def(AffineMapAttr)
+    index_maps = prop_def(ArrayAttr[AffineMapAttr])
+    table = operand_def(TensorType)
+    indices = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, table: SSAValue, amap: AffineMap, indices: Sequence[SSAValue],
+                 index_maps: Sequence[AffineMap], result_type: TensorType):
+        super().__init__(
+            operands=[table, indices],
+            result_types=[result_type],
+            properties={
+                "map": AffineMapAttr(amap),
+                "index_maps": ArrayAttr(AffineMapAttr(m) for m in index_maps),
+            },
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.table, "the table")
+        r = _tensor(self, self.result, "the result")
+        m = self.map.data
+        out_shape, rank = r.get_shape(), r.get_num_dims()
+        if m.num_dims != rank or m.num_symbols != len(self.indices) or not self.indices:
+            raise VerifyException(
+                f"{self.name}: expected a map of the {rank} result coordinates and one symbol "
+                f"per index tensor ({len(self.indices)}), got {m}"
+            )
+        if len(m.results) != x.get_num_dims():
+            raise VerifyException(
+                f"{self.name}: expected a map giving the {x.get_num_dims()} table coordinates, "
+                f"got {m}"
+            )
+        if x.element_type != r.element_type:
+            raise VerifyException(
+                f"{self.name}: expected result element type {x.element_type}, got {r.element_type}"
+            )
+        if len(self.index_maps) != len(self.indices):
+            raise VerifyException(
+                f"{self.name}: expected one index map per index tensor ({len(self.indices)}), "
+                f"got {len(self.index_maps)}"
+            )
+        ranges = [(0, n - 1) for n in out_shape]
+        for k, (v, im) in enumerate(zip(self.indices, self.index_maps)):
+            t = _tensor(self, v, f"index {k}")
+            if not isinstance(t.element_type, IntegerType) or t.element_type.width.data == 1:
+                raise VerifyException(f"{self.name}: expected index {k} of integers, got {t}")
+            im = im.data
+            if im.num_dims != rank or im.num_symbols or len(im.results) != t.get_num_dims():
+                raise VerifyException(
+                    f"{self.name}: expected index map {k} from the {rank} result coordinates to "
+                    f"the {t.get_num_dims()} coordinates of {t}, got {im}"
+                )
+            for i, (e, n) in enumerate(zip(im.results, t.get_shape())):
+                _check_static_coord(f"{self.name} index {k}", i, e, ranges, n)
+        for i, (e, n) in enumerate(zip(m.results, x.get_shape())):
+            if isinstance(e, AffineSymExpr):
+                continue
+            if _has_symbol(e):
+                raise VerifyException(
+                    f"{self.name}: expected coordinate {i} to be an index value or free of "
+                    f"index values, got {e}"
+                )
+            _check_static_coord(self.name, i, e, ranges, n)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.table)
+        printer.print_string(f" {self.map.data} indices(")
+        for k, (v, im) in enumerate(zip(self.indices, self.index_maps)):
+            if k:
+                printer.print_string(", ")
+            printer.print_ssa_value(v)
+            printer.print_string(f" {im.data}")
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in self.operands], printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GatherOp:
+        pos = parser.pos
+        table = parser.parse_unresolved_operand()
+        m = parser.parse_affine_map()
+        parser.parse_keyword("indices")
+
+        def index():
+            return parser.parse_unresolved_operand(), parser.parse_affine_map()
+
+        pairs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, index)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        vals = parser.resolve_operands([table, *(p[0] for p in pairs)], types, pos)
+        op = cls(vals[0], m, vals[1:], [p[1] for p in pairs], out_t)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """`%y = tir.concat %a, %b [1] : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<2x7xf32>` — the
+    inputs laid one after the other along a dim (at least two inputs, equal elsewhere)."""
+
+    name = "tir.concat"
+    dim = prop_def(IntegerAttr[I64])
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int, result_type: TensorType):
+        super().__init__(
+            operands=[inputs], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
+        )
+
+    def offsets(self) -> list[int]:
+        """Where each input starts along the dim."""
+        d, out = self.dim.value.data, [0]
+        for v in self.inputs:
+            out.append(out[-1] + v.type.get_shape()[d])
+        return out[:-1]
+
+    def verify_(self) -> None:
+        r = _tensor(self, self.result, "the result")
+        if len(self.inputs) < 2:
+            raise VerifyException(f"{self.name}: expected at least 2 inputs, got {len(self.inputs)}")
+        d, rank = self.dim.value.data, r.get_num_dims()
+        if not 0 <= d < rank:
+            raise VerifyException(f"{self.name}: expected a dim in [0, {rank - 1}], got {d}")
+        shape = list(r.get_shape())
+        total = 0
+        for i, v in enumerate(self.inputs):
+            t = _tensor(self, v, f"input {i}")
+            s = list(t.get_shape())
+            if len(s) != rank or s[:d] + s[d + 1 :] != shape[:d] + shape[d + 1 :]:
+                raise VerifyException(
+                    f"{self.name}: expected input {i} to match {r} outside dim {d}, got {t}"
+                )
+            if t.element_type != r.element_type:
+                raise VerifyException(
+                    f"{self.name}: expected input {i} of element type {r.element_type}, got {t}"
+                )
+            total += s[d]
+        if total != shape[d]:
+            raise VerifyException(
+                f"{self.name}: expected result dim {d} of size {total}, got {shape[d]}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.inputs, printer.print_ssa_value)
+        printer.print_string(f" [{self.dim.value.data}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConcatOp:
+        pos = parser.pos
+        ins = parser.parse_comma_separated_list(
+            Parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        (dim,) = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        op = cls(parser.resolve_operands(ins, types, pos), dim, out_t)
+        op.attributes |= attrs
+        return op
+
+
+def scalar_attr(value: float, t: Attribute) -> FloatAttr | IntegerAttr:
+    """A number as an attribute of element type t: IntegerAttr for integers, FloatAttr otherwise."""
+    if isinstance(t, IntegerType):
+        return IntegerAttr(int(value), t)
+    return FloatAttr(float(value), t)
+
+
+def _print_scalar(printer: Printer, attr: FloatAttr | IntegerAttr) -> None:
+    if isinstance(attr, IntegerAttr):
+        bool_type = isinstance(attr.type, IntegerType) and attr.type.width.data == 1
+        printer.print_string(str(bool(attr.value.data)).lower() if bool_type else str(attr.value.data))
+    else:
+        printer.print_float(attr.value.data, attr.type)
+
+
+@irdl_op_definition
+class IotaOp(IRDLOperation):
+    """`%p = tir.iota dim 0 start 0 step 1 : tensor<7xi64>` — y[d] = start + step * d[dim], in the
+    element type (integer or float): arange, and coordinate tensors for masks."""
+
+    name = "tir.iota"
+    dim = prop_def(IntegerAttr[I64])
+    start = prop_def(FloatAttr | IntegerAttr)
+    step = prop_def(FloatAttr | IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: int, start: float, step: float, result_type: TensorType):
+        elt = result_type.element_type
+        super().__init__(
+            result_types=[result_type],
+            properties={
+                "dim": IntegerAttr(dim, 64),
+                "start": scalar_attr(start, elt),
+                "step": scalar_attr(step, elt),
+            },
+        )
+
+    def verify_(self) -> None:
+        r = _tensor(self, self.result, "the result")
+        d, rank = self.dim.value.data, r.get_num_dims()
+        if not 0 <= d < rank:
+            raise VerifyException(f"{self.name}: expected a dim in [0, {rank - 1}], got {d}")
+        elt = r.element_type
+        if isinstance(elt, IntegerType) and elt.width.data == 1:
+            raise VerifyException(f"{self.name}: expected a number element type, got {elt}")
+        for what, a in (("start", self.start), ("step", self.step)):
+            if a.type != elt:
+                raise VerifyException(
+                    f"{self.name}: expected {what} of type {elt}, got {a.type}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" dim {self.dim.value.data} start ")
+        _print_scalar(printer, self.start)
+        printer.print_string(" step ")
+        _print_scalar(printer, self.step)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        parser.parse_keyword("dim")
+        dim = parser.parse_integer()
+        parser.parse_keyword("start")
+        start = parser.parse_number()
+        parser.parse_keyword("step")
+        step = parser.parse_number()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(dim, start, step, t)
+        op.attributes |= attrs
+        return op
+
+
+class CompareKind(StrEnum):
+    """torch's comparisons. Floats compare ordered except `ne` (NaN != x is true, as in torch)."""
+
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+
+
+@irdl_attr_definition
+class CompareKindAttr(EnumAttribute[CompareKind], SpacedOpaqueSyntaxAttribute):
+    name = "tir.cmp"
+
+
+def _is_i1(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+@irdl_op_definition
+class CompareOp(IRDLOperation):
+    """`%c = tir.compare lt(%a, %b) : tensor<4x8xf32> -> tensor<4x8xi1>` — one comparison kind
+    from the table on two operands of one type; the result is i1 of the same shape."""
+
+    name = "tir.compare"
+    kind = prop_def(CompareKindAttr)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: CompareKind, a: SSAValue, b: SSAValue,
+                 result_type: TensorType | None = None):
+        t = SSAValue.get(a).type
+        assert isinstance(t, TensorType)
+        super().__init__(
+            operands=[a, b],
+            result_types=[result_type or TensorType(IntegerType(1), t.get_shape())],
+            properties={"kind": CompareKindAttr(kind)},
+        )
+
+    def verify_(self) -> None:
+        a = _tensor(self, self.lhs, "the lhs")
+        r = _tensor(self, self.result, "the result")
+        if self.rhs.type != a:
+            raise VerifyException(
+                f"{self.name} {self.kind.data}: expected the rhs of type {a}, got {self.rhs.type}"
+            )
+        want = TensorType(IntegerType(1), a.get_shape())
+        if r != want:
+            raise VerifyException(f"{self.name} {self.kind.data}: expected {want}, got {r}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data}(")
+        printer.print_list(self.operands, printer.print_ssa_value)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CompareOp:
+        pos = parser.pos
+        kind = parser.parse_str_enum(CompareKind)
+        ops = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_t = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        if len(ops) != 2:
+            parser.raise_error(f"tir.compare: expected 2 operands, got {len(ops)}", pos)
+        a, b = parser.resolve_operands(ops, [in_t] * 2, pos)
+        op = cls(kind, a, b, out_t)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """`%y = tir.select %c, %a, %b : tensor<4x8xf32>` — a where the i1 tensor c is true, else b;
+    c has the result's shape, a and b its type."""
+
+    name = "tir.select"
+    condition = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue):
+        super().__init__(operands=[c, a, b], result_types=[SSAValue.get(a).type])
+
+    def verify_(self) -> None:
+        r = _tensor(self, self.result, "the result")
+        c = _tensor(self, self.condition, "the condition")
+        want = TensorType(IntegerType(1), r.get_shape())
+        if c != want:
+            raise VerifyException(f"{self.name}: expected a condition of type {want}, got {c}")
+        for what, v in (("lhs", self.lhs), ("rhs", self.rhs)):
+            if v.type != r:
+                raise VerifyException(f"{self.name}: expected the {what} of type {r}, got {v.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_ssa_value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SelectOp:
+        pos = parser.pos
+        ops = parser.parse_comma_separated_list(
+            Parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if len(ops) != 3:
+            parser.raise_error(f"tir.select: expected 3 operands, got {len(ops)}", pos)
+        assert isinstance(t, TensorType)
+        c_t = TensorType(IntegerType(1), t.get_shape())
+        op = cls(*parser.resolve_operands(ops, [c_t, t, t], pos))
+        op.attributes |= attrs
+        return op
+
+
+CAST_ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i1")
+"""What `tir.cast` converts between: floats, and i1 to/from a float (true is 1, nonzero is true)."""
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """`%y = tir.cast %x : tensor<4x8xf32> -> tensor<4x8xf16>` — each element converted to
+    another element type (floats round to nearest even); the shape does not change."""
+
+    name = "tir.cast"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, result_type: TensorType):
+        super().__init__(operands=[x], result_types=[result_type])
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        if x.get_shape() != r.get_shape():
+            raise VerifyException(f"{self.name}: expected a result of shape {x.get_shape()}, got {r}")
+        if x.element_type == r.element_type:
+            raise VerifyException(f"{self.name}: expected another element type than {x}, got {r}")
+        for t in (x, r):
+            if str(t.element_type) not in CAST_ELEMENT_TYPES:
+                raise VerifyException(
+                    f"{self.name}: expected element types in {list(CAST_ELEMENT_TYPES)}, got {t}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.input)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CastOp:
+        pos = parser.pos
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_t = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        (xv,) = parser.resolve_operands([x], [in_t], pos)
+        op = cls(xv, out_t)
+        op.attributes |= attrs
+        return op
+
+
 Tir = Dialect(
     "tir",
-    [ElementwiseOp, ReduceOp, IndexMapOp, FullOp],
-    [ElementwiseKindAttr, ReduceKindAttr],
+    [ElementwiseOp, ReduceOp, IndexMapOp, FullOp, GatherOp, ConcatOp, IotaOp,
+     CompareOp, SelectOp, CastOp],
+    [ElementwiseKindAttr, ReduceKindAttr, CompareKindAttr],
 )

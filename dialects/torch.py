@@ -16,12 +16,17 @@ elementwise ops; the torch-to-tir decomposition and the interpreter read the sam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
@@ -35,6 +40,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -91,6 +97,9 @@ UNARY_OPS: dict[str, str] = {
     "tanh": "TanhOp",
     "sigmoid": "SigmoidOp",
     "silu": "SiluOp",
+    "cos": "CosOp",
+    "sin": "SinOp",
+    "reciprocal": "ReciprocalOp",
 }
 
 BINARY_OPS: dict[str, str] = {
@@ -100,6 +109,23 @@ BINARY_OPS: dict[str, str] = {
     "div": "DivOp",
     "maximum": "MaximumOp",
     "minimum": "MinimumOp",
+    "pow": "PowOp",
+}
+
+# comparisons: operands of one element type, broadcast together; the result is i1
+COMPARE_OPS: dict[str, str] = {
+    "eq": "EqOp",
+    "ne": "NeOp",
+    "lt": "LtOp",
+    "le": "LeOp",
+    "gt": "GtOp",
+    "ge": "GeOp",
+}
+
+# and/or of i1 tensors (aten.logical_and/or, and `&`/`|` on bool tensors)
+LOGICAL_OPS: dict[str, str] = {
+    "logical_and": "LogicalAndOp",
+    "logical_or": "LogicalOrOp",
 }
 
 
@@ -111,7 +137,8 @@ def _unary_verify(self) -> None:
     _same_element_type(self, a, r)
 
 
-def _binary_verify(self) -> None:
+def _broadcast_operands(self) -> tuple[TensorType, TensorType, TensorType]:
+    """lhs, rhs and result types of a binary op, checked to broadcast to the result's shape."""
     a = _tensor(self, self.lhs, "the lhs")
     b = _tensor(self, self.rhs, "the rhs")
     r = _tensor(self, self.result, "the result")
@@ -120,7 +147,25 @@ def _binary_verify(self) -> None:
         raise VerifyException(f"{self.name}: shapes {_shape(a)} and {_shape(b)} do not broadcast")
     if want != _shape(r):
         raise VerifyException(f"{self.name}: expected result shape {want}, got {_shape(r)}")
+    return a, b, r
+
+
+def _binary_verify(self) -> None:
+    a, b, r = _broadcast_operands(self)
     _same_element_type(self, a, b, r)
+
+
+def _compare_verify(self) -> None:
+    a, b, r = _broadcast_operands(self)
+    _same_element_type(self, a, b)
+    if str(r.element_type) != "i1":
+        raise VerifyException(f"{self.name}: expected an i1 result, got {r.element_type}")
+
+
+def _logical_verify(self) -> None:
+    for t in _broadcast_operands(self):
+        if str(t.element_type) != "i1":
+            raise VerifyException(f"{self.name}: expected i1 operands and result, got {t}")
 
 
 def _make_unary(op_name: str, cls_name: str) -> type[IRDLOperation]:
@@ -142,7 +187,7 @@ def _make_unary(op_name: str, cls_name: str) -> type[IRDLOperation]:
     return irdl_op_definition(cls)
 
 
-def _make_binary(op_name: str, cls_name: str) -> type[IRDLOperation]:
+def _make_binary(op_name: str, cls_name: str, verify=_binary_verify) -> type[IRDLOperation]:
     cls = type(
         cls_name,
         (_TorchOp,),
@@ -154,7 +199,7 @@ def _make_binary(op_name: str, cls_name: str) -> type[IRDLOperation]:
             "rhs": operand_def(TensorType),
             "result": result_def(TensorType),
             "traits": traits_def(Pure()),
-            "verify_": _binary_verify,
+            "verify_": verify,
             "__init__": lambda self, a, b, result_type: IRDLOperation.__init__(
                 self, operands=[a, b], result_types=[result_type]
             ),
@@ -165,7 +210,19 @@ def _make_binary(op_name: str, cls_name: str) -> type[IRDLOperation]:
 
 UNARY_CLASSES = {name: _make_unary(name, cls) for name, cls in UNARY_OPS.items()}
 BINARY_CLASSES = {name: _make_binary(name, cls) for name, cls in BINARY_OPS.items()}
-globals().update({c.__name__: c for c in (*UNARY_CLASSES.values(), *BINARY_CLASSES.values())})
+COMPARE_CLASSES = {n: _make_binary(n, c, _compare_verify) for n, c in COMPARE_OPS.items()}
+LOGICAL_CLASSES = {n: _make_binary(n, c, _logical_verify) for n, c in LOGICAL_OPS.items()}
+globals().update(
+    {
+        c.__name__: c
+        for c in (
+            *UNARY_CLASSES.values(),
+            *BINARY_CLASSES.values(),
+            *COMPARE_CLASSES.values(),
+            *LOGICAL_CLASSES.values(),
+        )
+    }
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,8 +346,826 @@ class RmsNormOp(_TorchOp):
         _same_element_type(self, x, r)
 
 
+# ---------------------------------------------------------------------------------------------
+# views, data movement, creation and attention
+#
+# aten.view / reshape / _unsafe_view all import as `torch.reshape` and aten.t as
+# `torch.transpose`; no-op views and copies (alias, contiguous, clone, detach, ...) import as
+# their operand and have no op. Dims in properties may be negative, as torch writes them.
+
+
+def _int(attr) -> int:
+    return attr.value.data
+
+
+def _norm_dim(op: IRDLOperation, d: int, rank: int, what: str = "dim") -> int:
+    """A torch dim (negative counts from the end) as an index in [0, rank)."""
+    if not -rank <= d < rank:
+        raise VerifyException(f"{op.name}: expected {what} in [{-rank}, {rank - 1}], got {d}")
+    return d % rank
+
+
+def _is_int(t: TensorType) -> bool:
+    return isinstance(t.element_type, IntegerType)
+
+
+def _check_result_shape(op: IRDLOperation, want: Sequence[int], r: TensorType) -> None:
+    if tuple(want) != _shape(r):
+        raise VerifyException(f"{op.name}: expected result shape {tuple(want)}, got {_shape(r)}")
+
+
+def slice_range(size: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """(first index, length) of aten.slice on a dim of `size`: negative start/end count from the
+    end, and both are clamped to [0, size] as torch does."""
+    start = start + size if start < 0 else start
+    end = end + size if end < 0 else end
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, (end - start + step - 1) // step
+
+
+def index_shape(
+    shape: Sequence[int], dims: Sequence[int], index_shapes: Sequence[Sequence[int]]
+) -> tuple[tuple[int, ...], int] | None:
+    """aten.index's result shape and where the broadcast index dims go in it, for index tensors
+    on `dims` of a tensor of `shape` (None if the indices do not broadcast). Adjacent indexed
+    dims are replaced in place by the broadcast index shape; otherwise it comes first."""
+    b: tuple[int, ...] | None = ()
+    for s in index_shapes:
+        b = broadcast_shapes(b, s) if b is not None else None
+    if b is None:
+        return None
+    rest = [n for i, n in enumerate(shape) if i not in dims]
+    adjacent = list(dims) == list(range(dims[0], dims[0] + len(dims)))
+    at = dims[0] if adjacent else 0
+    return (*rest[:at], *b, *rest[at:]), at
+
+
+@irdl_op_definition
+class ReshapeOp(_TorchOp):
+    """`torch.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>` — the same elements in
+    row-major order, in a new shape (aten.view, aten.reshape, aten._unsafe_view)."""
+
+    name = "torch.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, result_type: TensorType):
+        super().__init__(operands=[x], result_types=[result_type])
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        if math.prod(_shape(x)) != math.prod(_shape(r)):
+            raise VerifyException(
+                f"{self.name}: expected a result of {math.prod(_shape(x))} elements, got "
+                f"{math.prod(_shape(r))} ({_shape(r)})"
+            )
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class PermuteOp(_TorchOp):
+    """`torch.permute %x {dims = array<i64: 2, 0, 1>}`: result dim i is input dim dims[i]."""
+
+    name = "torch.permute"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dims = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, dims: Sequence[int], result_type: TensorType):
+        super().__init__(
+            operands=[x],
+            result_types=[result_type],
+            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        rank = len(_shape(x))
+        dims = tuple(self.dims.get_values())
+        norm = [d % rank if -rank <= d < rank else d for d in dims] if rank else list(dims)
+        if sorted(norm) != list(range(rank)):
+            raise VerifyException(
+                f"{self.name}: expected a permutation of the {rank} dims, got {list(dims)}"
+            )
+        _check_result_shape(self, [_shape(x)[d] for d in norm], r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class TransposeOp(_TorchOp):
+    """`torch.transpose %x {dim0 = 1 : i64, dim1 = 2 : i64}`: two dims swapped (aten.transpose.int,
+    and aten.t as dims 0 and 1)."""
+
+    name = "torch.transpose"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim0 = prop_def(IntegerAttr)
+    dim1 = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, dim0: int, dim1: int, result_type: TensorType):
+        super().__init__(
+            operands=[x],
+            result_types=[result_type],
+            properties={"dim0": IntegerAttr(dim0, 64), "dim1": IntegerAttr(dim1, 64)},
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        shape = list(_shape(x))
+        a = _norm_dim(self, _int(self.dim0), len(shape), "dim0")
+        b = _norm_dim(self, _int(self.dim1), len(shape), "dim1")
+        shape[a], shape[b] = shape[b], shape[a]
+        _check_result_shape(self, shape, r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class ExpandOp(_TorchOp):
+    """`torch.expand %x : (tensor<3x1xf32>) -> tensor<2x3x5xf32>` — size-1 dims repeated and new
+    leading dims added, as aten.expand (the result type carries the sizes)."""
+
+    name = "torch.expand"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, result_type: TensorType):
+        super().__init__(operands=[x], result_types=[result_type])
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        src, dst = _shape(x), _shape(r)
+        if len(dst) < len(src) or any(
+            s not in (1, d) for s, d in zip(src, dst[len(dst) - len(src) :])
+        ):
+            raise VerifyException(f"{self.name}: expected a shape {src} expands to, got {dst}")
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class UnsqueezeOp(_TorchOp):
+    """`torch.unsqueeze %x {dim = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x1x3xf32>`."""
+
+    name = "torch.unsqueeze"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, dim: int, result_type: TensorType):
+        super().__init__(
+            operands=[x], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        shape = list(_shape(x))
+        d = _norm_dim(self, _int(self.dim), len(shape) + 1)
+        _check_result_shape(self, [*shape[:d], 1, *shape[d:]], r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class SqueezeOp(_TorchOp):
+    """`torch.squeeze %x {dims = array<i64: 0, 2>}`: the listed dims that have size 1 removed
+    (aten.squeeze.dim / .dims; aten.squeeze.default lists every size-1 dim)."""
+
+    name = "torch.squeeze"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dims = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, dims: Sequence[int], result_type: TensorType):
+        super().__init__(
+            operands=[x],
+            result_types=[result_type],
+            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        shape = _shape(x)
+        dims = {_norm_dim(self, d, max(len(shape), 1)) for d in self.dims.get_values()}
+        _check_result_shape(
+            self, [n for i, n in enumerate(shape) if not (i in dims and n == 1)], r
+        )
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class SliceOp(_TorchOp):
+    """`torch.slice %x {dim = 1 : i64, start = 1 : i64, end = -1 : i64, step = 2 : i64}` —
+    aten.slice.Tensor: negative start/end count from the end and both are clamped to the dim
+    (an omitted end is 2^63-1)."""
+
+    name = "torch.slice"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    start = prop_def(IntegerAttr)
+    end = prop_def(IntegerAttr)
+    step = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x, dim: int, start: int, end: int, step: int, result_type: TensorType):
+        super().__init__(
+            operands=[x],
+            result_types=[result_type],
+            properties={
+                "dim": IntegerAttr(dim, 64),
+                "start": IntegerAttr(start, 64),
+                "end": IntegerAttr(end, 64),
+                "step": IntegerAttr(step, 64),
+            },
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        shape = list(_shape(x))
+        d = _norm_dim(self, _int(self.dim), len(shape))
+        if _int(self.step) <= 0:
+            raise VerifyException(f"{self.name}: expected a positive step, got {_int(self.step)}")
+        _, shape[d] = slice_range(shape[d], _int(self.start), _int(self.end), _int(self.step))
+        _check_result_shape(self, shape, r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class SelectOp(_TorchOp):
+    """`torch.select %x {dim = 1 : i64, index = -1 : i64}`: one index of a dim, the dim dropped
+    (aten.select.int; a negative index counts from the end)."""
+
+    name = "torch.select"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    index = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, dim: int, index: int, result_type: TensorType):
+        super().__init__(
+            operands=[x],
+            result_types=[result_type],
+            properties={"dim": IntegerAttr(dim, 64), "index": IntegerAttr(index, 64)},
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        shape = list(_shape(x))
+        d = _norm_dim(self, _int(self.dim), len(shape))
+        _norm_dim(self, _int(self.index), shape[d], "index")
+        _check_result_shape(self, shape[:d] + shape[d + 1 :], r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class CatOp(_TorchOp):
+    """`torch.cat %a, %b {dim = 1 : i64} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>`."""
+
+    name = "torch.cat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, xs: Sequence[SSAValue], dim: int, result_type: TensorType):
+        super().__init__(
+            operands=[xs], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
+        )
+
+    def verify_(self) -> None:
+        r = _tensor(self, self.result, "the result")
+        if not self.inputs:
+            raise VerifyException(f"{self.name}: expected at least one input, got none")
+        ts = [_tensor(self, v, f"input {i}") for i, v in enumerate(self.inputs)]
+        shape = list(_shape(ts[0]))
+        d = _norm_dim(self, _int(self.dim), len(shape))
+        for i, t in enumerate(ts[1:], 1):
+            s = list(_shape(t))
+            if len(s) != len(shape) or s[:d] + s[d + 1 :] != shape[:d] + shape[d + 1 :]:
+                raise VerifyException(
+                    f"{self.name}: expected input {i} to match {tuple(shape)} outside dim {d}, "
+                    f"got {tuple(s)}"
+                )
+        shape[d] = sum(_shape(t)[d] for t in ts)
+        _check_result_shape(self, shape, r)
+        _same_element_type(self, *ts, r)
+
+
+def _check_indices(op: IRDLOperation, values) -> list[TensorType]:
+    ts = []
+    for i, v in enumerate(values):
+        t = _tensor(op, v, f"index {i}")
+        if not _is_int(t) or t.element_type.width.data == 1:
+            raise VerifyException(f"{op.name}: expected integer indices, got {t}")
+        ts.append(t)
+    return ts
+
+
+@irdl_op_definition
+class EmbeddingOp(_TorchOp):
+    """`torch.embedding %weight, %ids : (tensor<100x64xf32>, tensor<2x7xi64>) -> tensor<2x7x64xf32>`
+    — rows of the table picked by integer ids (aten.embedding; padding_idx only matters to
+    the gradient)."""
+
+    name = "torch.embedding"
+    weight = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, weight: SSAValue, indices: SSAValue, result_type: TensorType):
+        super().__init__(operands=[weight, indices], result_types=[result_type])
+
+    def verify_(self) -> None:
+        w = _tensor(self, self.weight, "the weight")
+        (ids,) = _check_indices(self, [self.indices])
+        r = _tensor(self, self.result, "the result")
+        if len(_shape(w)) != 2:
+            raise VerifyException(f"{self.name}: expected a 2-d weight, got {w}")
+        _check_result_shape(self, [*_shape(ids), _shape(w)[1]], r)
+        _same_element_type(self, w, r)
+
+
+@irdl_op_definition
+class IndexOp(_TorchOp):
+    """`torch.index %cos, %pos {dims = array<i64: 0>} : (tensor<16x8xf32>, tensor<2x7xi64>) ->
+    tensor<2x7x8xf32>` — aten.index.Tensor: integer index tensors on the listed dims (the
+    `None` entries of aten's list are the dims not listed), broadcast together; adjacent indexed
+    dims are replaced in place by the broadcast index shape, otherwise it goes first."""
+
+    name = "torch.index"
+    input = operand_def(TensorType)
+    indices = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    dims = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, indices: Sequence[SSAValue], dims: Sequence[int], result_type):
+        super().__init__(
+            operands=[x, indices],
+            result_types=[result_type],
+            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        ts = _check_indices(self, self.indices)
+        dims = list(self.dims.get_values())
+        rank = len(_shape(x))
+        if not dims or dims != sorted(set(dims)) or dims[0] < 0 or dims[-1] >= rank:
+            raise VerifyException(
+                f"{self.name}: expected distinct sorted dims within rank {rank}, got {dims}"
+            )
+        if len(dims) != len(ts):
+            raise VerifyException(
+                f"{self.name}: expected one index tensor per dim ({len(dims)}), got {len(ts)}"
+            )
+        want = index_shape(_shape(x), dims, [_shape(t) for t in ts])
+        if want is None:
+            raise VerifyException(
+                f"{self.name}: index shapes {[_shape(t) for t in ts]} do not broadcast"
+            )
+        _check_result_shape(self, want[0], r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class ArangeOp(_TorchOp):
+    """`torch.arange {start = 0.0 : f64, end = 7.0 : f64, step = 1.0 : f64} : tensor<7xi64>` —
+    start, start + step, ... below end (aten.arange.default / .start / .start_step)."""
+
+    name = "torch.arange"
+    assembly_format = "attr-dict `:` type($result)"
+    start = prop_def(FloatAttr)
+    end = prop_def(FloatAttr)
+    step = prop_def(FloatAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, start: float, end: float, step: float, result_type: TensorType):
+        super().__init__(
+            result_types=[result_type],
+            properties={k: FloatAttr(float(v), 64) for k, v in
+                        (("start", start), ("end", end), ("step", step))},
+        )
+
+    def verify_(self) -> None:
+        r = _tensor(self, self.result, "the result")
+        start, end, step = (a.value.data for a in (self.start, self.end, self.step))
+        if step == 0:
+            raise VerifyException(f"{self.name}: expected a nonzero step, got 0")
+        n = max(math.ceil((end - start) / step), 0)
+        _check_result_shape(self, [n], r)
+
+
+@irdl_op_definition
+class FullOp(_TorchOp):
+    """`torch.full {value = 1.0 : f64} : tensor<2x3xf32>` — every element is the value
+    (aten.full, ones, zeros, new_ones, new_zeros, new_full, full_like, ones_like, zeros_like)."""
+
+    name = "torch.full"
+    assembly_format = "attr-dict `:` type($result)"
+    value = prop_def(FloatAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: float, result_type: TensorType):
+        super().__init__(
+            result_types=[result_type], properties={"value": FloatAttr(float(value), 64)}
+        )
+
+    def verify_(self) -> None:
+        r = _tensor(self, self.result, "the result")
+        v = self.value.value.data
+        if _is_int(r) and v != int(v):
+            raise VerifyException(
+                f"{self.name}: expected an integer value for {r.element_type}, got {v}"
+            )
+
+
+@irdl_op_definition
+class SdpaOp(_TorchOp):
+    """`torch.sdpa %q, %k, %v {is_causal, scale = 0.25 : f64, enable_gqa} : (...) -> ...` —
+    softmax(q kᵀ * scale + mask) v (aten.scaled_dot_product_attention, no dropout).
+
+    q is (..., Hq, L, E), k (..., Hkv, S, E), v (..., Hkv, S, Ev), the result (..., Hq, L, Ev).
+    `scale` defaults to 1/sqrt(E); `is_causal` keeps key j <= query i; an optional `attn_mask`
+    (bool: keep, or additive float) broadcasts to (..., L, S). With `enable_gqa`, Hq is a
+    multiple of Hkv and query head h reads kv head h // (Hq / Hkv)."""
+
+    name = "torch.sdpa"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    attn_mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    is_causal = opt_prop_def(UnitAttr)
+    scale = opt_prop_def(FloatAttr)
+    enable_gqa = opt_prop_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, q, k, v, mask, result_type: TensorType, *, is_causal: bool = False,
+                 scale: float | None = None, enable_gqa: bool = False):
+        props: dict[str, Attribute] = {}
+        if is_causal:
+            props["is_causal"] = UnitAttr()
+        if scale is not None:
+            props["scale"] = FloatAttr(scale, 64)
+        if enable_gqa:
+            props["enable_gqa"] = UnitAttr()
+        super().__init__(
+            operands=[q, k, v, [mask] if mask is not None else []],
+            result_types=[result_type],
+            properties=props,
+        )
+
+    def verify_(self) -> None:
+        q = _tensor(self, self.query, "the query")
+        k = _tensor(self, self.key, "the key")
+        v = _tensor(self, self.value, "the value")
+        r = _tensor(self, self.result, "the result")
+        sq, sk, sv = _shape(q), _shape(k), _shape(v)
+        if len(sq) < 2 or not len(sq) == len(sk) == len(sv):
+            raise VerifyException(
+                f"{self.name}: expected q, k, v of one rank >= 2, got {sq}, {sk}, {sv}"
+            )
+        if sk[-1] != sq[-1] or sk[-2] != sv[-2]:
+            raise VerifyException(
+                f"{self.name}: expected k (..., S, {sq[-1]}) and v (..., S, Ev), got {sk} and {sv}"
+            )
+        if sk[:-2] != sv[:-2]:
+            raise VerifyException(
+                f"{self.name}: expected k and v batch dims to match, got {sk[:-2]} and {sv[:-2]}"
+            )
+        gqa = self.enable_gqa is not None
+        lead = len(sq) - 3 if gqa else len(sq) - 2
+        if gqa and (len(sq) < 3 or sq[-3] % sk[-3] != 0):
+            raise VerifyException(
+                f"{self.name}: expected query heads (dim -3) a multiple of kv heads with "
+                f"enable_gqa, got {sq} and {sk}"
+            )
+        if sq[:lead] != sk[:lead]:
+            raise VerifyException(
+                f"{self.name}: expected q and k batch dims to match, got {sq[:-2]} and {sk[:-2]}"
+            )
+        _check_result_shape(self, [*sq[:-1], sv[-1]], r)
+        _same_element_type(self, q, k, v, r)
+        if self.attn_mask is not None:
+            m = _tensor(self, self.attn_mask, "the attn_mask")
+            if self.is_causal is not None:
+                raise VerifyException(f"{self.name}: expected is_causal or attn_mask, got both")
+            want = (*sq[:-1], sk[-2])
+            if broadcast_shapes(_shape(m), want) != want:
+                raise VerifyException(
+                    f"{self.name}: expected an attn_mask broadcastable to {want}, got {_shape(m)}"
+                )
+            if not (str(m.element_type) in ("i1", str(q.element_type))):
+                raise VerifyException(
+                    f"{self.name}: expected a bool or {q.element_type} attn_mask, got {m}"
+                )
+
+
+SHAPE_OPS: list[type[IRDLOperation]] = [
+    ReshapeOp, PermuteOp, TransposeOp, ExpandOp, UnsqueezeOp, SqueezeOp, SliceOp, SelectOp,
+    CatOp, EmbeddingOp, IndexOp, ArangeOp, FullOp, SdpaOp,
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# math: linear, gelu, reductions, softmax, layer_norm, dtype conversion, where
+#
+# aten.mm / bmm import as `torch.matmul`, and aten.addmm as matmul + add (alpha/beta as muls by
+# constants); Python-number operands are 0-d `torch.constant`s of the other operand's dtype.
+
+
+@irdl_op_definition
+class LinearOp(_TorchOp):
+    """`torch.linear %x, %w, %b : (tensor<4x5xf32>, tensor<3x5xf32>, tensor<3xf32>) ->
+    tensor<4x3xf32>` — x @ wᵀ + b (aten.linear; the bias is optional)."""
+
+    name = "torch.linear"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, w: SSAValue, b: SSAValue | None, result_type: TensorType):
+        super().__init__(
+            operands=[x, w, [b] if b is not None else []], result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        w = _tensor(self, self.weight, "the weight")
+        r = _tensor(self, self.result, "the result")
+        sx, sw = _shape(x), _shape(w)
+        if len(sw) != 2 or not sx or sx[-1] != sw[1]:
+            raise VerifyException(
+                f"{self.name}: expected a weight of shape (N, {sx[-1] if sx else 'K'}), got {sw}"
+            )
+        types = [x, w, r]
+        if self.bias is not None:
+            b = _tensor(self, self.bias, "the bias")
+            if broadcast_shapes(_shape(b), (sw[0],)) != (sw[0],):
+                raise VerifyException(
+                    f"{self.name}: expected a bias broadcastable to ({sw[0]},), got {_shape(b)}"
+                )
+            types.append(b)
+        _check_result_shape(self, [*sx[:-1], sw[0]], r)
+        _same_element_type(self, *types)
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@irdl_op_definition
+class GeluOp(_TorchOp):
+    """`torch.gelu %x {approximate = "tanh"} : (tensor<4xf32>) -> tensor<4xf32>` — aten.gelu:
+    x * Φ(x) with the exact erf form (approximate "none", the default when absent) or the tanh
+    approximation."""
+
+    name = "torch.gelu"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    approximate = opt_prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, approximate: str, result_type: TensorType):
+        props = {"approximate": StringAttr(approximate)} if approximate != "none" else {}
+        super().__init__(operands=[x], result_types=[result_type], properties=props)
+
+    @property
+    def approximation(self) -> str:
+        return self.approximate.data if self.approximate is not None else "none"
+
+    def verify_(self) -> None:
+        _unary_verify(self)
+        if self.approximation not in GELU_APPROXIMATIONS:
+            raise VerifyException(
+                f"{self.name}: expected approximate in {list(GELU_APPROXIMATIONS)}, "
+                f"got {self.approximation!r}"
+            )
+
+
+def reduced_shape(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> tuple[int, ...]:
+    """The shape after reducing `dims` (non-negative): dropped, or kept as 1 with keepdim."""
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+# reductions over a dim list (aten.sum.dim_IntList, aten.mean.dim, aten.amax; their .default
+# overloads list every dim). torch op name -> class name
+REDUCTION_OPS: dict[str, str] = {
+    "sum": "SumOp",
+    "mean": "MeanOp",
+    "amax": "AmaxOp",
+}
+
+
+def _reduction_verify(self) -> None:
+    x = _tensor(self, self.input, "the input")
+    r = _tensor(self, self.result, "the result")
+    rank = len(_shape(x))
+    dims = list(self.dim.get_values())
+    if dims != sorted(set(dims)) or (dims and (dims[0] < 0 or dims[-1] >= max(rank, 1))):
+        raise VerifyException(
+            f"{self.name}: expected distinct sorted dims within rank {rank}, got {dims}"
+        )
+    _check_result_shape(self, reduced_shape(_shape(x), dims, self.keepdim is not None), r)
+    _same_element_type(self, x, r)
+
+
+def _make_reduction(op_name: str, cls_name: str) -> type[IRDLOperation]:
+    def init(self, x: SSAValue, dims: Sequence[int], keepdim: bool, result_type: TensorType):
+        props: dict[str, Attribute] = {"dim": DenseArrayBase.from_list(i64, sorted(dims))}
+        if keepdim:
+            props["keepdim"] = UnitAttr()
+        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
+
+    cls = type(
+        cls_name,
+        (_TorchOp,),
+        {
+            "__doc__": f"`torch.{op_name} %x {{dim = array<i64: 1>, keepdim}} : "
+            f"(tensor<4x8xf32>) -> tensor<4x1xf32>` (aten.{op_name}; dims non-negative, sorted).",
+            "name": f"torch.{op_name}",
+            "input": operand_def(TensorType),
+            "result": result_def(TensorType),
+            "dim": prop_def(DenseArrayBase),
+            "keepdim": opt_prop_def(UnitAttr),
+            "traits": traits_def(Pure()),
+            "verify_": _reduction_verify,
+            "__init__": init,
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+REDUCTION_CLASSES = {n: _make_reduction(n, c) for n, c in REDUCTION_OPS.items()}
+globals().update({c.__name__: c for c in REDUCTION_CLASSES.values()})
+
+
+@irdl_op_definition
+class SoftmaxOp(_TorchOp):
+    """`torch.softmax %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>` —
+    exp(x - max) / sum(exp(x - max)) along `dim` (aten._softmax, aten.softmax.int; a dtype
+    argument imports as a `torch.to` before it)."""
+
+    name = "torch.softmax"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, dim: int, result_type: TensorType):
+        super().__init__(
+            operands=[x], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
+        )
+
+    def verify_(self) -> None:
+        _unary_verify(self)
+        _norm_dim(self, _int(self.dim), max(len(_shape(self.input.type)), 1))
+
+
+@irdl_op_definition
+class LayerNormOp(_TorchOp):
+    """`torch.layer_norm %x, %w, %b {normalized_shape = array<i64: 64>, eps = 1.0e-05 : f64}` —
+    (x - mean) * rsqrt(var + eps) * w + b over the normalized (trailing) dims, the variance
+    biased (aten.layer_norm). The affine operands are optional: none, weight, or weight and bias
+    (a bias alone imports as layer_norm + add)."""
+
+    name = "torch.layer_norm"
+    input = operand_def(TensorType)
+    affine = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    normalized_shape = prop_def(DenseArrayBase)
+    eps = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x, weight, bias, normalized_shape: Sequence[int], eps: float, result_type):
+        if bias is not None and weight is None:
+            raise ValueError("torch.layer_norm: a bias needs a weight")
+        super().__init__(
+            operands=[x, [v for v in (weight, bias) if v is not None]],
+            result_types=[result_type],
+            properties={
+                "normalized_shape": DenseArrayBase.from_list(i64, list(normalized_shape)),
+                "eps": FloatAttr(eps, 64),
+            },
+        )
+
+    @property
+    def weight(self) -> SSAValue | None:
+        return self.affine[0] if len(self.affine) > 0 else None
+
+    @property
+    def bias(self) -> SSAValue | None:
+        return self.affine[1] if len(self.affine) > 1 else None
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        norm = tuple(self.normalized_shape.get_values())
+        if not norm or _shape(x)[-len(norm) :] != norm:
+            raise VerifyException(
+                f"{self.name}: normalized_shape {list(norm)} must be the trailing dims of "
+                f"{list(_shape(x))}"
+            )
+        if len(self.affine) > 2:
+            raise VerifyException(
+                f"{self.name}: expected at most weight and bias, got {len(self.affine)} operands"
+            )
+        for v in self.affine:
+            t = _tensor(self, v, "weight and bias")
+            if _shape(t) != norm:
+                raise VerifyException(
+                    f"{self.name}: expected weight and bias of shape {list(norm)}, "
+                    f"got {list(_shape(t))}"
+                )
+            _same_element_type(self, x, t)
+        _check_result_shape(self, _shape(x), r)
+        _same_element_type(self, x, r)
+
+
+@irdl_op_definition
+class ToOp(_TorchOp):
+    """`torch.to %x : (tensor<4xf32>) -> tensor<4xf16>` — a dtype conversion (aten.to.dtype,
+    aten._to_copy, aten.to.dtype_layout, aten.to.device); a conversion to the same dtype
+    imports as its operand."""
+
+    name = "torch.to"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, x: SSAValue, result_type: TensorType):
+        super().__init__(operands=[x], result_types=[result_type])
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        r = _tensor(self, self.result, "the result")
+        _check_result_shape(self, _shape(x), r)
+
+
+@irdl_op_definition
+class WhereOp(_TorchOp):
+    """`torch.where %c, %a, %b : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) ->
+    tensor<4x8xf32>` — a where c is true, else b, all three broadcast (aten.where.self;
+    .ScalarSelf/.ScalarOther/.Scalar with 0-d constants)."""
+
+    name = "torch.where"
+    condition = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, result_type: TensorType):
+        super().__init__(operands=[c, a, b], result_types=[result_type])
+
+    def verify_(self) -> None:
+        c = _tensor(self, self.condition, "the condition")
+        a = _tensor(self, self.lhs, "the lhs")
+        b = _tensor(self, self.rhs, "the rhs")
+        r = _tensor(self, self.result, "the result")
+        if str(c.element_type) != "i1":
+            raise VerifyException(f"{self.name}: expected an i1 condition, got {c}")
+        ab = broadcast_shapes(_shape(a), _shape(b))
+        want = broadcast_shapes(_shape(c), ab) if ab is not None else None
+        if want is None:
+            raise VerifyException(
+                f"{self.name}: shapes {_shape(c)}, {_shape(a)} and {_shape(b)} do not broadcast"
+            )
+        _check_result_shape(self, want, r)
+        _same_element_type(self, a, b, r)
+
+
+MATH_OPS: list[type[IRDLOperation]] = [
+    *COMPARE_CLASSES.values(), *LOGICAL_CLASSES.values(), *REDUCTION_CLASSES.values(),
+    LinearOp, GeluOp, SoftmaxOp, LayerNormOp, ToOp, WhereOp,
+]
+
+
 Torch = Dialect(
     "torch",
-    [*UNARY_CLASSES.values(), *BINARY_CLASSES.values(), ConstantOp, MatmulOp, RmsNormOp],
+    [*UNARY_CLASSES.values(), *BINARY_CLASSES.values(), ConstantOp, MatmulOp, RmsNormOp,
+     *SHAPE_OPS, *MATH_OPS],
     [],
 )

@@ -18,7 +18,7 @@ from torch.export.graph_signature import InputKind
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import torch as T
@@ -168,11 +168,15 @@ def import_exported(
                 raise FrontendError(
                     f"unsupported PyTorch op '{node.target}' {where_from(node)}"
                 )
+            last = im.block.last_op
             value = convert(im, node, tensor_type(node.meta["val"]))
             im.values[node] = value
             scope = layer_scope(node)
-            if scope is not None and isinstance(value.owner, Operation):
-                value.owner.attributes[SCOPE_ATTR] = StringAttr(scope)
+            # every op the converter built (constants, dtype conversions too) joins the scope
+            op = last.next_op if last is not None else im.block.first_op
+            while scope is not None and op is not None:
+                op.attributes[SCOPE_ATTR] = StringAttr(scope)
+                op = op.next_op
         elif node.op == "output":
             outs = node.args[0]
             outs = outs if isinstance(outs, (tuple, list)) else [outs]

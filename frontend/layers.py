@@ -113,7 +113,7 @@ def outline_layers(module: ModuleOp) -> ModuleOp:
         rewriter.insert_op(call, InsertPoint.before(ops[0]))
         for old, new in zip(outputs, call.results):
             new.name_hint = old.name_hint
-            old.replace_by(new)
+            old.replace_all_uses_with(new)
         for op in reversed(ops):
             rewriter.erase_op(op)
     for op in module.walk():

@@ -10,14 +10,18 @@ from collections.abc import Callable
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, SSAValue
 
+from deplo.dialects.tir import CompareKind as CK
 from deplo.dialects.tir import ElementwiseKind as EK
 from deplo.dialects.tir import ReduceKind as RK
 
 
 def const(b: Builder, value: float, t: Attribute) -> SSAValue:
+    """An `arith.constant` of scalar type t (integer, index or float)."""
+    if isinstance(t, IntegerType | IndexType):
+        return b.insert(arith.ConstantOp(IntegerAttr(int(value), t))).result
     return b.insert(arith.ConstantOp(FloatAttr(value, t))).result
 
 
@@ -41,7 +45,51 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.TANH: lambda b, x: b.insert(math.TanhOp(x)).result,
     EK.SIGMOID: _sigmoid,
     EK.SILU: lambda b, x: b.insert(arith.MulfOp(x, _sigmoid(b, x))).result,
+    EK.POW: lambda b, x, y: b.insert(math.PowFOp(x, y)).result,
+    EK.COS: lambda b, x: b.insert(math.CosOp(x)).result,
+    EK.SIN: lambda b, x: b.insert(math.SinOp(x)).result,
+    EK.ERF: lambda b, x: b.insert(math.ErfOp(x)).result,
+    EK.AND: lambda b, x, y: b.insert(arith.AndIOp(x, y)).result,
+    EK.OR: lambda b, x, y: b.insert(arith.OrIOp(x, y)).result,
 }
+
+# tir compare kind -> (arith.cmpf predicate, arith.cmpi predicate). Floats compare ordered, but
+# `ne` is unordered: NaN != x is true, as in torch.
+COMPARE: dict[CK, tuple[str, str]] = {
+    CK.EQ: ("oeq", "eq"),
+    CK.NE: ("une", "ne"),
+    CK.LT: ("olt", "slt"),
+    CK.LE: ("ole", "sle"),
+    CK.GT: ("ogt", "sgt"),
+    CK.GE: ("oge", "sge"),
+}
+
+
+def compare(b: Builder, kind: CK, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`arith.cmpf`/`arith.cmpi` of two scalars of one type: an i1."""
+    fp, ip = COMPARE[kind]
+    if isinstance(x.type, IntegerType | IndexType):
+        return b.insert(arith.CmpiOp(x, y, ip)).result
+    return b.insert(arith.CmpfOp(x, y, fp)).result
+
+
+def cast(b: Builder, x: SSAValue, to: Attribute) -> SSAValue:
+    """A scalar converted between float types (`arith.extf`/`truncf`; f16 <-> bf16 through
+    f32) or between i1 and a float (`arith.uitofp`; nonzero, NaN included, is true)."""
+    frm = x.type
+    if frm == to:
+        return x
+    if isinstance(frm, IntegerType):
+        return b.insert(arith.UIToFPOp(x, to)).result
+    if isinstance(to, IntegerType):
+        return b.insert(arith.CmpfOp(x, const(b, 0.0, frm), "une")).result
+    wf, wt = frm.bitwidth, to.bitwidth  # type: ignore[attr-defined]
+    if wf == wt:  # f16 <-> bf16
+        x = b.insert(arith.ExtFOp(x, Float32Type())).result
+        return b.insert(arith.TruncFOp(x, to)).result
+    if wf < wt:
+        return b.insert(arith.ExtFOp(x, to)).result
+    return b.insert(arith.TruncFOp(x, to)).result
 
 REDUCE_COMBINE: dict[RK, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
     RK.ADD: lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,

@@ -21,16 +21,24 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
 from deplo.dialects import loop, tir
 from deplo.lowering.legality import check_converted
-from deplo.lowering.scalar_ops import ELEMENTWISE, REDUCE_COMBINE, REDUCE_INIT, const
+from deplo.lowering.scalar_ops import (
+    ELEMENTWISE,
+    REDUCE_COMBINE,
+    REDUCE_INIT,
+    cast,
+    compare,
+    const,
+)
 
 
 def memref_of(t: Attribute) -> MemRefType:
@@ -140,11 +148,89 @@ def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
     kb.free_nest(op.result.type.get_shape(), body)
 
 
+def pointwise(scalar: Callable[[Builder, Operation, list[SSAValue]], SSAValue]) -> Callable:
+    """The lowering of an op computed element by element from its operands at the same index:
+    `scalar(builder, op, loaded operands)` gives the value stored."""
+
+    def lower(kb: KernelBuilder, op: Operation) -> None:
+        *ins, out = kb.kernel.args
+
+        def body(b: Builder, ivs: list[SSAValue]) -> None:
+            xs = [b.insert(loop.LoadOp(x, ivs)).result for x in ins]
+            _store_identity(b, scalar(b, op, xs), out, ivs)
+
+        kb.free_nest(op.results[0].type.get_shape(), body)
+
+    return lower
+
+
+def lower_gather(kb: KernelBuilder, op: tir.GatherOp) -> None:
+    """Each index value is loaded at its map, `arith.index_cast` to `index`, and used as an
+    extra `loop.load` operand of the table: the table map takes (ivs..., index values...)."""
+    table, *indices, out = kb.kernel.args
+    amap = tir.gather_access_map(op.map.data)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        values = []
+        for idx, im in zip(indices, op.index_maps):
+            v = b.insert(loop.LoadOp(idx, ivs, im.data)).result
+            values.append(b.insert(arith.IndexCastOp(v, IndexType())).result)
+        _store_identity(b, b.insert(loop.LoadOp(table, [*ivs, *values], amap)).result, out, ivs)
+
+    kb.free_nest(op.result.type.get_shape(), body)
+
+
+def lower_concat(kb: KernelBuilder, op: tir.ConcatOp) -> None:
+    """One free nest per input, each storing its region of the output (offset along the dim).
+    A kernel of several nests is never inlined by `loop-fuse`: a concat is materialized."""
+    *ins, out = kb.kernel.args
+    dim, rank = op.dim.value.data, op.result.type.get_num_dims()
+    for x, offset in zip(ins, op.offsets()):
+        exprs = [AffineExpr.dimension(i) + (offset if i == dim else 0) for i in range(rank)]
+        amap = AffineMap(rank, 0, tuple(exprs))
+
+        def body(b: Builder, ivs: list[SSAValue], x=x, amap=amap) -> None:
+            v = b.insert(loop.LoadOp(x, ivs)).result
+            b.insert(loop.StoreOp(v, out, ivs, amap))
+
+        kb.free_nest(x.type.get_shape(), body)
+
+
+def lower_iota(kb: KernelBuilder, op: tir.IotaOp) -> None:
+    """start + step * iv[dim], computed in the element type (`index_cast`, then `sitofp` for
+    floats)."""
+    (out,) = kb.kernel.args
+    elt = op.result.type.element_type
+    dim = op.dim.value.data
+    start, step = op.start.value.data, op.step.value.data
+    is_int = isinstance(elt, IntegerType)
+    c_start = kb.const(start, elt) if start != 0 else None
+    c_step = kb.const(step, elt) if step != 1 else None
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        v = b.insert(arith.IndexCastOp(ivs[dim], elt if is_int else IntegerType(64))).result
+        if not is_int:
+            v = b.insert(arith.SIToFPOp(v, elt)).result
+        if c_step is not None:
+            v = b.insert(arith.MuliOp(v, c_step) if is_int else arith.MulfOp(v, c_step)).result
+        if c_start is not None:
+            v = b.insert(arith.AddiOp(v, c_start) if is_int else arith.AddfOp(v, c_start)).result
+        _store_identity(b, v, out, ivs)
+
+    kb.free_nest(op.result.type.get_shape(), body)
+
+
 LOWER: dict[type[Operation], Callable] = {
     tir.ElementwiseOp: lower_elementwise,
     tir.IndexMapOp: lower_index_map,
     tir.FullOp: lower_full,
     tir.ReduceOp: lower_reduce,
+    tir.GatherOp: lower_gather,
+    tir.ConcatOp: lower_concat,
+    tir.IotaOp: lower_iota,
+    tir.CompareOp: pointwise(lambda b, op, xs: compare(b, op.kind.data, *xs)),
+    tir.SelectOp: pointwise(lambda b, op, xs: b.insert(arith.SelectOp(*xs)).result),
+    tir.CastOp: pointwise(lambda b, op, xs: cast(b, xs[0], op.result.type.element_type)),
 }
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import Float32Type, IntegerType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -33,6 +33,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from deplo.dialects import tir
+from deplo.dialects import torch as T
 from deplo.lowering.legality import check_converted
 
 EK = tir.ElementwiseKind
@@ -40,7 +41,9 @@ EK = tir.ElementwiseKind
 BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
                "maximum": EK.MAX, "minimum": EK.MIN}
 UNARY_KIND = {"neg": EK.NEG, "exp": EK.EXP, "rsqrt": EK.RSQRT, "sqrt": EK.SQRT,
-              "tanh": EK.TANH, "sigmoid": EK.SIGMOID, "silu": EK.SILU}
+              "tanh": EK.TANH, "sigmoid": EK.SIGMOID, "silu": EK.SILU,
+              "cos": EK.COS, "sin": EK.SIN}
+COMPARE_KIND = {k.value: k for k in tir.CompareKind}  # torch.eq ... torch.ge
 
 
 class TirBuilder:
@@ -58,6 +61,15 @@ class TirBuilder:
 
     def ew(self, kind: EK, *xs: SSAValue) -> SSAValue:
         return self._add(tir.ElementwiseOp(kind, xs))
+
+    def compare(self, kind: tir.CompareKind, x: SSAValue, y: SSAValue) -> SSAValue:
+        return self._add(tir.CompareOp(kind, x, y))
+
+    def select(self, c: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
+        return self._add(tir.SelectOp(c, x, y))
+
+    def cast(self, x: SSAValue, elt: Attribute) -> SSAValue:
+        return self._add(tir.CastOp(x, TensorType(elt, x.type.get_shape())))
 
     def full(self, value: float, like: TensorType, shape: Sequence[int] | None = None) -> SSAValue:
         shape = like.get_shape() if shape is None else shape
@@ -174,8 +186,388 @@ def _unary(kind: EK) -> Decomposition:
 
 
 def _rms_norm(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    """f16/bf16 as aten: normalized in float32, rounded, then times the weight."""
     eps = op.eps.value.data if op.eps is not None else None
-    return rms_norm(b, op.input, op.weight, len(op.normalized_shape.get_values()), eps)
+    nd = len(op.normalized_shape.get_values())
+    x = op.input
+    xf = _opmath(b, x)
+    if xf is x:
+        return rms_norm(b, x, op.weight, nd, eps)
+    y = _back(b, rms_norm(b, xf, None, nd, eps), x.type)
+    return y if op.weight is None else b.ew(EK.MUL, y, b.broadcast(op.weight, rt.get_shape()))
+
+
+def _opmath(b: TirBuilder, x: SSAValue) -> SSAValue:
+    """x as float32 when it is f16/bf16 (what torch computes softmax and norms in), else x."""
+    if str(x.type.element_type) in ("f16", "bf16"):
+        return b.cast(x, Float32Type())
+    return x
+
+
+def _back(b: TirBuilder, y: SSAValue, like: TensorType) -> SSAValue:
+    return b.cast(y, like.element_type) if y.type.element_type != like.element_type else y
+
+
+def _keep_map(rank: int, dims: Sequence[int]) -> AffineMap:
+    """(d0, ..., d{rank-1}) -> the dims not in `dims`: broadcasts a reduction back over them."""
+    kept = [AffineExpr.dimension(i) for i in range(rank) if i not in dims]
+    return AffineMap(rank, 0, tuple(kept))
+
+
+def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[int],
+              keepdim: bool, mean: bool = False) -> SSAValue:
+    """sum / amax / mean over `dims`; keepdim re-inserts them as size-1 dims (an index_map)."""
+    if not dims:
+        return x
+    shape = list(x.type.get_shape())
+    r = b.reduce(kind, x, dims)
+    if mean:
+        count = math.prod(shape[d] for d in dims)
+        r = b.ew(EK.DIV, r, b.full(float(count), r.type))
+    if not keepdim:
+        return r
+    kept = [1 if i in dims else n for i, n in enumerate(shape)]
+    exprs = [AffineExpr.dimension(i) for i in range(len(shape)) if i not in dims]
+    return b.index_map(r, AffineMap(len(shape), 0, tuple(exprs)), kept)
+
+
+def linear(b: TirBuilder, x: SSAValue, w: SSAValue, bias: SSAValue | None,
+           out_shape: Sequence[int]) -> SSAValue:
+    """x @ wᵀ + bias as a product over (lead..., N, K) and a sum over K: w is read transposed
+    by its index_map, never copied."""
+    sx = list(x.type.get_shape())
+    n, k = w.type.get_shape()
+    space = [*sx[:-1], n, k]
+    rank = len(space)
+    d = AffineExpr.dimension
+    xm = AffineMap(rank, 0, (*(d(i) for i in range(rank - 2)), d(rank - 1)))
+    wm = AffineMap(rank, 0, (d(rank - 2), d(rank - 1)))
+    prod = b.ew(EK.MUL, b.index_map(x, xm, space), b.index_map(w, wm, space))
+    y = b.reduce(tir.ReduceKind.ADD, prod, [rank - 1])
+    if bias is None:
+        return y
+    return b.ew(EK.ADD, y, b.broadcast(bias, out_shape))
+
+
+def softmax(b: TirBuilder, x: SSAValue, dim: int) -> SSAValue:
+    """exp(x - max) / sum(exp(x - max)) along `dim`, in float32 for f16/bf16 (one rounding)."""
+    t: TensorType = x.type
+    shape = list(t.get_shape())
+    if not shape:
+        return b.full(1.0, t)
+    xf = _opmath(b, x)
+    back = _keep_map(len(shape), [dim])
+    m = b.reduce(tir.ReduceKind.MAX, xf, [dim])
+    e = b.ew(EK.EXP, b.ew(EK.SUB, xf, b.index_map(m, back, shape)))
+    s = b.reduce(tir.ReduceKind.ADD, e, [dim])
+    return _back(b, b.ew(EK.DIV, e, b.index_map(s, back, shape)), t)
+
+
+def layer_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, bias: SSAValue | None, nd: int,
+               eps: float) -> SSAValue:
+    """(x - mean) * rsqrt(var + eps) * w + bias over the last nd dims (biased variance), in
+    float32 for f16/bf16 (one rounding), as aten.layer_norm."""
+    t: TensorType = x.type
+    shape = list(t.get_shape())
+    rank = len(shape)
+    dims = list(range(rank - nd, rank))
+    xf = _opmath(b, x)
+    back = _keep_map(rank, dims)
+    mean = reduction(b, tir.ReduceKind.ADD, xf, dims, keepdim=False, mean=True)
+    xc = b.ew(EK.SUB, xf, b.index_map(mean, back, shape))
+    var = reduction(b, tir.ReduceKind.ADD, b.ew(EK.MUL, xc, xc), dims, keepdim=False, mean=True)
+    rstd = b.ew(EK.RSQRT, b.ew(EK.ADD, var, b.full(eps, var.type)))
+    y = b.ew(EK.MUL, xc, b.index_map(rstd, back, shape))
+    affine = AffineMap(rank, 0, tuple(AffineExpr.dimension(i) for i in dims))
+    for kind, v in ((EK.MUL, w), (EK.ADD, bias)):
+        if v is not None:
+            y = b.ew(kind, y, b.index_map(_opmath(b, v), affine, shape))
+    return _back(b, y, t)
+
+
+def gelu(b: TirBuilder, x: SSAValue, approximate: str) -> SSAValue:
+    """x * 0.5 * (1 + erf(x / sqrt(2))), or 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    for approximate="tanh" (aten's formulas)."""
+    t: TensorType = x.type
+    one = b.full(1.0, t)
+    half = b.full(0.5, t)
+    if approximate == "tanh":
+        cube = b.ew(EK.MUL, b.ew(EK.MUL, x, x), x)
+        inner = b.ew(EK.ADD, x, b.ew(EK.MUL, b.full(0.044715, t), cube))
+        th = b.ew(EK.TANH, b.ew(EK.MUL, b.full(math.sqrt(2 / math.pi), t), inner))
+        return b.ew(EK.MUL, b.ew(EK.MUL, half, x), b.ew(EK.ADD, one, th))
+    cdf = b.ew(EK.ADD, one, b.ew(EK.ERF, b.ew(EK.MUL, x, b.full(1 / math.sqrt(2), t))))
+    return b.ew(EK.MUL, b.ew(EK.MUL, x, half), cdf)
+
+
+def constant_value(v: SSAValue) -> float | None:
+    """The value of a 0-d constant operand (a torch.constant, or the tir.full it became)."""
+    op = v.owner
+    if isinstance(op, tir.FullOp) and not op.result.type.get_shape():
+        return float(op.value.value.data)
+    if isinstance(op, Operation) and op.name == "torch.constant":
+        return float(op.value.value.data)  # type: ignore[attr-defined]
+    return None
+
+
+def _pow(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    """x ** 2 is x * x (as aten computes it); any other exponent is `pow`."""
+    shape = rt.get_shape()
+    x = b.broadcast(op.lhs, shape)
+    if constant_value(op.rhs) == 2.0:
+        return b.ew(EK.MUL, x, x)
+    return b.ew(EK.POW, x, b.broadcast(op.rhs, shape))
+
+
+def _compare(kind: tir.CompareKind) -> Decomposition:
+    def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+        shape = rt.get_shape()
+        return b.compare(kind, b.broadcast(op.lhs, shape), b.broadcast(op.rhs, shape))
+
+    return go
+
+
+def _reduction(kind: tir.ReduceKind, mean: bool = False) -> Decomposition:
+    def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+        dims = list(op.dim.get_values())
+        return reduction(b, kind, op.input, dims, op.keepdim is not None, mean)
+
+    return go
+
+
+def _layer_norm(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    nd = len(op.normalized_shape.get_values())
+    return layer_norm(b, op.input, op.weight, op.bias, nd, op.eps.value.data)
+
+
+def _where(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    shape = rt.get_shape()
+    c, x, y = (b.broadcast(v, shape) for v in (op.condition, op.lhs, op.rhs))
+    return b.select(c, x, y)
+
+
+def _to(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    x = op.input
+    return x if x.type == rt else b.cast(x, rt.element_type)
+
+
+MATH_DECOMPOSITIONS: dict[str, Decomposition] = {
+    "pow": _pow,
+    "reciprocal": lambda b, op, rt: b.ew(EK.DIV, b.full(1.0, rt), op.input),
+    **{name: _compare(kind) for name, kind in COMPARE_KIND.items()},
+    "logical_and": _binary(EK.AND),
+    "logical_or": _binary(EK.OR),
+    "sum": _reduction(tir.ReduceKind.ADD),
+    "mean": _reduction(tir.ReduceKind.ADD, mean=True),
+    "amax": _reduction(tir.ReduceKind.MAX),
+    "linear": lambda b, op, rt: linear(b, op.input, op.weight, op.bias, rt.get_shape()),
+    "gelu": lambda b, op, rt: gelu(b, op.input, op.approximation),
+    "softmax": lambda b, op, rt: softmax(
+        b, op.input, op.dim.value.data % max(len(rt.get_shape()), 1)
+    ),
+    "layer_norm": _layer_norm,
+    "to": _to,
+    "where": _where,
+}
+"""Decompositions of the math ops (linear, gelu, reductions, softmax, layer_norm, dtype
+conversion, comparisons, where); `DECOMPOSITIONS` includes them."""
+
+
+# --- views, data movement, creation, attention ------------------------------------------------
+
+
+def reshape_map(src: Sequence[int], dst: Sequence[int]) -> AffineMap:
+    """The index_map of a row-major reshape src -> dst: output coordinates -> input coordinates.
+
+    The shapes are cut into the smallest groups of dims with equal products (size-1 dims on
+    their own), so only a group that really splits or merges dims pays a floordiv/mod: (2, 7, 64)
+    -> (2, 7, 4, 16) is (d0, d1, d2 * 16 + d3), not a decomposition of the whole linear index."""
+    d = AffineExpr.dimension
+    exprs: list[AffineExpr] = [AffineExpr.constant(0)] * len(src)
+    ins = [i for i, n in enumerate(src) if n != 1]
+    outs = [j for j, n in enumerate(dst) if n != 1]
+    i = j = 0
+    while i < len(ins) and j < len(outs):
+        gi, gj = [ins[i]], [outs[j]]
+        pi, pj = src[ins[i]], dst[outs[j]]
+        while pi != pj:
+            if pi < pj:
+                i += 1
+                gi.append(ins[i])
+                pi *= src[ins[i]]
+            else:
+                j += 1
+                gj.append(outs[j])
+                pj *= dst[outs[j]]
+        i, j = i + 1, j + 1
+        linear: AffineExpr = AffineExpr.constant(0)
+        stride = 1
+        for o in reversed(gj):
+            linear = d(o) * stride + linear if stride != 1 else d(o) + linear
+            stride *= dst[o]
+        stride = 1
+        for k, a in enumerate(reversed(gi)):
+            e = linear if stride == 1 else linear // stride
+            if k != len(gi) - 1:  # the first dim of a group needs no mod
+                e = e % src[a]
+            exprs[a] = e
+            stride *= src[a]
+    return AffineMap(len(dst), 0, tuple(exprs))
+
+
+def _reshape(b: TirBuilder, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    src = tuple(x.type.get_shape())
+    return x if src == tuple(shape) else b.index_map(x, reshape_map(src, shape), shape)
+
+
+def _permute(b: TirBuilder, x: SSAValue, dims: Sequence[int], shape: Sequence[int]) -> SSAValue:
+    """y[o] = x[p] with p[dims[i]] = o[i]."""
+    rank = len(dims)
+    exprs = [AffineExpr.dimension(0)] * rank
+    for i, k in enumerate(dims):
+        exprs[k % rank] = AffineExpr.dimension(i)
+    return b.index_map(x, AffineMap(rank, 0, tuple(exprs)), shape)
+
+
+def _transpose(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    rank = rt.get_num_dims()
+    dims = list(range(rank))
+    a, c = op.dim0.value.data % rank, op.dim1.value.data % rank
+    dims[a], dims[c] = dims[c], dims[a]
+    return _permute(b, op.input, dims, rt.get_shape())
+
+
+def _slice(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    x = op.input
+    rank = rt.get_num_dims()
+    dim, step = op.dim.value.data % rank, op.step.value.data
+    start, _ = T.slice_range(x.type.get_shape()[dim], op.start.value.data, op.end.value.data, step)
+    exprs = [AffineExpr.dimension(i) for i in range(rank)]
+    exprs[dim] = exprs[dim] * step + start
+    return b.index_map(x, AffineMap(rank, 0, tuple(exprs)), rt.get_shape())
+
+
+def _select(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    x = op.input
+    shape = x.type.get_shape()
+    dim = op.dim.value.data % len(shape)
+    index = op.index.value.data % shape[dim]
+    exprs = [AffineExpr.dimension(i) for i in range(rt.get_num_dims())]
+    exprs.insert(dim, AffineExpr.constant(index))
+    return b.index_map(x, AffineMap(rt.get_num_dims(), 0, tuple(exprs)), rt.get_shape())
+
+
+def gather(b: TirBuilder, x: SSAValue, dims: Sequence[int], indices: Sequence[SSAValue],
+           rt: TensorType) -> SSAValue:
+    """aten.index semantics as one tir.gather: index tensor k picks the coordinate of x's dim
+    dims[k]; the broadcast index shape sits where `T.index_shape` puts it."""
+    d = AffineExpr.dimension
+    shape = x.type.get_shape()
+    idx_shapes = [tuple(v.type.get_shape()) for v in indices]
+    out, at = T.index_shape(shape, dims, idx_shapes)
+    nb = len(out) - (len(shape) - len(dims))
+    bshape = out[at : at + nb]
+    exprs: list[AffineExpr] = []
+    rest = 0
+    for i in range(len(shape)):
+        if i in dims:
+            exprs.append(AffineExpr.symbol(list(dims).index(i)))
+        else:
+            exprs.append(d(rest if rest < at else rest + nb))
+            rest += 1
+    index_maps = []
+    for s in idx_shapes:
+        lead = nb - len(s)
+        index_maps.append(AffineMap(len(out), 0, tuple(
+            AffineExpr.constant(0) if n == 1 and bshape[lead + t] != 1 else d(at + lead + t)
+            for t, n in enumerate(s)
+        )))
+    table_map = AffineMap(len(out), len(indices), tuple(exprs))
+    return b._add(tir.GatherOp(x, table_map, indices, index_maps, rt))
+
+
+def _iota(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    return b._add(tir.IotaOp(0, op.start.value.data, op.step.value.data, rt))
+
+
+def _concat(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    return b._add(tir.ConcatOp(list(op.inputs), op.dim.value.data % rt.get_num_dims(), rt))
+
+
+LOWEST = {"f32": float(np.finfo(np.float32).min), "f64": float(np.finfo(np.float64).min),
+          "f16": float(np.finfo(np.float16).min), "bf16": -3.3895313892515355e38}
+"""The most negative finite value of each float type: what a masked attention score becomes."""
+
+
+def sdpa(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    """softmax(q kᵀ * scale, masked) v: two broadcast products reduced over their last axis, a
+    max-subtracted softmax over S between them. GQA is a floordiv on the kv head coordinate.
+
+    A masked score is the lowest finite value of the dtype rather than -inf (as HF's masks do):
+    after the max subtraction its exp is exactly 0, and the constant prints and parses back."""
+    q, k, v = op.query, op.key, op.value
+    sq, sk, sv = (list(t.type.get_shape()) for t in (q, k, v))
+    d = AffineExpr.dimension
+    lead = len(sq) - 2  # batch and head dims
+    L, E, S, Ev = sq[-2], sq[-1], sk[-2], sv[-1]
+    group = sq[-3] // sk[-3] if op.enable_gqa is not None and lead else 1
+
+    def kv_dims() -> list[AffineExpr]:
+        ds = [d(i) for i in range(lead)]
+        if group > 1:
+            ds[lead - 1] = ds[lead - 1] // group
+        return ds
+
+    # scores[p, l, s] = sum_e q[p, l, e] * k[p', s, e]
+    space = [*sq[:lead], L, S, E]
+    n = len(space)
+    qe = b.index_map(q, AffineMap(n, 0, (*[d(i) for i in range(lead)], d(lead), d(lead + 2))), space)
+    ke = b.index_map(k, AffineMap(n, 0, (*kv_dims(), d(lead + 1), d(lead + 2))), space)
+    scores = b.reduce(tir.ReduceKind.ADD, b.ew(EK.MUL, qe, ke), [n - 1])
+    sshape = [*sq[:lead], L, S]
+    scale = op.scale.value.data if op.scale is not None else 1.0 / math.sqrt(E)
+    scores = b.ew(EK.MUL, scores, b.full(scale, scores.type, sshape))
+    masked = op.is_causal is not None or (
+        op.attn_mask is not None and str(op.attn_mask.type.element_type) == "i1"
+    )
+    if masked:
+        lowest = b.full(LOWEST.get(str(rt.element_type), -1e30), scores.type, sshape)
+    if op.is_causal is not None:  # keep key s <= query l
+        pos = TensorType(IntegerType(64), [L, S])
+        rows = b._add(tir.IotaOp(0, 0, 1, pos))
+        cols = b._add(tir.IotaOp(1, 0, 1, pos))
+        keep = b.broadcast(b.compare(tir.CompareKind.LE, cols, rows), sshape)
+        scores = b.select(keep, scores, lowest)
+    if op.attn_mask is not None:
+        mask = b.broadcast(op.attn_mask, sshape)
+        if str(mask.type.element_type) == "i1":
+            scores = b.select(mask, scores, lowest)
+        else:
+            scores = b.ew(EK.ADD, scores, mask)
+    p = softmax(b, scores, lead + 1)
+    # out[p, l, ev] = sum_s p[p, l, s] * v[p', s, ev]
+    space = [*sq[:lead], L, Ev, S]
+    pe = b.index_map(p, AffineMap(n, 0, (*[d(i) for i in range(lead)], d(lead), d(lead + 2))), space)
+    ve = b.index_map(v, AffineMap(n, 0, (*kv_dims(), d(lead + 2), d(lead + 1))), space)
+    return b.reduce(tir.ReduceKind.ADD, b.ew(EK.MUL, pe, ve), [n - 1])
+
+
+SHAPE_DECOMPOSITIONS: dict[str, Decomposition] = {
+    "reshape": lambda b, op, rt: _reshape(b, op.input, rt.get_shape()),
+    "unsqueeze": lambda b, op, rt: _reshape(b, op.input, rt.get_shape()),
+    "squeeze": lambda b, op, rt: _reshape(b, op.input, rt.get_shape()),
+    "permute": lambda b, op, rt: _permute(b, op.input, op.dims.get_values(), rt.get_shape()),
+    "transpose": _transpose,
+    "expand": lambda b, op, rt: b.broadcast(op.input, rt.get_shape()),
+    "slice": _slice,
+    "select": _select,
+    "cat": _concat,
+    "embedding": lambda b, op, rt: gather(b, op.weight, [0], [op.indices], rt),
+    "index": lambda b, op, rt: gather(b, op.input, op.dims.get_values(), list(op.indices), rt),
+    "arange": _iota,
+    "full": lambda b, op, rt: b.full(op.value.value.data, rt),
+    "sdpa": sdpa,
+}
 
 
 # torch op name (without "torch.") -> its decomposition. One row per op.
@@ -186,6 +578,8 @@ DECOMPOSITIONS: dict[str, Decomposition] = {
     "constant": lambda b, op, rt: b.full(op.value.value.data, rt),
     "matmul": lambda b, op, rt: matmul(b, op.lhs, op.rhs, rt.get_shape()),
     "rms_norm": _rms_norm,
+    **MATH_DECOMPOSITIONS,
+    **SHAPE_DECOMPOSITIONS,
 }
 
 

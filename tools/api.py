@@ -45,9 +45,17 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
 
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:
-    """Fresh random inputs shaped like the example inputs (never zeros), then the weights."""
+    """Fresh random inputs shaped like the example inputs (never zeros), then the weights.
+    Integer inputs are indices: drawn uniformly from [0, max(example) + 1), so they stay valid."""
     rng = np.random.default_rng(seed)
-    xs = [rng.standard_normal(x.shape).astype(x.dtype) for x in program.example_inputs]
+
+    def draw(x: np.ndarray) -> np.ndarray:
+        if np.issubdtype(x.dtype, np.integer):
+            high = int(x.max()) + 1 if x.size else 1
+            return rng.integers(0, max(high, 1), x.shape).astype(x.dtype)
+        return rng.standard_normal(x.shape).astype(x.dtype)
+
+    xs = [draw(x) for x in program.example_inputs]
     return xs + list(program.params)
 
 

@@ -96,6 +96,18 @@ def producer_nest(kernel: loop.KernelOp) -> ProducerNest | None:
     )
 
 
+def direct_iv_uses(nest: ProducerNest) -> set[SSAValue]:
+    """The producer's free IVs that its body uses other than as `loop.load` indices."""
+    return {
+        v
+        for op in nest.body
+        for o in op.walk()
+        if not isinstance(o, loop.LoadOp)
+        for v in o.operands
+        if v in nest.ivs
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # affine access substitution
 
@@ -257,6 +269,13 @@ class FuseProducer(RewritePattern):
                 if p is None:
                     return False
                 points[ld] = p
+        # P's IVs used as values (an iota's index_cast) need a consumer value to stand for
+        # them: only a plain loop index will do (there is no op that computes an affine expr)
+        direct = direct_iv_uses(nest)
+        for ld in loads:
+            exprs = dict(zip(nest.ivs, ld.access_map().results))
+            if any(not isinstance(exprs[iv], AffineDimExpr) for iv in direct):
+                return False
         # P's inputs become consumer arguments (reusing ones the consumer already has)
         # (inserted where T was, so the consumer's inputs stay ahead of its outputs)
         mapper: dict[SSAValue, SSAValue] = {}
@@ -290,6 +309,9 @@ class FuseProducer(RewritePattern):
             subst = {iv: (list(ld.indices), e) for iv, e in zip(nest.ivs, m.results)}
             at = points.get(ld, InsertPoint.before(ld))
             local = dict(mapper)
+            for iv, e in zip(nest.ivs, m.results):
+                if iv in direct:
+                    local[iv] = ld.indices[e.position]
             value = clone_producer_body(nest, at, subst, local, rewriter)
             done[key] = value
             rewriter.replace(ld, [], [value])

@@ -4,6 +4,9 @@
     %r = tir.reduce add %p [2] : tensor<..> -> tensor<..>       -> np.add.reduce(p, axis=(2,))
     %b = tir.index_map %x (d0, d1) -> (d1) : ...               -> x[map(np.indices(out))]
     %z = tir.full 0.0 : tensor<16x16xf32>                      -> np.full
+    %g = tir.gather %w (d0, d1)[s0] -> (s0, d1) indices(...)    -> w[ids[...], d1]
+    %c = tir.concat %a, %b [1] : ...                           -> np.concatenate
+    %i = tir.iota dim 0 start 0 step 1 : tensor<7xi64>          -> start + step * d0
 
 Each op computes in PyTorch's opmath type (float32 for f16/bf16, so `reduce add` accumulates in
 float32 as `torch.sum` does) and rounds its result to the tensor's element type.
@@ -16,6 +19,7 @@ torch interpreter reuse both.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +32,9 @@ from xdsl.ir.affine import (
     AffineDimExpr,
     AffineExpr,
     AffineMap,
+    AffineSymExpr,
 )
+from xdsl.utils.exceptions import InterpretationError
 
 from deplo.dialects import tir
 from deplo.runtime.interp.host import fit, opmath_dtype
@@ -41,6 +47,16 @@ def sigmoid(x: Any) -> Any:
 
 def rsqrt(x: Any) -> Any:
     return np.reciprocal(np.sqrt(x))
+
+
+def erf(x: Any) -> Any:
+    """The error function in x's dtype (scipy's when installed, else math.erf per element)."""
+    x = np.asarray(x)
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:  # pragma: no cover - scipy is optional
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+    return scipy_erf(x).astype(x.dtype)
 
 
 ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
@@ -57,8 +73,24 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.TANH: np.tanh,
     tir.ElementwiseKind.SIGMOID: sigmoid,
     tir.ElementwiseKind.SILU: lambda x: x * sigmoid(x),
+    tir.ElementwiseKind.POW: np.power,
+    tir.ElementwiseKind.COS: np.cos,
+    tir.ElementwiseKind.SIN: np.sin,
+    tir.ElementwiseKind.ERF: erf,
+    tir.ElementwiseKind.AND: np.logical_and,
+    tir.ElementwiseKind.OR: np.logical_or,
 }
 assert set(ELEMENTWISE_IMPLS) == set(tir.ElementwiseKind), "a tir kind has no interpreter"
+
+COMPARE_IMPLS: dict[tir.CompareKind, np.ufunc] = {
+    tir.CompareKind.EQ: np.equal,
+    tir.CompareKind.NE: np.not_equal,
+    tir.CompareKind.LT: np.less,
+    tir.CompareKind.LE: np.less_equal,
+    tir.CompareKind.GT: np.greater,
+    tir.CompareKind.GE: np.greater_equal,
+}
+assert set(COMPARE_IMPLS) == set(tir.CompareKind), "a tir compare kind has no interpreter"
 
 REDUCE_IMPLS: dict[tir.ReduceKind, np.ufunc] = {
     tir.ReduceKind.ADD: np.add,
@@ -108,6 +140,11 @@ def affine_evaluator(m: AffineMap) -> Callable[[Sequence[Any]], tuple[Any, ...]]
 # ---------------------------------------------------------------------------------------------
 
 
+def _symbol_coord(m: AffineMap, k: int) -> int:
+    """The table coordinate that symbol k of a gather map addresses."""
+    return next(i for i, e in enumerate(m.results) if isinstance(e, AffineSymExpr) and e.position == k)
+
+
 @register_impls
 class TirFunctions(InterpreterFunctions):
     @impl(tir.ElementwiseOp)
@@ -116,6 +153,22 @@ class TirFunctions(InterpreterFunctions):
         dt = opmath_dtype(elt)
         xs = [np.asarray(a, dtype=dt) for a in args]
         return (fit(ELEMENTWISE_IMPLS[op.kind.data](*xs), elt),)
+
+    @impl(tir.CompareOp)
+    def run_compare(self, interp: Interpreter, op: tir.CompareOp, args: PythonValues):
+        dt = opmath_dtype(op.lhs.type.element_type)
+        a, b = (np.asarray(x, dtype=dt) for x in args)
+        return (np.asarray(COMPARE_IMPLS[op.kind.data](a, b)),)
+
+    @impl(tir.SelectOp)
+    def run_select(self, interp: Interpreter, op: tir.SelectOp, args: PythonValues):
+        c, a, b = (np.asarray(x) for x in args)
+        return (np.asarray(fit(np.where(c, a, b), op.result.type.element_type)),)
+
+    @impl(tir.CastOp)
+    def run_cast(self, interp: Interpreter, op: tir.CastOp, args: PythonValues):
+        (x,) = args
+        return (np.asarray(fit(np.asarray(x), op.result.type.element_type)),)
 
     @impl(tir.ReduceOp)
     def run_reduce(self, interp: Interpreter, op: tir.ReduceOp, args: PythonValues):
@@ -133,6 +186,40 @@ class TirFunctions(InterpreterFunctions):
         coords = affine_evaluator(op.map.data)(grids)
         y = np.asarray(x)[tuple(coords)]
         return (np.array(np.broadcast_to(y, out_shape)),)
+
+    @impl(tir.GatherOp)
+    def run_gather(self, interp: Interpreter, op: tir.GatherOp, args: PythonValues):
+        table, *indices = (np.asarray(a) for a in args)
+        out_shape = tuple(op.result.type.get_shape())
+        grids = list(np.indices(out_shape, sparse=True)) if out_shape else []
+        values = []
+        for k, (idx, im) in enumerate(zip(indices, op.index_maps)):
+            v = idx[tuple(affine_evaluator(im.data)(grids))].astype(np.int64)
+            n = table.shape[_symbol_coord(op.map.data, k)]
+            if v.size and (v.min() < 0 or v.max() >= n):
+                raise InterpretationError(
+                    f"{op.name}: index {k} values range over [{v.min()}, {v.max()}], "
+                    f"outside [0, {n - 1}]"
+                )
+            values.append(v)
+        coords = affine_evaluator(tir.gather_access_map(op.map.data))([*grids, *values])
+        return (np.array(np.broadcast_to(table[tuple(coords)], out_shape)),)
+
+    @impl(tir.ConcatOp)
+    def run_concat(self, interp: Interpreter, op: tir.ConcatOp, args: PythonValues):
+        return (np.concatenate([np.asarray(a) for a in args], axis=op.dim.value.data),)
+
+    @impl(tir.IotaOp)
+    def run_iota(self, interp: Interpreter, op: tir.IotaOp, args: PythonValues):
+        t = op.result.type
+        shape = tuple(t.get_shape())
+        d = op.dim.value.data
+        dt = opmath_dtype(t.element_type)
+        coord = np.arange(shape[d], dtype=np.int64)
+        coord = coord.reshape([-1 if i == d else 1 for i in range(len(shape))])
+        start, step = dt.type(op.start.value.data), dt.type(op.step.value.data)
+        y = start + step * coord.astype(dt) if dt.kind == "f" else start + step * coord
+        return (np.array(np.broadcast_to(fit(y, t.element_type), shape)),)
 
     @impl(tir.FullOp)
     def run_full(self, interp: Interpreter, op: tir.FullOp, args: PythonValues):

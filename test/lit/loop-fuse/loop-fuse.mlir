@@ -82,3 +82,36 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %f = tir.elementwise neg(%e) : tensor<4xf32>
   func.return %e, %f : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// An iota uses its loop index as a value: fused where the consumer reads it at a plain loop
+// index (the index_cast then takes the consumer's index), here through a broadcast and as the
+// row index of a gather.
+// CHECK-LABEL: loop.kernel @g(%w: memref<9x4xf32>, %out: memref<2x5x4xf32>) {
+// CHECK:         loop.for %{{.*}} = 0 to 2 free {
+// CHECK-NEXT:      loop.for %[[S:.*]] = 0 to 5 free {
+// CHECK-NEXT:        loop.for %[[D:.*]] = 0 to 4 free {
+// CHECK-NEXT:          %[[I:.*]] = arith.index_cast %[[S]] : index to i64
+// CHECK-NEXT:          %[[J:.*]] = arith.addi %[[I]], %{{.*}} : i64
+// CHECK-NEXT:          %[[X:.*]] = arith.index_cast %[[J]] : i64 to index
+// CHECK-NEXT:          loop.load %w[%{{.*}}, %[[S]], %[[D]], %[[X]]] map (d0, d1, d2, d3) -> (d3, d2) : memref<9x4xf32>
+// CHECK-NOT:     loop.kernel @p
+func.func @iota_into_gather(%w: tensor<9x4xf32>) -> tensor<2x5x4xf32> {
+  %p = tir.iota dim 0 start 2 step 1 : tensor<5xi64>
+  %b = tir.index_map %p (d0, d1) -> (d1) : tensor<5xi64> -> tensor<2x5xi64>
+  %g = tir.gather %w (d0, d1, d2)[s0] -> (s0, d2) indices(%b (d0, d1, d2) -> (d0, d1)) : tensor<9x4xf32>, tensor<2x5xi64> -> tensor<2x5x4xf32>
+  func.return %g : tensor<2x5x4xf32>
+}
+
+// -----
+
+// Read at a computed coordinate (a slice with a step), the iota stays its own kernel.
+// CHECK-LABEL: loop.kernel @p(%out: memref<8xi64>) {
+// CHECK-LABEL: loop.kernel @s(%p: memref<8xi64>, %out: memref<4xi64>) {
+// CHECK:         loop.load %p[%{{.*}}] map (d0) -> ((d0 * 2)) : memref<8xi64>
+func.func @negative_iota_strided() -> tensor<4xi64> {
+  %p = tir.iota dim 0 start 0 step 1 : tensor<8xi64>
+  %s = tir.index_map %p (d0) -> (d0 * 2) : tensor<8xi64> -> tensor<4xi64>
+  func.return %s : tensor<4xi64>
+}

@@ -80,16 +80,19 @@ def test_index_map_reshape_transpose(parse, rand):
 @pytest.mark.parametrize("kind", list(tir.ElementwiseKind))
 def test_elementwise_kinds(parse, rand, kind):
     arity = tir.ELEMENTWISE_ARITY[kind]
+    elt = "i1" if kind in tir.LOGICAL_KINDS else "f32"
     args = ", ".join(f"%a{i}" for i in range(arity))
-    params = ", ".join(f"%a{i}: {t(13, 9)}" for i in range(arity))
+    params = ", ".join(f"%a{i}: {t(13, 9, elt=elt)}" for i in range(arity))
     module = parse(f"""
-    func.func @main({params}) -> {t(13, 9)} {{
-      %y = tir.elementwise {kind}({args}) : {t(13, 9)}
-      func.return %y : {t(13, 9)}
+    func.func @main({params}) -> {t(13, 9, elt=elt)} {{
+      %y = tir.elementwise {kind}({args}) : {t(13, 9, elt=elt)}
+      func.return %y : {t(13, 9, elt=elt)}
     }}""")
     xs = [rand(13, 9) for _ in range(arity)]
-    if kind in ("sqrt", "rsqrt"):
+    if kind in ("sqrt", "rsqrt", "pow"):
         xs = [np.abs(x) for x in xs]
+    if elt == "i1":
+        xs = [x > 0 for x in xs]
     (y,) = run_module(module, xs)
     tx = [torch.from_numpy(x) for x in xs]
     ref = {
@@ -106,8 +109,14 @@ def test_elementwise_kinds(parse, rand, kind):
         "tanh": torch.tanh,
         "sigmoid": torch.sigmoid,
         "silu": torch.nn.functional.silu,
+        "pow": torch.pow,
+        "cos": torch.cos,
+        "sin": torch.sin,
+        "erf": torch.erf,
+        "and": torch.logical_and,
+        "or": torch.logical_or,
     }[kind](*tx).numpy()
-    assert y.dtype == np.float32
+    assert y.dtype == (np.bool_ if elt == "i1" else np.float32)
     np.testing.assert_allclose(y, ref, rtol=RTOL, atol=1e-6)
 
 

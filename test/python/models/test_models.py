@@ -19,8 +19,8 @@ from deplo.frontend.causal_lm import capture_model
 from deplo.frontend.errors import FrontendError
 from deplo.tools.api import Compiled, random_inputs
 
-SMALL = dict(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
-             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+SMALL = {"vocab_size": 96, "hidden_size": 64, "intermediate_size": 112, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64}
 
 
 @pytest.fixture(scope="module")

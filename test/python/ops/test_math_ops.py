@@ -1,0 +1,195 @@
+"""Group A ops end to end: each a small torch callable, captured by torch.export, checked against
+PyTorch eager on fresh random inputs (never zeros) with the numpy interpreters at torch, tensor
+and loop IR. Shapes are not powers of two; fp32 is held to runtime/check.py's tolerance, f16/bf16
+to 1e-2."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import deplo
+from deplo.tools.api import random_inputs
+
+LEVELS = ["torch", "tensor", "loop"]
+aten = torch.ops.aten
+
+
+def _module(m: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    """m with random (never default-initialized: LayerNorm's ones and zeros) parameters."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=g).to(p.dtype))
+    return m
+
+
+# name -> (callable or module, input shapes, a torch op its Torch IR must contain)
+CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
+    # linear algebra
+    "linear": (_module(torch.nn.Linear(6, 5)), [(3, 7, 6)], "torch.linear"),
+    "linear_no_bias": (_module(torch.nn.Linear(6, 5, bias=False)), [(7, 6)], "torch.linear"),
+    "linear_1d": (_module(torch.nn.Linear(6, 5)), [(6,)], "torch.linear"),
+    "mm": (torch.mm, [(5, 6), (6, 7)], "torch.matmul"),
+    "bmm": (torch.bmm, [(3, 5, 6), (3, 6, 7)], "torch.matmul"),
+    "addmm": (torch.addmm, [(7,), (5, 6), (6, 7)], "torch.matmul"),
+    "addmm_alpha_beta": (lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0),
+                         [(5, 7), (5, 6), (6, 7)], "torch.matmul"),
+    "matmul_batch_broadcast": (torch.matmul, [(2, 1, 5, 6), (3, 6, 7)], "torch.matmul"),
+    "matmul_vec": (torch.matmul, [(3, 5, 6), (6,)], "torch.matmul"),
+    # arithmetic, Tensor and Scalar overloads
+    "add": (lambda x, y: x + y, [(5, 7), (7,)], "torch.add"),
+    "add_scalar_alpha": (lambda x, y: torch.add(x, 3, alpha=2) + torch.add(x, y, alpha=0.5),
+                         [(5, 7), (5, 7)], "torch.add"),
+    "sub": (lambda x, y: x - y - 2.5 + torch.sub(x, y, alpha=3), [(3, 5, 7), (5, 1)], "torch.sub"),
+    "rsub": (lambda x: 1 - x + torch.rsub(x, 2.0, alpha=3), [(5, 7)], "torch.sub"),
+    "mul": (lambda x, y: x * y * 3 + 0.5 * x, [(5, 7), (7,)], "torch.mul"),
+    "div": (lambda x, y: x / y + x / 3 + 2 / y, [(5, 7), (5, 7)], "torch.div"),
+    "reciprocal": (torch.reciprocal, [(5, 7)], "torch.reciprocal"),
+    "neg": (lambda x: -x, [(5, 7)], "torch.neg"),
+    "pow_square": (lambda x: x**2, [(5, 7)], "torch.pow"),
+    "pow_scalar": (lambda x: torch.exp(x) ** 1.5 + torch.exp(x) ** -0.5, [(5, 7)], "torch.pow"),
+    "pow_tensor": (lambda x, y: torch.pow(torch.exp(x), y), [(5, 7), (7,)], "torch.pow"),
+    "pow_scalar_base": (lambda x: 2**x, [(5, 7)], "torch.pow"),
+    # elementwise functions
+    "rsqrt_sqrt": (lambda x: torch.rsqrt(torch.exp(x)) + torch.sqrt(torch.exp(x)), [(5, 7)],
+                   "torch.rsqrt"),
+    "exp_sigmoid_tanh": (lambda x: torch.exp(x) + torch.sigmoid(x) + torch.tanh(x), [(5, 7)],
+                         "torch.sigmoid"),
+    "silu_relu": (lambda x: F.silu(x) + F.relu(x), [(5, 7)], "torch.silu"),
+    "gelu": (F.gelu, [(3, 5, 7)], "torch.gelu"),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), [(3, 5, 7)], "torch.gelu"),
+    "cos_sin": (lambda x: torch.cos(x) * torch.sin(3 * x), [(5, 7)], "torch.cos"),
+    # reductions
+    "mean_dims_keepdim": (lambda x: x.mean(dim=[0, 2], keepdim=True), [(3, 5, 7)], "torch.mean"),
+    "mean_all": (lambda x: x.mean(), [(3, 5, 7)], "torch.mean"),
+    "sum_keepdim": (lambda x: x.sum(-1, keepdim=True) * x, [(3, 5, 7)], "torch.sum"),
+    "sum_all": (lambda x: x.sum(), [(5, 7)], "torch.sum"),
+    "sum_dims": (lambda x: x.sum(dim=(0, 1)), [(3, 5, 7)], "torch.sum"),
+    "amax_keepdim": (lambda x: x - x.amax(-1, keepdim=True), [(3, 5, 7)], "torch.amax"),
+    "amax": (lambda x: x.amax(dim=1), [(3, 5, 7)], "torch.amax"),
+    # softmax and norms
+    "softmax_last": (lambda x: torch.softmax(x, -1), [(3, 5, 7)], "torch.softmax"),
+    "softmax_dim0": (lambda x: F.softmax(x, dim=0), [(3, 5, 7)], "torch.softmax"),
+    "aten_softmax": (lambda x: aten._softmax(x, 1, False), [(3, 5, 7)], "torch.softmax"),
+    "rms_norm": (_module(torch.nn.RMSNorm(7, eps=1e-5)), [(3, 5, 7)], "torch.rms_norm"),
+    "layer_norm": (_module(torch.nn.LayerNorm(7)), [(3, 5, 7)], "torch.layer_norm"),
+    "layer_norm_2d": (_module(torch.nn.LayerNorm((5, 7), eps=1e-3)), [(3, 5, 7)],
+                      "torch.layer_norm"),
+    "layer_norm_no_affine": (torch.nn.LayerNorm(7, elementwise_affine=False), [(3, 5, 7)],
+                             "torch.layer_norm"),
+    "layer_norm_no_bias": (_module(torch.nn.LayerNorm(7, bias=False)), [(3, 5, 7)],
+                           "torch.layer_norm"),
+    "layer_norm_bias_only": (lambda x, b: F.layer_norm(x, (7,), bias=b), [(3, 5, 7), (7,)],
+                             "torch.layer_norm"),
+    # dtype conversion (through f16 / bf16 and back)
+    "to_f16_and_back": (lambda x: x.to(torch.float16).to(torch.float32), [(5, 7)], "torch.to"),
+    "to_bf16_and_back": (lambda x: x.bfloat16().float() * 2, [(5, 7)], "torch.to"),
+    "to_copy_dtype_layout": (lambda x: x.to(dtype=torch.float16, device="cpu").float(), [(5, 7)],
+                             "torch.to"),
+    "to_same_dtype": (lambda x: x.to(torch.float32) + 1, [(5, 7)], "torch.add"),
+    "bool_to_float": (lambda x, y: (x > y).float() + x, [(5, 7), (7,)], "torch.to"),
+    # comparisons, logical ops, where
+    "compare_tensor": (lambda x, y: (x == torch.maximum(x, y)).float() + (x != y).float()
+                       + (x < y).float() + (x <= y).float() + (x > y).float() + (x >= y).float(),
+                       [(5, 7), (7,)], "torch.ge"),
+    "compare_scalar": (lambda x: (x > 0.5).float() + (x <= -0.25).float() + (x == 1.0).float()
+                       + (x != 2).float() + (x < 0).float() + (x >= 1).float(), [(5, 7)],
+                       "torch.le"),
+    "compare_bool_result": (lambda x, y: x < y, [(5, 7), (5, 7)], "torch.lt"),
+    "logical": (lambda x, y: torch.where(((x > 0) & (y < 0)) | torch.logical_and(x < y, y > -1)
+                                         | torch.logical_or(x > 1, y > 1), x, y),
+                [(5, 7), (5, 7)], "torch.logical_or"),
+    "logical_float_operands": (lambda x, y: torch.logical_and(x, y).float()
+                               + torch.logical_or(x - x, y).float(), [(5, 7), (5, 7)],
+                               "torch.logical_and"),
+    "where": (lambda c, x, y: torch.where(c > 0, x, y), [(5, 1), (5, 7), (7,)], "torch.where"),
+    "where_scalar_other": (lambda x: torch.where(x > 0, x, 0.0), [(5, 7)], "torch.where"),
+    "where_scalar_self": (lambda x: torch.where(x > 0, 1.5, x), [(5, 7)], "torch.where"),
+}
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[str, deplo.tools.api.Compiled]:
+    return {}
+
+
+def _compile(cache: dict, name: str):
+    if name not in cache:
+        fn, shapes, _ = CASES[name]
+        g = torch.Generator().manual_seed(0)
+        cache[name] = deplo.compile(fn, [torch.randn(s, generator=g) for s in shapes])
+    return cache[name]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", CASES)
+def test_matches_pytorch(compiled, name: str, level: str) -> None:
+    result = _compile(compiled, name).check(target="interp", level=level, seed=1)
+    assert result.ok, result.line()
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_imports_as(compiled, name: str) -> None:
+    assert CASES[name][2] in _compile(compiled, name).text("torch")
+
+
+# --- f16 / bf16 ------------------------------------------------------------------------------
+#
+# f16 tensors are program inputs and outputs (check() holds them to 1e-2); bf16 has no numpy
+# dtype, so bf16 programs convert from and to float32 inside and are compared here at 1e-2.
+
+HALF_CASES: dict[str, tuple[Callable, list[tuple[int, ...]], torch.dtype]] = {
+    "cast_f16_to_f32": (lambda x: x.float() * 3, [(5, 7)], torch.float16),
+    "cast_f32_to_f16": (lambda x: x.half(), [(5, 7)], torch.float32),
+    "cast_f16_bf16_f16": (lambda x: x.bfloat16().half(), [(5, 7)], torch.float16),
+    "cast_bf16": (lambda x: (x.bfloat16() * 3).float(), [(5, 7)], torch.float32),
+    "softmax_f16": (lambda x: torch.softmax(x, -1), [(3, 5, 70)], torch.float16),
+    "softmax_f16_to_f32": (lambda x: torch.softmax(x, -1, dtype=torch.float32), [(3, 70)],
+                           torch.float16),
+    "softmax_bf16": (lambda x: torch.softmax(x.bfloat16(), -1).float(), [(3, 5, 70)],
+                     torch.float32),
+    "rms_norm_f16": (_module(torch.nn.RMSNorm(70).half()), [(3, 5, 70)], torch.float16),
+    "rms_norm_bf16": (lambda x: F.rms_norm(x.bfloat16(), (70,)).float(), [(3, 70)],
+                      torch.float32),
+    "layer_norm_f16": (_module(torch.nn.LayerNorm(70).half()), [(3, 70)], torch.float16),
+}
+
+
+def _max_rel_err(c, level: str) -> float:
+    inputs = random_inputs(c.program, seed=1)
+    (ref,) = c.program.reference(inputs[: len(c.program.example_inputs)])
+    (out,) = c.run(inputs, target="interp", level=level)
+    assert out.shape == ref.shape
+    r = np.asarray(ref, np.float64)
+    return float(np.max(np.abs(np.asarray(out, np.float64) - r)) / np.max(np.abs(r)))
+
+
+@pytest.fixture(scope="module")
+def half_compiled() -> dict:
+    return {}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", HALF_CASES)
+def test_half_precision_matches_pytorch(half_compiled, name: str, level: str) -> None:
+    if name not in half_compiled:
+        fn, shapes, dtype = HALF_CASES[name]
+        g = torch.Generator().manual_seed(0)
+        half_compiled[name] = deplo.compile(fn, [torch.randn(s, generator=g).to(dtype)
+                                                 for s in shapes])
+    assert _max_rel_err(half_compiled[name], level) <= 1e-2
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def test_unsupported_overload_names_the_op() -> None:
+    from deplo.frontend.errors import FrontendError
+
+    with pytest.raises(FrontendError, match="aten.div.Tensor_mode"):
+        deplo.compile(lambda x: torch.div(x, 3, rounding_mode="floor"), [torch.randn(5, 7)])

@@ -11,7 +11,8 @@ than three levels down. Weights are arguments of `@main` named after their modul
     }
 
 A family of ops is one row of a table: `UNARY_OPS` and `BINARY_OPS` below generate the
-elementwise ops; the torch-to-tir decomposition and the interpreter read the same tables.
+elementwise ops, `COMPARE_OPS`/`LOGICAL_OPS` the i1-valued ones and `REDUCTION_OPS` sum / mean /
+amax; the torch-to-tir decomposition and the interpreter read the same tables.
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "mul": (lambda x, y: x * y * 3 + 0.5 * x, [(5, 7), (7,)], "torch.mul"),
     "div": (lambda x, y: x / y + x / 3 + 2 / y, [(5, 7), (5, 7)], "torch.div"),
     "reciprocal": (torch.reciprocal, [(5, 7)], "torch.reciprocal"),
+    "aten_scalar_overloads": (lambda x: aten.add.Scalar(x, 2) + aten.sub.Scalar(x, 1.5)
+                              + aten.mul.Scalar(x, 3) + aten.div.Scalar(x, 7), [(5, 7)],
+                              "torch.div"),
     "neg": (lambda x: -x, [(5, 7)], "torch.neg"),
     "pow_square": (lambda x: x**2, [(5, 7)], "torch.pow"),
     "pow_scalar": (lambda x: torch.exp(x) ** 1.5 + torch.exp(x) ** -0.5, [(5, 7)], "torch.pow"),
@@ -91,6 +94,8 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "to_bf16_and_back": (lambda x: x.bfloat16().float() * 2, [(5, 7)], "torch.to"),
     "to_copy_dtype_layout": (lambda x: x.to(dtype=torch.float16, device="cpu").float(), [(5, 7)],
                              "torch.to"),
+    "aten_to_copy": (lambda x: aten._to_copy.default(x, dtype=torch.float16).float(), [(5, 7)],
+                     "torch.to"),
     "to_same_dtype": (lambda x: x.to(torch.float32) + 1, [(5, 7)], "torch.add"),
     "bool_to_float": (lambda x, y: (x > y).float() + x, [(5, 7), (7,)], "torch.to"),
     # comparisons, logical ops, where
@@ -110,6 +115,7 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "where": (lambda c, x, y: torch.where(c > 0, x, y), [(5, 1), (5, 7), (7,)], "torch.where"),
     "where_scalar_other": (lambda x: torch.where(x > 0, x, 0.0), [(5, 7)], "torch.where"),
     "where_scalar_self": (lambda x: torch.where(x > 0, 1.5, x), [(5, 7)], "torch.where"),
+    "where_scalars": (lambda x: aten.where.Scalar(x > 0, 1.0, -2.0) + x, [(5, 7)], "torch.where"),
 }
 
 

@@ -132,6 +132,21 @@ def _tensor(op: IRDLOperation, value: SSAValue, what: str) -> TensorType:
     return value.type
 
 
+def print_kind_call(printer: Printer, kind: str, operands, attributes) -> None:
+    """` add(%a, %b) {attrs}`: the head shared by the kind-table ops."""
+    printer.print_string(f" {kind}(")
+    printer.print_list(operands, printer.print_ssa_value)
+    printer.print_string(")")
+    printer.print_op_attributes(attributes)
+
+
+def parse_kind_call(parser: Parser, kinds: type[StrEnum]):
+    """Parse ` add(%a, %b) {attrs}` -> (kind, unresolved operands, attributes)."""
+    kind = parser.parse_str_enum(kinds)
+    ops = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+    return kind, ops, parser.parse_optional_attr_dict()
+
+
 @irdl_op_definition
 class ElementwiseOp(IRDLOperation):
     """`%y = tir.elementwise add(%a, %b) : tensor<16x64xf32>` — one kind from the table, applied
@@ -171,21 +186,14 @@ class ElementwiseOp(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data}(")
-        printer.print_list(self.inputs, printer.print_ssa_value)
-        printer.print_string(")")
-        printer.print_op_attributes(self.attributes)
+        print_kind_call(printer, self.kind.data, self.inputs, self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ElementwiseOp:
         pos = parser.pos
-        kind = parser.parse_str_enum(ElementwiseKind)
-        ops = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
-        )
-        attrs = parser.parse_optional_attr_dict()
+        kind, ops, attrs = parse_kind_call(parser, ElementwiseKind)
         parser.parse_punctuation(":")
         t = parser.parse_type()
         op = cls(kind, parser.resolve_operands(ops, [t] * len(ops), pos))
@@ -747,10 +755,7 @@ class CompareOp(IRDLOperation):
             raise VerifyException(f"{self.name} {self.kind.data}: expected {want}, got {r}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data}(")
-        printer.print_list(self.operands, printer.print_ssa_value)
-        printer.print_string(")")
-        printer.print_op_attributes(self.attributes)
+        print_kind_call(printer, self.kind.data, self.operands, self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.lhs.type)
         printer.print_string(" -> ")
@@ -759,11 +764,7 @@ class CompareOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> CompareOp:
         pos = parser.pos
-        kind = parser.parse_str_enum(CompareKind)
-        ops = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
-        )
-        attrs = parser.parse_optional_attr_dict()
+        kind, ops, attrs = parse_kind_call(parser, CompareKind)
         parser.parse_punctuation(":")
         in_t = parser.parse_type()
         parser.parse_punctuation("->")

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from deplo.frontend.expr import capture_expression
 from deplo.frontend.importer import Program, import_module
 from deplo.runtime.check import Comparison, compare
-from deplo.tools.driver import passes_to, run_passes
+from deplo.tools.driver import LEVELS, passes_to, run_passes
 
 
 class _CallableModule(torch.nn.Module):
@@ -70,8 +70,13 @@ class Compiled:
         if level == "tir":
             level = "tensor"
         if level not in self._levels:
-            m = self.program.module.clone()
-            self._levels[level] = run_passes(m, passes_to(level), self.verbose)
+            # the pipelines are prefixes of each other: continue from the deepest cached level
+            start, done = self.program.module, ""
+            for lower in LEVELS[: LEVELS.index(level)]:
+                if lower in self._levels:
+                    start, done = self._levels[lower], passes_to(lower)
+            rest = passes_to(level)[len(done):].lstrip(",")
+            self._levels[level] = run_passes(start.clone(), rest, self.verbose)
         return self._levels[level]
 
     def text(self, level: str = "cuda") -> str:

@@ -75,3 +75,12 @@ def test_xdsl_universe_entry_point_offers_our_dialects() -> None:
     multiverse = Universe.get_multiverse()
     assert {"torch", "tir", "loop", "tile", "kernel", "cuda"} <= set(multiverse.all_dialects)
     assert "loop-fuse" in multiverse.all_passes
+
+
+def test_each_level_pipeline_extends_the_previous_one() -> None:
+    """Compiled.module() continues from the deepest cached level: that needs prefixes."""
+    from deplo.tools.driver import LEVELS, passes_to
+
+    specs = [passes_to(level) for level in LEVELS]
+    for lower, higher in zip(specs, specs[1:]):
+        assert higher.startswith(lower), (lower, higher)

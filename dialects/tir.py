@@ -399,10 +399,19 @@ class FullOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> FullOp:
         neg = parser.parse_optional_punctuation("-") is not None
+        hex_bits = parser._current_token.text.lower().startswith("0x")  # inf/nan print as bits
+        literal_at = parser.pos
         v = parser.parse_number(allow_boolean=True)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
+        if hex_bits and isinstance(t, TensorType) and not isinstance(t.element_type, IntegerType):
+            elt = str(t.element_type)
+            width = {"bf16": 16, "f16": 16, "f32": 32, "f64": 64}.get(elt, 0)
+            if not 0 <= int(v) < 2**width:
+                parser.raise_error(f"hex literal {int(v):#x} does not fit the bits of {elt}",
+                                   literal_at, literal_at + len(hex(int(v))))
+            v = float_from_bits(int(v), elt)
         op = cls(-float(v) if neg else float(v), t)
         op.attributes |= attrs
         return op
@@ -629,6 +638,17 @@ def scalar_attr(value: float, t: Attribute) -> FloatAttr | IntegerAttr:
     if isinstance(t, IntegerType):
         return IntegerAttr(int(value), t)
     return FloatAttr(float(value), t)
+
+
+def float_from_bits(bits: int, elt: str) -> float:
+    """The float a hex literal denotes (`0xff800000 : f32` is -inf), as MLIR prints them."""
+    import numpy as np
+
+    if elt == "bf16":
+        return float(np.array([bits << 16], dtype=np.uint32).view(np.float32)[0])
+    raw = {"f16": np.uint16, "f32": np.uint32, "f64": np.uint64}[elt]
+    flt = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[elt]
+    return float(np.array([bits], dtype=raw).view(flt)[0])
 
 
 def _print_scalar(printer: Printer, attr: FloatAttr | IntegerAttr) -> None:

@@ -66,3 +66,15 @@ func.func @data_movement(%w: tensor<10x4xf32>, %ids: tensor<2x3xi64>, %x: tensor
   %t = tir.full true : tensor<2xi1>
   func.return %c : tensor<2x8xf32>
 }
+
+// Infinities and NaN print as their bit patterns (as MLIR does) and parse back.
+// CHECK-LABEL: func.func @special_floats
+// CHECK:   tir.full 0xff800000 : tensor<4xf32>
+// CHECK:   tir.full 0x7f80 : tensor<2xbf16>
+// CHECK:   tir.full 0x7fc00000 : tensor<4xf32>
+func.func @special_floats() -> tensor<4xf32> {
+  %a = tir.full 0xff800000 : tensor<4xf32>
+  %b = tir.full 0x7f80 : tensor<2xbf16>
+  %c = tir.full 0x7fc00000 : tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}

@@ -631,6 +631,22 @@ class SharedOp(IRDLOperation):
 
 
 @irdl_op_definition
+class LocalOp(IRDLOperation):
+    """A thread's own small array, the register side of a 128-bit access (constant indices keep
+    it in registers): `__align__(16) float v[4];`: `%v = cuda.local : !cuda.array<4xf32>`"""
+
+    name = "cuda.local"
+    result = result_def(ArrayType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, t: ArrayType):
+        super().__init__(result_types=[t])
+
+    def verify_(self) -> None:
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
 class SyncThreadsOp(IRDLOperation):
     """`__syncthreads();`: `cuda.syncthreads`"""
 
@@ -941,6 +957,7 @@ class LaunchOp(IRDLOperation):
 Cuda = Dialect(
     "cuda",
     [KernelOp, ConstantOp, SpecialOp, BinaryOp, CompareOp, UnaryOp, SelectOp, CastOp, CallOp,
-     LoadOp, StoreOp, AddressOp, SharedOp, SyncThreadsOp, ShflOp, ForOp, IfOp, YieldOp, LaunchOp],
+     LoadOp, StoreOp, AddressOp, SharedOp, LocalOp, SyncThreadsOp, ShflOp, ForOp, IfOp, YieldOp,
+     LaunchOp],
     [PtrType, ArrayType, BinaryKindAttr, CompareKindAttr, UnaryKindAttr, ShflModeAttr, SpecialAttr],
 )

@@ -4,7 +4,7 @@ A `kernel.func` is one CUDA kernel with a static grid and block. Inside it, cont
 `scf.for` / `scf.if`, scalars are `arith` / `math`, memory is `memref.load` / `memref.store` with
 `index` operands; this dialect adds only what CUDA has and those dialects do not: thread and block
 ids, static shared buffers (memrefs in memory space `3 : i64`), barriers, warp shuffles and
-cp.async. The host function `func.func @main` launches kernels with `kernel.launch`.
+cp.async, 128-bit vector loads and stores. The host function `func.func @main` launches kernels with `kernel.launch`.
 
     kernel.func @sum_sq(%x: memref<32x256xf32>, %out: memref<32xf32>) grid(32, 1, 1) block(256, 1, 1) {
       %t = kernel.thread_id x
@@ -29,7 +29,10 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
+    Float32Type,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -37,6 +40,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     SymbolRefAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -63,6 +67,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -468,9 +473,168 @@ class LaunchOp(IRDLOperation):
                 f"got ({', '.join(map(str, got))})")
 
 
+VECTOR_BYTES = 16  # kc_ld128 / kc_st128 of the prelude
+
+
+def _verify_vector(op: IRDLOperation, mem: SSAValue, indices, values) -> None:
+    t = mem.type
+    _verify_static_memref(t, op.name)
+    elt = t.element_type
+    if len(indices) != t.get_num_dims():
+        raise VerifyException(f"{op.name}: expected {t.get_num_dims()} indices, got {len(indices)}")
+    want = VECTOR_BYTES // element_bytes(elt)
+    if len(values) != want or any(v.type != elt for v in values):
+        raise VerifyException(f"{op.name}: expected {want} values of type {elt} (16 bytes), "
+                              f"got {len(values)} of {[str(v.type) for v in values]}")
+    if t.get_shape()[-1] % want:
+        raise VerifyException(f"{op.name}: expected the innermost dim of {t} to be a multiple of "
+                              f"{want} (aligned rows)")
+    _verify_in_kernel(op)
+
+
+@irdl_op_definition
+class VectorLoadOp(IRDLOperation):
+    """16 consecutive bytes of the innermost dim in one access (128-bit LDG / LDS); the first
+    element is at `indices`, which the producer proved 16-byte aligned.
+
+        %a, %b, %c, %d = kernel.vector_load %x[%i, %j] : memref<64x96xf32> -> f32, f32, f32, f32
+    """
+
+    name = "kernel.vector_load"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    res = var_result_def()
+    assembly_format = "$memref `[` $indices `]` attr-dict `:` type($memref) `->` type($res)"
+
+    def __init__(self, mem: SSAValue, indices, count: int):
+        elt = SSAValue.get(mem).type.element_type
+        super().__init__(operands=[mem, indices], result_types=[[elt] * count])
+
+    def verify_(self) -> None:
+        _verify_vector(self, self.memref, self.indices, self.res)
+
+
+@irdl_op_definition
+class VectorStoreOp(IRDLOperation):
+    """16 consecutive bytes of the innermost dim written in one access (128-bit STG / STS).
+
+        kernel.vector_store %a, %b, %c, %d to %out[%i, %j] : f32, f32, f32, f32 to memref<64x80xf32>
+    """
+
+    name = "kernel.vector_store"
+    values = var_operand_def()
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = ("$values `to` $memref `[` $indices `]` attr-dict `:` type($values) `to` "
+                       "type($memref)")
+
+    def __init__(self, values, mem: SSAValue, indices):
+        super().__init__(operands=[values, mem, indices])
+
+    def verify_(self) -> None:
+        _verify_vector(self, self.memref, self.indices, self.values)
+
+
+@irdl_op_definition
+class LdmatrixOp(IRDLOperation):
+    """`ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].shared.b16` (kc_ldmatrix_*): each lane gives
+    the address of one 16-byte row (`indices`, in shared memory) and gets one register of each
+    8 x 8 matrix. Warp-collective.
+
+        %r0, %r1 = kernel.ldmatrix %bs[%k, %n] trans : memref<32x72xf16, 3 : i64> -> i32, i32
+    """
+
+    name = "kernel.ldmatrix"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    trans = opt_prop_def(UnitAttr)
+    res = var_result_def()
+    assembly_format = ("$memref `[` $indices `]` (`trans` $trans^)? attr-dict `:` type($memref) "
+                       "`->` type($res)")
+
+    def __init__(self, mem: SSAValue, indices, count: int, trans: bool = False):
+        super().__init__(operands=[mem, indices], result_types=[[IntegerType(32)] * count],
+                         properties={"trans": UnitAttr()} if trans else {})
+
+    def verify_(self) -> None:
+        t = self.memref.type
+        if not is_shared(t) or element_bytes(t.element_type) != 2:
+            raise VerifyException(f"{self.name}: expected a shared memref of 16-bit elements, got {t}")
+        if len(self.res) not in (2, 4) or any(r.type != IntegerType(32) for r in self.res):
+            raise VerifyException(f"{self.name}: expected 2 or 4 i32 results")
+        if len(self.indices) != t.get_num_dims():
+            raise VerifyException(f"{self.name}: expected {t.get_num_dims()} indices")
+        _verify_in_kernel(self)
+
+
+@irdl_op_definition
+class MmaOp(IRDLOperation):
+    """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` (kc_mma_16816_*): 4 registers of A, 2
+    of B, 4 fp32 of C in, 4 fp32 of D out, per lane. Warp-collective.
+
+        %d0, %d1, %d2, %d3 = kernel.mma f16 %a0, %a1, %a2, %a3, %b0, %b1, %c0, %c1, %c2, %c3
+    """
+
+    name = "kernel.mma"
+    type = prop_def(Attribute)
+    args = var_operand_def()
+    res = var_result_def()
+
+    def __init__(self, t: Attribute, args):
+        super().__init__(operands=[args], result_types=[[Float32Type()] * 4],
+                         properties={"type": t})
+
+    def verify_(self) -> None:
+        i32, f32 = IntegerType(32), Float32Type()
+        if self.type not in (Float16Type(), BFloat16Type()):
+            raise VerifyException(f"{self.name}: expected type f16 or bf16, got {self.type}")
+        if [a.type for a in self.args] != [i32] * 6 + [f32] * 4:
+            raise VerifyException(f"{self.name}: expected 6 x i32 and 4 x f32 operands")
+        _verify_in_kernel(self)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.type)
+        printer.print_string(" ")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MmaOp:
+        pos = parser.pos
+        t = parser.parse_type()
+        args = parser.parse_comma_separated_list(parser.Delimiter.NONE,
+                                                 parser.parse_unresolved_operand)
+        vals = parser.resolve_operands(args, [IntegerType(32)] * 6 + [Float32Type()] * 4, pos)
+        op = cls(t, vals)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class PackHalvesOp(IRDLOperation):
+    """Two 16-bit floats in one 32-bit fragment register, `lo` in the low half (kc_pack_halves).
+
+        %r = kernel.pack_halves %lo, %hi : f16      (an i32)
+    """
+
+    name = "kernel.pack_halves"
+    T: ClassVar = VarConstraint("T", base(Float16Type) | base(BFloat16Type))
+    lo = operand_def(T)
+    hi = operand_def(T)
+    result = result_def(IntegerType(32))
+    assembly_format = "$lo `,` $hi attr-dict `:` type($lo)"
+    traits = traits_def(Pure())
+
+    def __init__(self, lo: SSAValue, hi: SSAValue):
+        super().__init__(operands=[lo, hi], result_types=[IntegerType(32)])
+
+
 Kernel = Dialect(
     "kernel",
     [FuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp, SharedOp, BarrierOp, ShuffleOp,
-     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, LaunchOp],
+     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, VectorLoadOp, VectorStoreOp, LdmatrixOp, MmaOp,
+     PackHalvesOp, LaunchOp],
     [DimAttr, ShuffleModeAttr],
 )

@@ -179,7 +179,7 @@ class ForOp(IRDLOperation):
         %r = loop.for %k = 0 to 64 reduce iter(%acc = %zero) -> f32 { ... loop.yield %n : f32 }
 
     A `free` loop has independent iterations and no accumulators; a `reduce` loop carries one
-    or more accumulators (its results) and stores nothing."""
+    or more accumulators (its results) and stores only to `loop.private` buffers."""
 
     name = "loop.for"
     lb = prop_def(IntAttr)
@@ -241,8 +241,10 @@ class ForOp(IRDLOperation):
             if not self.inits:
                 raise VerifyException(f"{where} reduce: expected at least one accumulator")
             for op in self.body.walk():
-                if isinstance(op, StoreOp):
-                    raise VerifyException(f"{where} reduce: expected no loop.store inside")
+                if isinstance(op, StoreOp) and not isinstance(op.buffer.owner, PrivateOp):
+                    raise VerifyException(
+                        f"{where} reduce: expected no loop.store inside (but to a loop.private)"
+                    )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -522,6 +524,34 @@ class StoreOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class PrivateOp(IRDLOperation):
+    """A buffer private to one iteration of the enclosing free loops (registers or local memory
+    once scheduled), for loop-carried state bigger than a scalar — online-softmax attention's
+    rescaled output row: `%o = loop.private : memref<64xf32>`.
+
+    Its contents start undefined. Only `loop.load`/`loop.store` use it, and stores to it are the
+    only stores a `reduce` loop may contain (they update the carried state)."""
+
+    name = "loop.private"
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, t: MemRefType):
+        super().__init__(result_types=[t])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        if any(n < 1 for n in t.get_shape()):
+            raise VerifyException(f"{self.name}: expected a static shape, got {t}")
+        for use in self.result.uses:
+            op = use.operation
+            if not (isinstance(op, LoadOp | StoreOp) and op.buffer is self.result):
+                raise VerifyException(
+                    f"{self.name}: expected only loop.load/loop.store to use it, got {op.name}"
+                )
+
+
 # --------------------------------------------------------------------------------------------
 # launch (host side)
 
@@ -564,6 +594,6 @@ class LaunchOp(IRDLOperation):
 
 Loop = Dialect(
     "loop",
-    [KernelOp, ForOp, YieldOp, LoadOp, StoreOp, LaunchOp],
+    [KernelOp, ForOp, YieldOp, LoadOp, StoreOp, PrivateOp, LaunchOp],
     [LoopKindAttr],
 )

@@ -25,9 +25,13 @@ Execution model (what `tile-to-kernel` implements):
 - a `bind(serial)` / `bind(unroll)` loop is an ordinary loop. A serial loop without
   accumulators has independent iterations (it comes from a Loop IR `free` loop, or is one
   thread's share of one), which is what lets the schedule passes bind it;
-- `tile.stage` is executed by the whole block (it is never inside a thread-bound loop) and
-  `tile.combine` by every thread of its axis (its thread loop covers the whole block axis), so
-  the barriers they lower to are reached by all threads.
+- `tile.stage` is executed by the whole block (at block level, or inside thread loops that each
+  cover their whole block axis, with static-bound loops in between: the matmul schedule stages
+  each K chunk inside its per-thread loops) and `tile.combine` by every thread of its axis (its
+  thread loop covers the whole block axis), so the barriers they lower to are reached by all
+  threads;
+- an `scf.if` guards stores of a schedule whose tiles pass the end of an axis (the indices are
+  clamped, the stores guarded); it holds no stage or combine.
 
 Memory accesses are Loop IR's `loop.load` / `loop.store` (ARCHITECTURE.md, Departures).
 """
@@ -41,8 +45,11 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     FlatSymbolRefAttr,
+    Float16Type,
+    Float32Type,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -567,8 +574,10 @@ class StageOp(IRDLOperation):
         %xs = tile.stage %x[%a0, %a1, 0] [1, 1, 2048] into shared copy(sync) buffers(1) pad(0)
             : memref<1x32x2048xf32> -> memref<2048xf32, 3 : i64>
 
-    Offsets are ints or `index` values (uniform over the block), sizes are ints. The result drops
-    the unit dims of the slab and pads its innermost dim by `pad` elements. `buffers(2)` double
+    Offsets are ints or `index` values (uniform over the block), sizes are ints. Elements of a
+    slab with a dynamic offset that fall past the end of the source read as zero (the tile of
+    the last block may overhang the buffer, or be larger than it). The result drops the unit dims of the slab and
+    pads its innermost dim by `pad` elements. `buffers(2)` double
     buffers a stage inside a loop (no barrier before the next copy); `copy(cp_async)` copies with
     `cp.async`."""
 
@@ -642,7 +651,7 @@ class StageOp(IRDLOperation):
         if sum(o == DYNAMIC for o in static) != len(self.offsets):
             raise VerifyException(f"{where}: expected one operand per dynamic offset")
         for d, (o, s, n) in enumerate(zip(static, sizes, shape)):
-            if s < 1 or s > n:
+            if s < 1 or (s > n and o != DYNAMIC):  # a dynamic slab may overhang (zeros)
                 raise VerifyException(f"{where}: size {s} of dim {d} is not in [1, {n}]")
             if o != DYNAMIC and not 0 <= o <= n - s:
                 raise VerifyException(f"{where}: slab [{o}, {o + s}) of dim {d} is out of bounds")
@@ -660,10 +669,37 @@ class StageOp(IRDLOperation):
                 f"{where}: the staged slab takes {self.smem_bytes} bytes, more than the "
                 f"{SHARED_MEMORY_BYTES} of shared memory"
             )
-        if any(loop.binding.is_thread for loop in enclosing_loops(self)):
-            raise VerifyException(
-                f"{where}: expected to be at block level, not inside a thread-bound loop"
-            )
+        self._verify_collective(where)
+
+    def _verify_collective(self, where: str) -> None:
+        """Every thread of the block reaches the stage equally often: it is at block level, or
+        each thread loop around it covers its whole block axis and every loop inside the
+        outermost of them has a static lower bound (the same trip count on every thread)."""
+        kernel = enclosing_kernel(self)
+        loops = enclosing_loops(self)
+        threads = [i for i, lp in enumerate(loops) if lp.binding.is_thread]
+        if not threads or kernel is None:
+            return
+        for lp in loops[: threads[-1]]:
+            if lp.lb is None:
+                raise VerifyException(
+                    f"{where}: expected the loops inside its thread loops to have static lower "
+                    "bounds, so that every thread reaches it"
+                )
+        for i in threads:
+            lp = loops[i]
+            size = kernel.block_dims[lp.binding.axis]
+            if (lp.static_lb, lp.step.data, lp.extent) != (0, 1, size):
+                raise VerifyException(
+                    f"{where}: expected to be at block level or inside thread loops that cover "
+                    f"the whole block, got a {lp.binding} loop of {lp.extent} iterations for "
+                    f"{size} threads"
+                )
+        parent = self.parent_op()
+        while parent is not None and not isinstance(parent, KernelOp):
+            if not isinstance(parent, ForOp):
+                raise VerifyException(f"{where}: expected no '{parent.name}' around it")
+            parent = parent.parent_op()
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -809,8 +845,138 @@ class LaunchOp(IRDLOperation):
         verify_launch(self, self.callee, self.args, KernelOp)
 
 
+# --------------------------------------------------------------------------------------------
+# tensor-core fragments (mma.sync m16n8k16, fp16 / bf16 in, fp32 accumulators)
+
+
+class FragmentKind(StrEnum):
+    """Which mma operand a tile of a buffer's last two dims is: `a` a 16 x 16 [m][k] tile, `b_kn`
+    a 16 x 8 [k][n] tile, `b_nk` the same operand stored [n][k] (8 rows of 16)."""
+
+    A = "a"
+    B_KN = "b_kn"
+    B_NK = "b_nk"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, cols) of the tile in the buffer's last two dims."""
+        return {"a": (16, 16), "b_kn": (16, 8), "b_nk": (8, 16)}[self.value]
+
+    @property
+    def registers(self) -> int:
+        return 4 if self is FragmentKind.A else 2
+
+
+@irdl_attr_definition
+class FragmentKindAttr(EnumAttribute[FragmentKind], SpacedOpaqueSyntaxAttribute):
+    name = "tile.fragment_kind"
+
+
+HALF_TYPES = (Float16Type(), BFloat16Type())
+
+
+@irdl_op_definition
+class FragmentLoadOp(IRDLOperation):
+    """This lane's registers of an mma operand: the tile at `indices` (its first row and column
+    in the last two dims) of a fp16 / bf16 buffer, in the PTX fragment layout of lane `lane`;
+    elements outside the buffer read as zero. Executed by a whole warp (`lane` = 0..31).
+
+        %a0, %a1, %a2, %a3 = tile.fragment_load a %xs[%r, %k] lane(%l)
+            : memref<64x40xf16, 3 : i64> -> i32, i32, i32, i32
+
+    From shared memory with 16-byte aligned rows it is an `ldmatrix`, else loads element by
+    element."""
+
+    name = "tile.fragment_load"
+    kind = prop_def(FragmentKindAttr)
+    source = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    lane = operand_def(IndexType)
+    res = var_result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$kind $source `[` $indices `]` `lane` `(` $lane `)` attr-dict `:` type($source) "
+        "`->` type($res)"
+    )
+    traits = traits_def(HasAncestor(KernelOp))
+
+    def __init__(self, kind: FragmentKind, source: SSAValue, indices, lane: SSAValue):
+        super().__init__(
+            operands=[source, indices, lane],
+            result_types=[[IntegerType(32)] * kind.registers],
+            properties={"kind": FragmentKindAttr(kind)},
+        )
+
+    def verify_(self) -> None:
+        t = self.source.type
+        assert isinstance(t, MemRefType)
+        kind = self.kind.data
+        where = f"{self.name} {kind}"
+        if t.element_type not in HALF_TYPES or t.get_num_dims() < 2:
+            raise VerifyException(f"{where}: expected a 2-D+ memref of f16 or bf16, got {t}")
+        if len(self.indices) != t.get_num_dims():
+            raise VerifyException(
+                f"{where}: expected {t.get_num_dims()} indices, got {len(self.indices)}"
+            )
+        if [r.type for r in self.res] != [IntegerType(32)] * kind.registers:
+            raise VerifyException(f"{where}: expected {kind.registers} i32 results")
+
+
+@irdl_op_definition
+class MmaOp(IRDLOperation):
+    """One warp's `mma.sync.m16n8k16` with fp32 accumulators: D = A * B + C, the operands as
+    each lane's registers (4 of A, 2 of B, 4 of C; `tile.fragment_load`), `type` fp16 or bf16.
+
+        %d0, %d1, %d2, %d3 = tile.mma f16 %a0, %a1, %a2, %a3, %b0, %b1, %c0, %c1, %c2, %c3
+    """
+
+    name = "tile.mma"
+    type = prop_def(Attribute)
+    args = var_operand_def()
+    res = var_result_def()
+    traits = traits_def(HasAncestor(KernelOp), Pure())
+
+    def __init__(self, t: Attribute, a: Sequence[SSAValue], b: Sequence[SSAValue], c):
+        super().__init__(
+            operands=[[*a, *b, *c]], result_types=[[c[0].type] * 4], properties={"type": t}
+        )
+
+    def verify_(self) -> None:
+        i32, f32 = IntegerType(32), Float32Type()
+        want = [i32] * 6 + [f32] * 4
+        if self.type not in HALF_TYPES:
+            raise VerifyException(f"{self.name}: expected type f16 or bf16, got {self.type}")
+        if [a.type for a in self.args] != want or [r.type for r in self.res] != [f32] * 4:
+            raise VerifyException(
+                f"{self.name}: expected operands 6 x i32 (A, B) and 4 x f32 (C), 4 f32 results"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.type)
+        printer.print_string(" ")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MmaOp:
+        pos = parser.pos
+        t = parser.parse_type()
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        if len(args) != 10:
+            parser.raise_error("expected 10 operands: 4 of A, 2 of B, 4 of C", pos)
+        i32, f32 = IntegerType(32), Float32Type()
+        vals = parser.resolve_operands(args, [i32] * 6 + [f32] * 4, pos)
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(t, vals[:4], vals[4:6], vals[6:])
+        op.attributes |= attrs
+        return op
+
+
 Tile = Dialect(
     "tile",
-    [KernelOp, ForOp, YieldOp, StageOp, CombineOp, LaunchOp],
-    [BindAttr, CopyKindAttr, CombineKindAttr],
+    [KernelOp, ForOp, YieldOp, StageOp, CombineOp, FragmentLoadOp, MmaOp, LaunchOp],
+    [BindAttr, CopyKindAttr, CombineKindAttr, FragmentKindAttr],
 )

@@ -158,6 +158,8 @@ def _select(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 def _cat(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     xs = [im.value(t) for t in node.args[0]]
+    # torch skips legacy empty 1-D inputs (a KV cache's first `torch.tensor([])`)
+    xs = [x for x in xs if list(x.type.get_shape()) != [0] or rt.get_num_dims() == 1] or xs[:1]
     if len(xs) == 1:
         return xs[0]
     dim = _norm(_arg(node, 1, "dim", 0), rt.get_num_dims())

@@ -45,7 +45,8 @@ _RESERVED = {  # C++ keywords and CUDA built-ins: never a variable name
     "unsigned", "void", "volatile", "while", "class", "new", "delete", "this", "true",
     "false", "template", "typename", "namespace", "operator", "private", "public",
     "protected", "virtual", "friend", "inline", "asm", "threadIdx", "blockIdx", "blockDim",
-    "gridDim", "warpSize", "main",
+    "gridDim", "warpSize", "main", "and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq",
+    "or", "or_eq", "xor", "xor_eq",
 }
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HALF_LITERAL = {Float16Type(): "__float2half", BFloat16Type(): "__float2bfloat16"}
@@ -242,6 +243,10 @@ class CudaEmitter:
         t = op.result.type
         self.line(f"__shared__ __align__(16) {cuda.c_type(t)} {self.name(op.result)}[{t.size.data}];")
 
+    def s_local(self, op: cuda.LocalOp) -> None:
+        t = op.result.type
+        self.line(f"__align__(16) {cuda.c_type(t)} {self.name(op.result)}[{t.size.data}];")
+
     def s_syncthreads(self, op: cuda.SyncThreadsOp) -> None:
         self.line("__syncthreads();")
 
@@ -251,6 +256,8 @@ class CudaEmitter:
             self.names[res] = self.name(arg, share=res)
             self.line(f"{cuda.c_type(arg.type)} {self.names[arg]} = {self.expr(init, False)};")
         i, t = self.name(iv), cuda.c_type(iv.type)
+        if "unroll" in op.attributes:
+            self.line("#pragma unroll")
         self.line(f"for ({t} {i} = {self.expr(op.lb, False)}; {i} < {self.expr(op.ub, False)}; "
                   f"{i} += {self.expr(op.step, False)}) {{")
         self.block(op.body.block)
@@ -291,6 +298,7 @@ _EXPRESSIONS = {
 }
 _STATEMENTS = {
     cuda.StoreOp: CudaEmitter.s_store, cuda.SharedOp: CudaEmitter.s_shared,
+    cuda.LocalOp: CudaEmitter.s_local,
     cuda.SyncThreadsOp: CudaEmitter.s_syncthreads, cuda.ForOp: CudaEmitter.s_for,
     cuda.IfOp: CudaEmitter.s_if, cuda.YieldOp: CudaEmitter.s_yield,
 }

@@ -32,6 +32,8 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     Signedness,
+    StringAttr,
+    SymbolRefAttr,
     UnknownLoc,
     i32,
 )
@@ -80,6 +82,8 @@ C_OPS: dict[str, tuple[str, str]] = {
     "math.tanh": ("call", "tanh"), "math.sinh": ("call", "sinh"), "math.cosh": ("call", "cosh"),
     "math.sin": ("call", "sin"), "math.cos": ("call", "cos"), "math.tan": ("call", "tan"),
     "math.asin": ("call", "asin"), "math.acos": ("call", "acos"), "math.atan": ("call", "atan"),
+    "math.asinh": ("call", "asinh"), "math.acosh": ("call", "acosh"),
+    "math.atanh": ("call", "atanh"),
     "math.atan2": ("call", "atan2"), "math.erf": ("call", "erf"),
 }
 # cmpi / cmpf predicate -> (cuda.compare kind, flag): for cmpi the flag means unsigned operands,
@@ -92,6 +96,30 @@ CASTS = {"arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
          "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci"}
 SPECIAL = {kernel.ThreadIdOp: "threadIdx", kernel.BlockIdOp: "blockIdx",
            kernel.BlockDimOp: "blockDim", kernel.GridDimOp: "gridDim"}
+# Names a kernel (an `extern "C"` function) must not take: functions that the C, POSIX, libm
+# and CUDA headers declare (`pow`, `div`, `index`, `select`, `min`, ...), C++ keywords and
+# alternative tokens. Kernel names come from the torch ops they compute; a clash gets `_k`.
+C_TAKEN = frozenset({
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
+    "copysign", "cos", "cosh", "cospi", "erf", "erfc", "erfinv", "erfcinv", "exp", "exp10",
+    "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "gamma",
+    "hypot", "ilogb", "isfinite", "isinf", "isnan", "j0", "j1", "jn", "ldexp", "lgamma",
+    "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround", "max",
+    "min", "modf", "nan", "nearbyint", "nextafter", "norm", "normcdf", "pow", "rcbrt",
+    "remainder", "remquo", "rint", "rnorm", "round", "rsqrt", "scalbln", "scalbn", "signbit",
+    "sin", "sincos", "sinh", "sinpi", "sqrt", "tan", "tanh", "tgamma", "trunc", "y0", "y1",
+    "yn", "abort", "access", "alarm", "atof", "atoi", "atol", "bsearch", "calloc", "clock",
+    "close", "div", "dup", "exit", "fork", "free", "getenv", "index", "kill", "labs", "link",
+    "malloc", "memcpy", "memmove", "memset", "open", "pause", "pipe", "printf", "puts", "qsort",
+    "rand", "random", "read", "realloc", "remove", "rename", "rindex", "select", "signal",
+    "sleep", "srand", "stat", "strcmp", "strcpy", "strlen", "sync", "system", "time", "unlink",
+    "wait", "write", "and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq", "or",
+    "or_eq", "xor", "xor_eq", "auto", "bool", "break", "case", "char", "const", "continue",
+    "default", "delete", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if",
+    "int", "long", "new", "operator", "register", "return", "short", "signed", "sizeof",
+    "static", "struct", "switch", "template", "this", "typedef", "union", "unsigned", "void",
+    "volatile", "while", "main",
+})
 
 
 def _fail(op: Operation, what: str) -> ConversionError:
@@ -111,7 +139,8 @@ class _Translator:
         self.func = func
         self.vmap: dict[SSAValue, SSAValue] = {}
         self.block: Block | None = None
-        self.written = {op.memref for op in func.walk() if isinstance(op, memref.StoreOp)}
+        self.written = {op.memref for op in func.walk()
+                        if isinstance(op, memref.StoreOp | kernel.VectorStoreOp)}
 
     def run(self) -> cuda.KernelOp:
         params = [self.param_type(a) for a in self.func.args]
@@ -295,6 +324,8 @@ class _Translator:
         lb, ub, step = (self.v(x) for x in (op.lb, op.ub, op.step))
         body = Block(arg_types=[lb.type, *(x.type for x in inits)])
         new = cuda.ForOp(lb, ub, step, inits, Region(body))
+        if "unroll" in op.attributes:
+            new.attributes["unroll"] = op.attributes["unroll"]
         self.emit(new)
         self.bind(op.body.block.args, body.args)
         self.translate(op.body.block, body)
@@ -319,6 +350,12 @@ class _Translator:
         arr = cuda.ArrayType(max(1, pymath.prod(t.get_shape())), self.ctype(t.element_type, op))
         self.bind(op.results, [self.emit(cuda.SharedOp(arr))])
 
+    def op_memref_alloca(self, op: memref.AllocaOp) -> None:
+        """A thread's own array (a `loop.private` buffer): `float acc[64];`"""
+        t = op.memref.type
+        arr = cuda.ArrayType(max(1, pymath.prod(t.get_shape())), self.ctype(t.element_type, op))
+        self.bind(op.results, [self.emit(cuda.LocalOp(arr))])
+
     def op_kernel_barrier(self, op: kernel.BarrierOp) -> None:
         self.emit(cuda.SyncThreadsOp())
 
@@ -334,6 +371,61 @@ class _Translator:
         dst = self.emit(cuda.AddressOp(self.v(op.dst), self.linear(op.dst, op.dst_indices)))
         src = self.emit(cuda.AddressOp(self.v(op.src), self.linear(op.src, op.src_indices)))
         self.emit(cuda.CallOp(f"kc_cp_async{op.bytes.value.data}", [dst, src]))
+
+    def _vector_regs(self, op: Operation, t: MemRefType, n: int) -> SSAValue:
+        arr = self.emit(cuda.LocalOp(cuda.ArrayType(n, self.ctype(t.element_type, op))))
+        arr.name_hint = "vec"
+        return arr
+
+    def op_kernel_vector_load(self, op: kernel.VectorLoadOp) -> None:
+        """`float vec[4]; kc_ld128(&vec[0], &x[i]);` then the results are `vec[0..3]`."""
+        regs = self._vector_regs(op, op.memref.type, len(op.res))
+        src = self.emit(cuda.AddressOp(self.v(op.memref), self.linear(op.memref, op.indices)))
+        self.emit(cuda.CallOp("kc_ld128", [self.emit(cuda.AddressOp(regs, self.const(0))), src]))
+        self.bind(op.res, [self.emit(cuda.LoadOp(regs, self.const(k))) for k in range(len(op.res))])
+
+    def op_kernel_vector_store(self, op: kernel.VectorStoreOp) -> None:
+        """`float vec[4]; vec[0] = a; ...; kc_st128(&y[i], &vec[0]);`"""
+        regs = self._vector_regs(op, op.memref.type, len(op.values))
+        for k, v in enumerate(op.values):
+            self.emit(cuda.StoreOp(self.v(v), regs, self.const(k)))
+        dst = self.emit(cuda.AddressOp(self.v(op.memref), self.linear(op.memref, op.indices)))
+        self.emit(cuda.CallOp("kc_st128", [dst, self.emit(cuda.AddressOp(regs, self.const(0)))]))
+
+    def _regs(self, values, t: Attribute, n: int, hint: str) -> SSAValue:
+        """A local array of n `t`, filled with `values` (when given)."""
+        arr = self.emit(cuda.LocalOp(cuda.ArrayType(n, self.ctype(t))))
+        arr.name_hint = hint
+        for k, v in enumerate(values):
+            self.emit(cuda.StoreOp(self.v(v), arr, self.const(k)))
+        return arr
+
+    def _address0(self, arr: SSAValue) -> SSAValue:
+        return self.emit(cuda.AddressOp(arr, self.const(0)))
+
+    def op_kernel_ldmatrix(self, op: kernel.LdmatrixOp) -> None:
+        """`int frag[4]; kc_ldmatrix_x4(&frag[0], &xs[i]);` then `frag[0..3]`."""
+        n = len(op.res)
+        regs = self._regs([], i32, n, "frag")
+        row = self.emit(cuda.AddressOp(self.v(op.memref), self.linear(op.memref, op.indices)))
+        fn = f"kc_ldmatrix_x{n}" + ("_trans" if op.trans is not None else "")
+        self.emit(cuda.CallOp(fn, [self._address0(regs), row]))
+        self.bind(op.res, [self.emit(cuda.LoadOp(regs, self.const(k))) for k in range(n)])
+
+    def op_kernel_mma(self, op: kernel.MmaOp) -> None:
+        """`kc_mma_16816_f16(&d[0], &a[0], &b[0], &c[0]);` on local arrays of the operands."""
+        args = list(op.args)
+        a = self._regs(args[:4], i32, 4, "fa")
+        b = self._regs(args[4:6], i32, 2, "fb")
+        c = self._regs(args[6:], F32, 4, "fc")
+        d = self._regs([], F32, 4, "fd")
+        fn = "kc_mma_16816_" + ("f16" if op.type == HALF[0] else "bf16")
+        self.emit(cuda.CallOp(fn, [self._address0(x) for x in (d, a, b, c)]))
+        self.bind(op.res, [self.emit(cuda.LoadOp(d, self.const(k))) for k in range(4)])
+
+    def op_kernel_pack_halves(self, op: kernel.PackHalvesOp) -> None:
+        self.bind(op.results, [self.emit(cuda.CallOp("kc_pack_halves",
+                                                     [self.v(op.lo), self.v(op.hi)], i32))])
 
     def op_kernel_cp_async_commit(self, op: Operation) -> None:
         self.emit(cuda.CallOp("kc_cp_async_commit", []))
@@ -362,6 +454,25 @@ class LowerLaunch(RewritePattern):
         rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, 0))
 
 
+def _c_safe_names(module: ModuleOp) -> None:
+    """kernel.func @pow -> @pow_k (and its launches): a name the C headers do not declare."""
+    funcs = [k for k in module.walk() if isinstance(k, kernel.FuncOp)]
+    taken = {k.sym_name.data for k in funcs} | C_TAKEN
+    rename: dict[str, str] = {}
+    for k in funcs:
+        name = k.sym_name.data
+        if name in C_TAKEN or name.startswith(("kc_", "kcpu_", "__")):
+            new, i = f"{name.lstrip('_')}_k", 1
+            while new in taken:
+                new, i = f"{name.lstrip('_')}_k{i}", i + 1
+            taken.add(new)
+            rename[name] = new
+            k.sym_name = StringAttr(new)
+    for la in module.walk():
+        if isinstance(la, kernel.LaunchOp) and la.callee.string_value() in rename:
+            la.callee = SymbolRefAttr(rename[la.callee.string_value()])
+
+
 @dataclass(frozen=True)
 class KernelToCudaPass(ModulePass):
     """Lower every kernel.func and kernel.launch to the cuda dialect."""
@@ -369,6 +480,7 @@ class KernelToCudaPass(ModulePass):
     name = "kernel-to-cuda"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _c_safe_names(op)
         dims = {k.sym_name.data: (k.grid_dims, k.block_dims)
                 for k in op.walk() if isinstance(k, kernel.FuncOp)}
         PatternRewriteWalker(

@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerAttr, MemRefType, ModuleOp, NoneAttr
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    UnitAttr,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -49,6 +58,7 @@ from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import kernel, loop, tile
 from deplo.lowering.legality import ConversionError, check_converted
+from deplo.passes.tile.analysis import known_multiple, may_overhang, stage_vector
 
 INDEX = IndexType()
 AXIS = (kernel.Dim.X, kernel.Dim.Y, kernel.Dim.Z)
@@ -212,11 +222,113 @@ class _KernelLowering:
             return self.lower_load(op)
         if isinstance(op, loop.StoreOp):
             return self.lower_store(op)
+        if isinstance(op, loop.PrivateOp):  # per-thread storage: a local array
+            t = op.result.type
+            self.vmap[op.result] = self.emit(memref.AllocaOp.get(t.element_type, shape=t.get_shape()))
+            self.vmap[op.result].name_hint = op.result.name_hint
+            return
+        if isinstance(op, scf.IfOp):
+            return self.lower_if(op)
+        if isinstance(op, tile.FragmentLoadOp):
+            return self.lower_fragment_load(op)
+        if isinstance(op, tile.MmaOp):
+            new = self.emit(kernel.MmaOp(op.type, [self.vmap[a] for a in op.args])).owner
+            self.vmap.update(zip(op.res, new.results))
+            return
         if op.regions or op.dialect_name() in ("tile", "loop", "kernel"):
             raise ConversionError(
                 f"tile-to-kernel: cannot convert '{op.name}' inside a tile.kernel"
             )
         self.b.insert(op.clone(value_mapper=self.vmap))
+
+    def lower_if(self, op: scf.IfOp) -> None:
+        """A guard of the schedule (`scf.if %in { loop.store ... }`): its regions lowered in place."""
+        regions = []
+        for old in (op.true_region, op.false_region):
+            region = Region([Block()] if old.blocks else [])
+            if old.blocks:
+                with self.nested(region.block):
+                    self.lower_ops(old.block)
+            regions.append(region)
+        new = self.emit(scf.IfOp(self.vmap[op.cond], op.result_types, *regions))
+        for old_res, res in zip(op.results, new.owner.results if new else []):
+            self.vmap[old_res] = res
+
+    def lower_fragment_load(self, op: tile.FragmentLoadOp) -> None:
+        """An `ldmatrix` where the tile is in shared memory with 16-byte aligned rows (each lane
+        addresses one row of an 8 x 8 matrix), else two loads per register (zero past the end
+        of the buffer) packed with kernel.pack_halves. g = lane / 4, t = lane % 4."""
+        kind = op.kind.data
+        if op.source in self.staged:
+            buf, prefix = self.staged[op.source]
+        else:
+            buf, prefix = self.vmap[op.source], []
+        t = op.source.type
+        assert isinstance(t, MemRefType)
+        rows_n, cols_n = t.get_shape()[-2:]
+        lead = [self.vmap[i] for i in op.indices[:-2]]
+        row0, col0 = (self.vmap[i] for i in op.indices[-2:])
+        lane = self.vmap[op.lane]
+        K = tile.FragmentKind
+
+        def at(v: SSAValue, k: int) -> SSAValue:
+            return self.add(v, self.const(k)) if k else v
+
+        def lane_div(d: int) -> SSAValue:
+            return self.emit(arith.DivSIOp(lane, self.const(d)))
+
+        def lane_rem(d: int) -> SSAValue:
+            return self.emit(arith.RemSIOp(lane, self.const(d)))
+
+        aligned = (
+            op.source in self.staged
+            and (cols_n * 2) % 16 == 0
+            and known_multiple(op.indices[-1]) % 8 == 0
+        )
+        if aligned:
+            if kind is K.A:  # x4: rows 0..15 of columns 0..7 (lanes 0..15), then 8..15
+                r, c = at(row0, 0), at(col0, 0)
+                r = self.add(r, lane_rem(16))
+                c = self.add(c, self.mul(lane_div(16), self.const(8)))
+            elif kind is K.B_KN:  # x2 trans: rows k 0..15 (lanes 0..15)
+                r, c = self.add(row0, lane_rem(16)), col0
+            else:  # x2: rows n 0..7 of k 0..7 (lanes 0..7), then of k 8..15 (lanes 8..15)
+                r = self.add(row0, lane_rem(8))
+                half = self.emit(arith.RemSIOp(lane_div(8), self.const(2)))
+                c = self.add(col0, self.mul(half, self.const(8)))
+            new = self.emit(
+                kernel.LdmatrixOp(buf, [*prefix, *lead, r, c], kind.registers, kind is K.B_KN)
+            ).owner
+            self.vmap.update(zip(op.res, new.results))
+            return
+        g, tt = lane_div(4), lane_rem(4)
+        t2 = self.mul(tt, self.const(2))
+        elt = t.element_type
+        zero = self.emit(arith.ConstantOp(FloatAttr(0.0, elt)))
+
+        def element(r: SSAValue, c: SSAValue) -> SSAValue:
+            ok = self.emit(arith.AndIOp(
+                self.emit(arith.CmpiOp(r, self.const(rows_n), "ult")),
+                self.emit(arith.CmpiOp(c, self.const(cols_n), "ult")),
+            ))
+            rc = self.emit(arith.MinSIOp(r, self.const(rows_n - 1)))
+            cc = self.emit(arith.MinSIOp(c, self.const(cols_n - 1)))
+            v = self.emit(memref.LoadOp.get(buf, [*prefix, *lead, rc, cc]))
+            return self.emit(arith.SelectOp(ok, v, zero))
+
+        regs = []
+        for j in range(kind.registers):
+            if kind is K.A:  # (g + 8 (j % 2), 2t + 8 (j / 2)) and the next column
+                r, c = self.add(row0, at(g, 8 * (j % 2))), self.add(col0, at(t2, 8 * (j // 2)))
+                pair = (element(r, c), element(r, at(c, 1)))
+            elif kind is K.B_KN:  # (k = 2t + 8j, n = g) and the next k
+                r, c = self.add(row0, at(t2, 8 * j)), self.add(col0, g)
+                pair = (element(r, c), element(at(r, 1), c))
+            else:  # (n = g, k = 2t + 8j) and the next k
+                r, c = self.add(row0, g), self.add(col0, at(t2, 8 * j))
+                pair = (element(r, c), element(r, at(c, 1)))
+            regs.append(self.emit(kernel.PackHalvesOp(*pair)))
+        self.vmap.update(zip(op.res, regs))
 
     def lower_for(self, lp: tile.ForOp) -> None:
         bind = lp.binding
@@ -236,6 +348,9 @@ class _KernelLowering:
             new = scf.ForOp(
                 lb, self.const(lp.ub.data), self.const(lp.step.data), inits, Region(body)
             )
+            if bind == tile.Bind.UNROLL:
+                new.attributes["unroll"] = UnitAttr()  # `#pragma unroll`
+            self.prefetch_prologue(lp)
             self.emit(new)
             for old, arg in zip(lp.body.block.args, body.args):
                 self.vmap[old] = arg
@@ -284,12 +399,12 @@ class _KernelLowering:
             idx = self.coords(op.access_map(), op.indices)
             self.emit(memref.StoreOp.get(self.vmap[op.value], self.vmap[op.buffer], idx))
 
-        if self.in_thread_loop or self.threads == 1:
-            return store()
+        if self.in_thread_loop or self.threads == 1 or isinstance(op.buffer.owner, loop.PrivateOp):
+            return store()  # (every thread keeps its own copy of a loop.private buffer)
         cond = self.emit(arith.CmpiOp(self.linear_tid(), self.const(0), "eq"))
         self.guarded(cond, store)
 
-    def lower_stage(self, op: tile.StageOp) -> None:
+    def stage_buffer(self, op: tile.StageOp) -> SSAValue:
         rtype = op.result.type
         assert isinstance(rtype, MemRefType)
         shape = list(rtype.get_shape())
@@ -299,20 +414,86 @@ class _KernelLowering:
         )
         buf = self.prelude(("stage", op), lambda: kernel.SharedOp(stype))
         buf.name_hint = op.result.name_hint
+        return buf
+
+    def lower_stage(self, op: tile.StageOp) -> None:
+        buf = self.stage_buffer(op)
         loops = _repeating_loops(op)
+        if _prefetched(op):
+            return self.lower_prefetched_stage(op, buf, loops[0])
         prefix: list[SSAValue] = []
-        if n > 1:
+        if op.buffers.data > 1:
             prefix = [self.parity(loops[0]) if loops else self.const(0)]
-        elif loops:
+        elif loops and not isinstance(op.prev_op, tile.StageOp):
             self.emit(kernel.BarrierOp())  # the previous iteration may still read the buffer
         self.staged[op.result] = (buf, prefix)
-        src = self.vmap[op.source]
         offsets = [
             self.const(o) if isinstance(o, int) else self.vmap[o] for o in op.mixed_offsets()
         ]
+        if self.issue_copy(op, buf, prefix, offsets):
+            self.emit(kernel.CpAsyncCommitOp())
+            self.emit(kernel.CpAsyncWaitOp(0))
+        if not isinstance(op.next_op, tile.StageOp):  # consecutive stages share one barrier
+            self.emit(kernel.BarrierOp())
+
+    def lower_prefetched_stage(self, op: tile.StageOp, buf: SSAValue, lp: tile.ForOp) -> None:
+        """A double-buffered cp.async stage of loop `lp`: iteration t reads the half its previous
+        iteration (or the prologue, see prefetch_prologue) filled. The first such stage of the
+        body waits for every stage's refill (barrier: t-1 read that half), issues iteration
+        t+1's copies into the other half (unless t is the last), commits, waits for all but
+        that group, and waits at a barrier for the copies of every thread."""
+        self.staged[op.result] = (buf, [self.parity(lp)])
+        if isinstance(op.prev_op, tile.StageOp) and _prefetched(op.prev_op):
+            return
+        self.emit(kernel.BarrierOp())
+        iv = self.vmap[lp.iv]
+        nxt = self.emit(arith.AddiOp(iv, self.const(lp.step.data)))
+        more = self.emit(arith.CmpiOp(nxt, self.const(lp.ub.data), "slt"))
+        then = Block()
+        self.emit(scf.IfOp(more, [], Region(then)))
+        with self.nested(then):
+            self.issue_iteration(lp, nxt)
+            self.emit(scf.YieldOp())
+        self.emit(kernel.CpAsyncCommitOp())
+        self.emit(kernel.CpAsyncWaitOp(1))
+        self.emit(kernel.BarrierOp())
+
+    def prefetch_prologue(self, lp: tile.ForOp) -> None:
+        """Before a loop with prefetched stages: the copies of its first iteration, one group."""
+        if any(_prefetched(o) for o in lp.body.block.ops if isinstance(o, tile.StageOp)):
+            self.issue_iteration(lp, self.const(lp.static_lb))
+            self.emit(kernel.CpAsyncCommitOp())
+
+    def issue_iteration(self, lp: tile.ForOp, iv: SSAValue) -> None:
+        """Issue the copies of every prefetched stage of `lp` for the iteration at `iv`: their
+        offsets are recomputed from `iv` (the scalar ops of the body they depend on)."""
+        saved = dict(self.vmap)
+        self.vmap[lp.iv] = iv
+        for o in lp.body.block.ops:
+            if isinstance(o, tile.StageOp) and _prefetched(o):
+                offsets = [
+                    self.const(x) if isinstance(x, int) else self.vmap[x]
+                    for x in o.mixed_offsets()
+                ]
+                half = [self.parity(lp, iv)]
+                self.issue_copy(o, self.stage_buffer(o), half, offsets)
+            elif o.dialect_name() == "arith" and not o.regions:
+                self.lower(o)
+        self.vmap = saved
+
+    def issue_copy(
+        self, op: tile.StageOp, buf: SSAValue, prefix: list[SSAValue], offsets: list[SSAValue]
+    ) -> int:
+        """The block's copy of the slab into `buf` (half `prefix`): a loop strided over the
+        threads, in pieces of 16 bytes where aligned; cp.async pieces when `copy(cp_async)`
+        (returns their element count, 0 for loads and stores). Pieces past the end of the
+        source (a dynamic offset) are zero-filled instead."""
+        rtype = op.result.type
+        assert isinstance(rtype, MemRefType)
+        src = self.vmap[op.source]
         sizes = op.size_list
         vec = self.cp_async_vector(op) if op.copy.data == tile.CopyKind.CP_ASYNC else 0
-        step = max(vec, 1)
+        step = vec or stage_vector(op, 16) or 1  # sync: 16-byte pieces when aligned
         chunk_sizes = sizes[:-1] + [sizes[-1] // step]
         total = math.prod(chunk_sizes)
         body = Block(arg_types=[INDEX])
@@ -338,44 +519,57 @@ class _KernelLowering:
                 coords[-1] = self.mul(coords[-1], self.const(step))
             gidx = [self.add(o, c) for o, c in zip(offsets, coords)]
             sidx = prefix + ([c for c, s in zip(coords, sizes) if s != 1] or [self.const(0)])
-            if vec:
-                nbytes = vec * tile.element_bytes(rtype.element_type)
-                self.emit(kernel.CpAsyncOp(src, gidx, buf, sidx, nbytes))
+            pieces: dict[tuple[SSAValue, int], SSAValue] = {}
+
+            def piece(idx: list[SSAValue], k: int) -> list[SSAValue]:
+                if (idx[-1], k) not in pieces:
+                    pieces[idx[-1], k] = self.add(idx[-1], self.const(k))
+                return idx[:-1] + [pieces[idx[-1], k]]
+
+            def copy() -> None:
+                if vec:
+                    nbytes = vec * tile.element_bytes(rtype.element_type)
+                    self.emit(kernel.CpAsyncOp(src, gidx, buf, sidx, nbytes))
+                    return
+                for k in range(step):  # a piece of `step` elements (kernel-vectorize merges it)
+                    v = self.emit(memref.LoadOp.get(src, piece(gidx, k)))
+                    self.emit(memref.StoreOp.get(v, buf, piece(sidx, k)))
+
+            def zero() -> None:  # the part of a slab past the end of the source reads as zero
+                t = rtype.element_type
+                z = FloatAttr(0.0, t) if isinstance(t, AnyFloat) else IntegerAttr(0, t)
+                zv = self.emit(arith.ConstantOp(z))
+                for k in range(step):
+                    self.emit(memref.StoreOp.get(zv, buf, piece(sidx, k)))
+
+            src_shape = op.source.type.get_shape()
+            checks = [
+                self.emit(arith.CmpiOp(g, self.const(n), "ult"))
+                for g, n, over in zip(gidx, src_shape, may_overhang(op))
+                if over
+            ]
+            if checks:
+                cond = checks[0]
+                for c in checks[1:]:
+                    cond = self.emit(arith.AndIOp(cond, c))
+                then, other = Block(), Block()
+                self.emit(scf.IfOp(cond, [], Region(then), Region(other)))
+                for blk, fill in ((then, copy), (other, zero)):
+                    with self.nested(blk):
+                        fill()
+                        self.emit(scf.YieldOp())
             else:
-                v = self.emit(memref.LoadOp.get(src, gidx))
-                self.emit(memref.StoreOp.get(v, buf, sidx))
+                copy()
             self.emit(scf.YieldOp())
-        if vec:
-            self.emit(kernel.CpAsyncCommitOp())
-            self.emit(kernel.CpAsyncWaitOp(0))
-        if not isinstance(op.next_op, tile.StageOp):  # consecutive stages share one barrier
-            self.emit(kernel.BarrierOp())
+        return vec
 
     def cp_async_vector(self, op: tile.StageOp) -> int:
         """Elements per cp.async (4, 8 or 16 bytes, aligned on both sides), 0 for a plain copy."""
-        src = op.source.type
-        eb = tile.element_bytes(src.element_type)
-        inner = op.size_list[-1]
-        off = op.mixed_offsets()[-1]
-        dst_inner = op.result.type.get_shape()[-1]
-        for nbytes in (16, 4):  # the sizes kc_prelude.cuh provides
-            v = nbytes // eb
-            if nbytes % eb or v < 1:
-                continue
-            if v > 1 and (
-                inner % v
-                or src.get_shape()[-1] % v
-                or dst_inner % v
-                or not isinstance(off, int)
-                or off % v
-            ):
-                continue
-            return v
-        return 0
+        return next((v for nbytes in (16, 4) if (v := stage_vector(op, nbytes))), 0)
 
-    def parity(self, lp: tile.ForOp) -> SSAValue:
+    def parity(self, lp: tile.ForOp, iv: SSAValue | None = None) -> SSAValue:
         """((iv - lb) / step) % 2 of a serial loop: which half a double-buffered stage fills."""
-        iv = self.vmap[lp.iv]
+        iv = self.vmap[lp.iv] if iv is None else iv
         lb = self.vmap[lp.dyn_lb] if lp.dyn_lb is not None else self.const(lp.static_lb)
         k = self.emit(arith.SubiOp(iv, lb))
         if lp.step.data != 1:
@@ -426,6 +620,35 @@ class _Nested:
 
     def __exit__(self, *exc):
         self.low.b = self.saved
+
+
+def _prefetched(op: tile.StageOp) -> bool:
+    """A double-buffered cp.async stage at the top level of a serial loop with static bounds
+    whose offsets come from scalar ops of that body or from outside it: its loop prefetches the
+    next iteration's copy (lower_prefetched_stage)."""
+    lp = op.parent_op()
+    if not (
+        isinstance(lp, tile.ForOp)
+        and op.copy.data == tile.CopyKind.CP_ASYNC
+        and op.buffers.data == 2
+        and lp.binding in (tile.Bind.SERIAL, tile.Bind.UNROLL)
+        and lp.static_lb is not None
+        and (lp.extent or 0) > 1
+        and next((v for n in (16, 4) if (v := stage_vector(op, n))), 0)
+    ):
+        return False
+    body = lp.body.block
+    todo = [o for o in op.mixed_offsets() if not isinstance(o, int)]
+    while todo:
+        v = todo.pop()
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.parent_block() is body:
+            if owner.dialect_name() != "arith" or owner.regions:
+                return False
+            todo.extend(owner.operands)
+        elif isinstance(owner, Block) and owner is not body and body.is_ancestor(owner):
+            return False
+    return True
 
 
 def _repeating_loops(op: Operation) -> list[tile.ForOp]:

@@ -97,7 +97,10 @@ class TirBuilder:
 
 
 def matmul(b: TirBuilder, a: SSAValue, w: SSAValue, out_shape: Sequence[int]) -> SSAValue:
-    """torch.matmul as a broadcast product over (batch..., M, N, K) and a sum over K."""
+    """torch.matmul as a broadcast product over (batch..., M, N, K) and a sum over K; f16/bf16
+    operands are multiplied and summed in float32, rounded once (as torch does)."""
+    like = a.type
+    a, w = _opmath(b, a), _opmath(b, w)
     sa, sw = list(a.type.get_shape()), list(w.type.get_shape())
     a2 = [1, *sa] if len(sa) == 1 else sa
     w2 = [*sw, 1] if len(sw) == 1 else sw
@@ -125,7 +128,7 @@ def matmul(b: TirBuilder, a: SSAValue, w: SSAValue, out_shape: Sequence[int]) ->
     pa = b.index_map(a, am, space)
     pw = b.index_map(w, wm, space)
     prod = b.ew(EK.MUL, pa, pw)
-    r = b.reduce(tir.ReduceKind.ADD, prod, [rank - 1])
+    r = _back(b, b.reduce(tir.ReduceKind.ADD, prod, [rank - 1]), like)
     if list(r.type.get_shape()) == list(out_shape):
         return r
     # squeeze the unit dims that 1-D operands introduced
@@ -216,14 +219,19 @@ def _keep_map(rank: int, dims: Sequence[int]) -> AffineMap:
 
 def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[int],
               keepdim: bool, mean: bool = False) -> SSAValue:
-    """sum / amax / mean over `dims`; keepdim re-inserts them as size-1 dims (an index_map)."""
+    """sum / amax / mean over `dims`; keepdim re-inserts them as size-1 dims (an index_map).
+    f16/bf16 sums and means accumulate in float32, rounded once (as torch does)."""
     if not dims:
         return x
     shape = list(x.type.get_shape())
+    like = x.type
+    if kind == tir.ReduceKind.ADD:
+        x = _opmath(b, x)
     r = b.reduce(kind, x, dims)
     if mean:
         count = math.prod(shape[d] for d in dims)
         r = b.ew(EK.DIV, r, b.full(float(count), r.type))
+    r = _back(b, r, like)
     if not keepdim:
         return r
     kept = [1 if i in dims else n for i, n in enumerate(shape)]
@@ -234,7 +242,11 @@ def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[i
 def linear(b: TirBuilder, x: SSAValue, w: SSAValue, bias: SSAValue | None,
            out_shape: Sequence[int]) -> SSAValue:
     """x @ wᵀ + bias as a product over (lead..., N, K) and a sum over K: w is read transposed
-    by its index_map, never copied."""
+    by its index_map, never copied. f16/bf16: products, sum and bias add in float32, one
+    rounding at the end (as torch does)."""
+    like = x.type
+    x, w = _opmath(b, x), _opmath(b, w)
+    bias = None if bias is None else _opmath(b, bias)
     sx = list(x.type.get_shape())
     n, k = w.type.get_shape()
     space = [*sx[:-1], n, k]
@@ -244,9 +256,9 @@ def linear(b: TirBuilder, x: SSAValue, w: SSAValue, bias: SSAValue | None,
     wm = AffineMap(rank, 0, (d(rank - 2), d(rank - 1)))
     prod = b.ew(EK.MUL, b.index_map(x, xm, space), b.index_map(w, wm, space))
     y = b.reduce(tir.ReduceKind.ADD, prod, [rank - 1])
-    if bias is None:
-        return y
-    return b.ew(EK.ADD, y, b.broadcast(bias, out_shape))
+    if bias is not None:
+        y = b.ew(EK.ADD, y, b.broadcast(bias, out_shape))
+    return _back(b, y, like)
 
 
 def softmax(b: TirBuilder, x: SSAValue, dim: int) -> SSAValue:

@@ -38,11 +38,25 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "tir-to-loop": ("lowering.tir_to_loop", "TirToLoopPass"),
     "loop-fuse": ("passes.loop.fuse", "LoopFusePass"),
     "loop-simplify": ("passes.loop.simplify", "LoopSimplifyPass"),
+    "loop-merge-reductions": ("passes.loop.merge_reductions", "LoopMergeReductionsPass"),
+    "loop-online-softmax": ("passes.loop.online_softmax", "LoopOnlineSoftmaxPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
     "tile-cooperative-reduce": ("passes.tile.cooperative_reduce", "TileCooperativeReducePass"),
     "tile-map-threads": ("passes.tile.map_threads", "TileMapThreadsPass"),
     "tile-stage-inputs": ("passes.tile.stage_inputs", "TileStageInputsPass"),
+    "tile-split-k": ("passes.tile.split_k", "TileSplitKPass"),
+    "tile-tensor-core": ("passes.tile.tensor_core", "TileTensorCorePass"),
+    "tile-register-tile": ("passes.tile.register_tile", "TileRegisterTilePass"),
+    "tile-map-2d": ("passes.tile.map_2d", "TileMap2dPass"),
+    "tile-chunk-reduce": ("passes.tile.chunk_reduce", "TileChunkReducePass"),
+    "tile-stage-chunks": ("passes.tile.stage_chunks", "TileStageChunksPass"),
+    "tile-pad-shared": ("passes.tile.pad_shared", "TilePadSharedPass"),
+    "tile-double-buffer": ("passes.tile.double_buffer", "TileDoubleBufferPass"),
+    "tile-cp-async": ("passes.tile.cp_async", "TileCpAsyncPass"),
+    "tile-unroll": ("passes.tile.unroll", "TileUnrollPass"),
+    "kernel-vectorize": ("passes.kernel.vectorize", "KernelVectorizePass"),
+    "kernel-remove-barriers": ("passes.kernel.remove_barriers", "KernelRemoveBarriersPass"),
     "tile-to-kernel": ("lowering.tile_to_kernel", "TileToKernelPass"),
     "kernel-to-cuda": ("lowering.kernel_to_cuda", "KernelToCudaPass"),
 }
@@ -61,18 +75,33 @@ _TO_TIR = [
 ]
 _TO_LOOP = _TO_TIR + [
     "tir-to-loop",  # one loop nest (loop.kernel) per tir op
-    "loop-fuse",  # inline elementwise producers, hoist reductions: few kernels
+    "loop-fuse",  # epilogues, inline elementwise producers, hoist reductions: few kernels
+    "loop-merge-reductions",  # sibling reduce loops over one range: one pass over the data
+    "loop-online-softmax",  # softmax max+sum in one pass; attention's PV carried (flash)
+    "loop-fuse",  # again: attention scores now fuse into the flash loop (read once per s)
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [
     "loop-to-tile",  # trivial schedule: one block of one thread, all loops serial
+    "tile-split-k",  # tall-skinny matmul: K in slices on block.z + a kernel adding them up
+    "tile-tensor-core",  # fp16/bf16 matmul: warps of mma.sync m16n8k16 on fragments
+    "tile-register-tile",  # matmul-like: an m x n tile of outputs per thread
+    "tile-map-2d",  # matmul-like: a 2-D grid of 2-D blocks over the output
+    "tile-chunk-reduce",  # matmul-like: K in chunks, the unit of staging
+    "tile-stage-chunks",  # matmul-like: each chunk's A and B tiles in shared memory
     "tile-map-grid",  # outer free axes -> blocks
     "tile-cooperative-reduce",  # reduce-heavy kernels: strided thread loop + tile.combine
     "tile-map-threads",  # remaining innermost free axis -> threads (strided if long)
     "tile-stage-inputs",  # slabs read more than once -> shared memory
+    "tile-pad-shared",  # rows of 2-D stages padded off the bank alignment
+    "tile-double-buffer",  # stages in loops alternate two buffers
+    "tile-cp-async",  # stages in loops copy with cp.async (prefetching with two buffers)
+    "tile-unroll",  # short innermost loops unrolled
 ]
 _TO_KERNEL = _TO_TILE + [
     "tile-to-kernel",  # thread ids, shared buffers, barriers, shuffles
+    "kernel-vectorize",  # aligned runs of 16 bytes of accesses -> 128-bit loads / stores
+    "kernel-remove-barriers",  # barriers that order no conflicting accesses
 ]
 _TO_CUDA = _TO_KERNEL + [
     "kernel-to-cuda",  # C++ syntax tree; print it with -t cuda

@@ -1,5 +1,6 @@
 """Run a CUDA-level module: print its `.cu`, build it for the CPU shim or the GPU, and replay the
-host function (`memref.alloc` + launches) on numpy buffers.
+host functions (`memref.alloc`, launches, calls of other host functions such as a
+decoder layer) on numpy buffers.
 
 Why the host function is replayed here rather than printed as C++: the same launch sequence
 must drive both runtimes, and buffers poisoned with NaN at allocation make a kernel that forgets
@@ -12,9 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import BFloat16Type, MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 
+from deplo.dialects import cuda
 from deplo.lowering.emit_cuda import emit_cuda, kernel_signatures, launch_plan
 from deplo.runtime.ctypes_map import C_TO_NUMPY, MLIR_TO_C
 
@@ -30,8 +32,40 @@ def host_function(module: ModuleOp, entry: str = "main") -> func.FuncOp:
     raise ValueError(f"no host function @{entry} in the module")
 
 
+def poisoned(t: MemRefType) -> np.ndarray:
+    """A fresh buffer for `memref.alloc`: NaN (bf16: its NaN bit pattern), integers at their
+    minimum, booleans false."""
+    dt = numpy_dtype(t)
+    shape = tuple(t.get_shape())
+    if isinstance(t.element_type, BFloat16Type):
+        return np.full(shape, 0x7FC0, dtype=dt)
+    if dt.kind == "f":
+        return np.full(shape, np.nan, dtype=dt)
+    if dt.kind == "b":
+        return np.zeros(shape, dtype=dt)
+    return np.full(shape, np.iinfo(dt).min, dtype=dt)
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float values -> bf16 bit patterns (uint16), rounded to nearest even; uint16 passes."""
+    a = np.asarray(x)
+    if a.dtype == np.uint16:
+        return a.copy()
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    return np.where(np.isnan(a), np.uint32(0x7FC0), rounded).astype(np.uint16)
+
+
+def from_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16) -> float32 holding the same values."""
+    return (np.asarray(x).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
 class CudaExecutable:
-    """Executable for the `cuda` level: `.run(inputs) -> outputs` on target "cpu" or "gpu"."""
+    """Executable for the `cuda` level: `.run(inputs) -> outputs` on target "cpu" or "gpu".
+
+    bf16 buffers cross the boundary as float32 arrays (inputs are rounded to bf16; uint16 bit
+    patterns are taken as they are), like the interpreters' convention."""
 
     def __init__(self, module: ModuleOp, target: str = "cpu", schedule: str = "LR-fwd",
                  arch: str = "sm_90"):
@@ -39,6 +73,7 @@ class CudaExecutable:
         self.source = emit_cuda(module)
         self.signatures = kernel_signatures(module)
         self.plan = launch_plan(module)
+        self.functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         self.main = host_function(module)
         self.target = target
         self.schedule = schedule
@@ -55,26 +90,44 @@ class CudaExecutable:
             raise ValueError(f"unknown target {target!r} (cpu or gpu)")
 
     def run(self, inputs: Sequence[np.ndarray], schedule: str | None = None) -> list[np.ndarray]:
+        """Replay `@main` on copies of `inputs`; `schedule` picks the CPU fiber schedule."""
         args = self.main.body.block.args
         if len(inputs) != len(args):
             raise ValueError(f"@main takes {len(args)} buffers, got {len(inputs)}")
-        env: dict[SSAValue, np.ndarray] = {}
+        buffers = []
         for a, x in zip(args, inputs):
-            want = numpy_dtype(a.type)
             shape = tuple(a.type.get_shape())
             if tuple(np.shape(x)) != shape:
                 raise ValueError(f"input %{a.name_hint}: expected shape {shape}, got {np.shape(x)}")
-            env[a] = np.ascontiguousarray(x, dtype=want).copy()
-        for op in self.main.body.block.ops:
-            if isinstance(op, memref.AllocOp):
-                t = op.memref.type
-                env[op.memref] = np.full(t.get_shape(), np.nan, dtype=numpy_dtype(t))
-        for launch in self.plan:
-            buffers = [env[v] for v in launch.args]
-            kwargs = {"smem_bytes": launch.smem}
-            if self.target == "cpu":
-                kwargs["schedule"] = schedule or self.schedule
-            self._mod.launch(launch.kernel, tuple(launch.grid), tuple(launch.block), buffers, **kwargs)
+            if isinstance(a.type.element_type, BFloat16Type):
+                buffers.append(to_bf16_bits(x))
+            else:
+                buffers.append(np.ascontiguousarray(x, dtype=numpy_dtype(a.type)).copy())
+        outs = self.call(self.main, buffers, schedule or self.schedule)
         ret = self.main.body.block.last_op
-        assert isinstance(ret, func.ReturnOp)
-        return [env[v] for v in ret.arguments]
+        return [from_bf16_bits(o) if isinstance(v.type.element_type, BFloat16Type) else o
+                for v, o in zip(ret.operands, outs)]
+
+    def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str) -> list[np.ndarray]:
+        """Execute one host function: allocations, launches, calls of other host functions."""
+        env: dict[SSAValue, np.ndarray] = dict(zip(fn.body.block.args, buffers, strict=True))
+        for op in fn.body.block.ops:
+            if isinstance(op, memref.AllocOp):
+                env[op.memref] = poisoned(op.memref.type)
+            elif isinstance(op, cuda.LaunchOp):
+                kwargs = {"smem_bytes": op.smem.value.data}
+                if self.target == "cpu":
+                    kwargs["schedule"] = schedule
+                self._mod.launch(op.callee.string_value(), tuple(op.grid_dims),
+                                 tuple(op.block_dims), [env[v] for v in op.args], **kwargs)
+            elif isinstance(op, func.CallOp):
+                callee = self.functions.get(op.callee.root_reference.data)
+                if callee is None:
+                    raise ValueError(f"host: no function @{op.callee.root_reference.data}")
+                results = self.call(callee, [env[v] for v in op.arguments], schedule)
+                env.update(zip(op.results, results, strict=True))
+            elif isinstance(op, func.ReturnOp):
+                return [env[v] for v in op.arguments]
+            else:
+                raise NotImplementedError(f"host: cannot execute '{op.name}' in @{fn.sym_name.data}")
+        raise ValueError(f"host: @{fn.sym_name.data} has no func.return")

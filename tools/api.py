@@ -90,6 +90,17 @@ class Compiled:
 
         return emit_cuda(self.module("cuda"))
 
+    def ptxas(self, arch: str = "sm_90") -> dict:
+        """Kernel name -> PtxasReport (registers, static smem, spills, stack) of the `.cu`
+        compiled by NVRTC for `arch`, spills reported rather than errors (cached on disk), in
+        the order of the kernels in the `.cu`."""
+        from deplo.lowering.emit_cuda import kernel_signatures
+        from deplo.runtime.gpu import compile_cubin
+
+        reports = compile_cubin(self.cuda_source, arch=arch, spills_are_errors=False).kernels
+        order = [k for k in kernel_signatures(self.module("cuda")) if k in reports]
+        return {k: reports[k] for k in [*order, *(k for k in reports if k not in order)]}
+
     def executable(self, target: str = "cpu", level: str | None = None):
         """An object with `.run(inputs) -> outputs`: target cpu/gpu (the .cu) or interp (IR)."""
         if target == "interp":

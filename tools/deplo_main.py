@@ -8,6 +8,9 @@
     deplo compile Qwen/Qwen2.5-7B --ir tensor           # a model id (offline) or an HF directory
     deplo compile ./tiny-llama --ir loop -v --num-layers 2
     deplo run ./tiny-llama --target interp --ir tensor --check   # logits vs transformers
+    deplo compile -c EXPR --ir cuda -v               # + ptxas registers/smem/spills per kernel
+    deplo bisect -c EXPR | MODEL                     # the first pass after which it mismatches
+    deplo bench --suite llm --dtype bf16 --seq 128 -o bench.json   # timed where a GPU is
 
 User errors (an expression that does not evaluate, an unsupported op, malformed IR, a g++ or
 NVRTC failure, no GPU) print one clear message and exit 1 — never a traceback.
@@ -53,6 +56,29 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="compare with PyTorch eager")
     r.add_argument("--schedules", default=None,
                    help="CPU runtime thread schedules, comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
+
+    bi = sub.add_parser("bisect", help="run after every pass on the CPU and name the first pass "
+                                       "after which the result no longer matches PyTorch")
+    _add_source(bi)
+    bi.add_argument("-p", "--pipeline", default="to-cuda",
+                    help="the passes to check, a named pipeline or a pass list (default to-cuda)")
+    bi.add_argument("--all", action="store_true", help="keep going after the first mismatch")
+
+    b = sub.add_parser("bench", help="the kernel benchmark suite: static figures without a GPU, "
+                                     "timings against PyTorch eager and torch.compile with one")
+    b.add_argument("--suite", choices=["llm", "tiny"], default="llm",
+                   help="llm: TinyLlama-1.1B and Qwen2.5-7B layer kernels; tiny: small shapes")
+    b.add_argument("--dtype", default="fp32,bf16", help="comma-separated: fp32, bf16, fp16")
+    b.add_argument("--seq", default=None, help="comma-separated sequence lengths (llm: 32,128,512)")
+    b.add_argument("--model", default=None, help="comma-separated model names (default: the suite's)")
+    b.add_argument("--kernel", default=None, help="comma-separated kernel names (default: all)")
+    b.add_argument("-o", "--output", default=None, help="write the JSON report to this file")
+    b.add_argument("--arch", default="sm_90", help="NVRTC target of the static figures")
+    b.add_argument("--no-gpu", action="store_true", help="static figures only, even with a GPU")
+    b.add_argument("--warmup", type=int, default=10, help="untimed runs before timing")
+    b.add_argument("--iters", type=int, default=50, help="timed runs (the median is reported)")
+    b.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
+    b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
     return parser
 
 
@@ -91,6 +117,49 @@ def cmd_compile(args) -> int:
             f.write(text)
     else:
         sys.stdout.write(text)
+    if level == "cuda" and args.verbose:
+        for name, r in compiled.ptxas("sm_90").items():
+            print(f"deplo: ptxas sm_90 {name}: registers {r.registers}, smem {r.smem_bytes} bytes "
+                  f"(static), spills {r.spill_stores}/{r.spill_loads} bytes (stores/loads), "
+                  f"stack {r.stack_bytes} bytes, barriers {r.barriers}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from deplo.runtime.bench import KERNELS, MODELS, llm_suite
+    from deplo.tools.bench import format_table, print_progress, run_bench, write_json
+
+    def csv(text: str | None) -> list[str]:
+        return [t.strip() for t in text.split(",") if t.strip()] if text else []
+
+    models = None
+    if args.model:
+        unknown = [m for m in csv(args.model) if m not in MODELS]
+        if unknown:
+            print(f"deplo: error: unknown model {unknown[0]!r}; choose from "
+                  f"{', '.join(MODELS)}", file=sys.stderr)
+            return 1
+        models = [MODELS[m] for m in csv(args.model)]
+    try:
+        seqs = [int(s) for s in csv(args.seq)] or None
+        cases = llm_suite(csv(args.dtype), seqs, models, suite=args.suite)
+    except ValueError as e:
+        print(f"deplo: error: {e}", file=sys.stderr)
+        return 1
+    if args.kernel:
+        if unknown := [k for k in csv(args.kernel) if k not in KERNELS]:
+            print(f"deplo: error: unknown kernel {unknown[0]!r}; choose from "
+                  f"{', '.join(KERNELS)}", file=sys.stderr)
+            return 1
+        cases = [c for c in cases if c.kernel in csv(args.kernel)]
+    report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None,
+                       warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
+                       progress=None if args.quiet else print_progress)
+    if args.output:
+        write_json(report, args.output)
+    print(format_table(report))
+    if args.output:
+        print(f"wrote {args.output}")
     return 0
 
 
@@ -138,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     from deplo.tools.errors import user_errors
 
     with user_errors("deplo") as status:
-        return {"compile": cmd_compile, "run": cmd_run}[args.command](args)
+        if args.command == "bisect":
+            from deplo.tools.bisect import cmd_bisect
+
+            return cmd_bisect(args, _compile(args, runnable=True))
+        return {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench}[args.command](args)
     return status.code
 
 

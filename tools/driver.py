@@ -1,6 +1,7 @@
 """Compile a captured program through the named pipelines, with -v / -vv reporting.
 
-`-v` lists every pass run (and the kernel count after loop fusion); `-vv` prints each pass as a
+`-v` lists every pass run (and the kernel count after loop fusion), then the loop kernels (name,
+loop nest, buffers read and written: tools/kernel_list.py); `-vv` prints each pass as a
 unified diff of the IR between `>>> pass-name` and `<<< pass-name` markers.
 """
 
@@ -66,6 +67,11 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
             return
         if verbose >= 1:
             print(f"deplo: ran {prev.name}{_kernel_summary(mod)}", file=out)
+            if nxt is None or nxt.name == "loop-to-tile":  # the last loop-level pass
+                from deplo.tools.kernel_list import kernel_list
+
+                for line in kernel_list(mod):
+                    print(f"deplo: {line}", file=out)
         if verbose >= 2:
             after = str(mod)
             diff = difflib.unified_diff(

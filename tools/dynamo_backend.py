@@ -34,10 +34,18 @@ def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tenso
     compiled = Compiled(program)
     exe = compiled.executable(target, level="loop" if target == "interp" else None)
     weights = list(program.params)
+    main = next(f for f in program.module.ops if getattr(f, "sym_name", None)
+                and f.sym_name.data == "main")
+    # bf16 crosses into the runtimes as float32 (numpy has no bf16) and comes back as bf16
+    bf16_out = [str(t.element_type) == "bf16" for t in main.function_type.outputs.data]
+
+    def numpy_of(a: torch.Tensor) -> np.ndarray:
+        a = a.detach().cpu()
+        return (a.float() if a.dtype == torch.bfloat16 else a).numpy()
 
     def run(*args: torch.Tensor):
-        inputs = [a.detach().cpu().numpy() for a in args] + weights
-        outputs = exe.run(inputs)
-        return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outputs)
+        outputs = exe.run([numpy_of(a) for a in args] + weights)
+        return tuple(torch.from_numpy(np.ascontiguousarray(o)).to(torch.bfloat16) if bf else
+                     torch.from_numpy(np.ascontiguousarray(o)) for o, bf in zip(outputs, bf16_out))
 
     return run

@@ -1,22 +1,45 @@
 """loop-fuse: merge producer nests into their consumers so intermediates are never written.
 
-The rule (why fusion is not blind): a producer kernel P writes buffer T, a later kernel C reads it.
-- P is *pointwise* (its free nest has no inner loop): every `loop.load` of T in C is replaced by
-  P's scalar body at that index. Each element of T costs what one load of it cost (P's own
-  loads), so inlining never multiplies global reads, even inside C's reduce loop — this is how
-  the broadcast product of a matmul is never materialized.
-- P contains a *reduction*: it is computed once per element of T, so it may only move to a point
-  in C where each element is needed exactly once: every load of T must index T by distinct loop
-  variables of C (a projected permutation), and every loop enclosing the insertion point must be
-  one of them. P's body is then placed at the start of the innermost of those loops (RMSNorm's
-  sum of squares lands at the start of the row loop; a matmul's K loop lands in front of its relu
-  epilogue). Otherwise the pair stays two kernels.
+The rule — fusion is not blind: a kernel never ends up reading more global data, or recomputing a
+reduction more often, than the unfused pair did. A producer kernel P writes buffer T, a later
+kernel C reads it:
+
+1. Pointwise P (its free nest has no inner loop) is inlined: every `loop.load` of T in C becomes
+   P's scalar body at that index (affine maps composed). Each element of T costs what one load
+   of it cost (P's own loads), so this never multiplies global reads, even inside C's reduce
+   loop — the broadcast product of a matmul is never materialized.
+2. P with a reduction moves into C only where each element of T is needed once: every load of
+   T indexes it by distinct loop variables of C (or 0 along a size-1 dim), and every loop around
+   the insertion point — the start of the innermost of those loops — is one of them. RMSNorm's
+   sum of squares lands at the start of the row loop; a matmul's K loop in front of its
+   epilogue. A perfect nest of C's free loops may be interchanged first so the loops indexing T
+   come outermost (softmax over a leading dim). Otherwise the pair stays two kernels.
+3. Epilogues first: a reduction whose only reader reads each element once, in place, is moved
+   into that reader before anything else (the bias or residual add of a projection, silu(gate)
+   · up, attention's scale and mask): a later consumer cannot pull the epilogue into its own K
+   loop and strand the reduction as a kernel of its own.
+4. A reduction that other kernels read too is written out for them; a consumer computes it
+   again only when it reads no global data the consumer does not read anyway (its inputs,
+   looking through pointwise producers, are a subset of the consumer's): the RMSNorm statistic
+   in each of q, k, v — cheap, cache-resident, and one kernel less. `recompute-reductions=false`
+   writes it once instead (one more kernel). A matmul read by two kernels is never recomputed.
+5. A concat (one nest per input) read at a plain loop index along its dim is inlined as
+   `select(i < off1, part0, select(i < off2, part1, ...))`, each part read at a wrapped, always
+   in-bounds index (`inline-concat`): rotate_half's cat costs a second load of the same row
+   instead of a round trip through memory. Read any other way, it is materialized.
+6. Consumers are visited last to first and each absorbs its whole producer chain first, so a
+   reduction lands in its final consumer rather than in an intermediate broadcast.
+7. A producer that uses a loop index as a value (an iota's `index_cast`) fuses only where every
+   load of T reads that coordinate at a plain loop index of C, which then stands for it.
 
     loop.launch @matmul(%p, %mm) ; loop.launch @relu(%mm, %out)
   ->
     loop.launch @relu_matmul(%x, %w, %out)  // K loop at the top of the (i, j) body, then max
 
-Fusion repeats to a fixpoint; producers and buffers left without readers are erased.
+Fusion repeats to a fixpoint; producers and buffers left without readers are erased; buffers
+the function returns are always written. The pipeline runs this pass twice: after
+`loop-online-softmax` attention scores are read once per key, and rule 2 moves their q·k loop
+into the flash loop.
 """
 
 from __future__ import annotations
@@ -41,6 +64,19 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from deplo.dialects import loop
+from deplo.passes.loop.fusion_rules import (
+    ConcatNests,
+    concat_parts,
+    free_nest_order_for,
+    hoist_point,
+    index_constant,
+    outer_free_nest,
+    permute_free_nest,
+    readers,
+    reads_each_element_once_in_place,
+    sources,
+    wrapped_coordinate,
+)
 
 # ---------------------------------------------------------------------------------------------
 # kernel shape queries
@@ -175,44 +211,22 @@ def clone_producer_body(
 # the pattern
 
 
-def _enclosing_loops(op: Operation) -> list[loop.ForOp]:
-    return list(loop.enclosing_ops(op, loop.ForOp))
-
-
 def _hoist_point(load: loop.LoadOp, kernel: loop.KernelOp) -> InsertPoint | None:
     """Where a reduction producer can be computed exactly once per element of T, or None."""
-    m = load.access_map()
-    used: list[SSAValue] = []
-    for e in m.results:
-        if not isinstance(e, AffineDimExpr):
-            return None
-        v = load.indices[e.position]
-        if v in used:
-            return None
-        used.append(v)
-    loops = []
-    for v in used:
-        owner = v.owner if isinstance(v.owner, Block) else None
-        parent = owner.parent_op() if owner is not None else None
-        if not isinstance(parent, loop.ForOp) or v is not parent.iv:
-            return None
-        loops.append(parent)
-    enclosing = _enclosing_loops(load)
-    if not loops:
-        return None
-    innermost = next(f for f in enclosing if f in loops)
-    chain = [innermost, *_enclosing_loops(innermost)]
-    if set(map(id, chain)) != set(map(id, loops)):
-        return None
-    return InsertPoint.at_start(innermost.body.block)
+    shape = load.buffer.type.get_shape()
+    return hoist_point(list(load.indices), load.access_map(), load, shape)
 
 
 def _base(name: str) -> str:
     return re.sub(r"_\d+$", "", name)
 
 
+@dataclass
 class FuseProducer(RewritePattern):
     """Fuse one producer launch into the consumer launch being visited (see the module doc)."""
+
+    recompute_reductions: bool = True
+    inline_concat: bool = True
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, launch: loop.LaunchOp, rewriter: PatternRewriter) -> None:
@@ -250,6 +264,13 @@ class FuseProducer(RewritePattern):
                 continue
             pkernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
             nest = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
+            if nest is None and self.inline_concat and isinstance(pkernel, loop.KernelOp):
+                cat = concat_parts(pkernel)
+                if (cat is not None and p_launch.args[cat.out_index] is t
+                        and _fuse_concat(launch, consumer, i, p_launch, cat, rewriter)):
+                    _cleanup(module, host, t, p_launch, pkernel, rewriter)
+                    return True
+                continue
             if nest is None or p_launch.args[nest.out_index] is not t:
                 continue
             if self._fuse(launch, consumer, i, p_launch, nest, rewriter):
@@ -264,6 +285,14 @@ class FuseProducer(RewritePattern):
             return False
         points = {}
         if nest.has_reduction:
+            # read by other kernels too, it is computed again here (and written out for them)
+            # only when that reads no global data the consumer does not read anyway
+            others = [r for r in readers(p_launch.args[nest.out_index], p_launch)
+                      if r is not launch]
+            if others and not (self.recompute_reductions and sources(p_launch) <= sources(launch)):
+                return False
+            if any(_hoist_point(ld, consumer) is None for ld in loads):
+                _reorder_for_hoist(consumer, loads)
             for ld in loads:
                 p = _hoist_point(ld, consumer)
                 if p is None:
@@ -276,29 +305,9 @@ class FuseProducer(RewritePattern):
             exprs = dict(zip(nest.ivs, ld.access_map().results))
             if any(not isinstance(exprs[iv], AffineDimExpr) for iv in direct):
                 return False
-        # P's inputs become consumer arguments (reusing ones the consumer already has)
-        # (inserted where T was, so the consumer's inputs stay ahead of its outputs)
-        mapper: dict[SSAValue, SSAValue] = {}
+        mapper, operands = _adopt_inputs(launch, consumer, i, p_launch, nest.kernel,
+                                         nest.out_index, rewriter)
         block = consumer.body.block
-        operands = list(launch.operands)
-        pos = i
-        for j, (parg, hval) in enumerate(zip(nest.kernel.args, p_launch.args)):
-            if j == nest.out_index:
-                continue
-            existing = next((k for k, v in enumerate(operands) if v is hval), None)
-            if existing is not None:
-                mapper[parg] = block.args[existing]
-                continue
-            new = block.insert_arg(parg.type, pos)
-            new.name_hint = parg.name_hint
-            operands.insert(pos, hval)
-            mapper[parg] = new
-            pos += 1
-        top = InsertPoint.at_start(block)
-        for c in nest.kernel.body.block.ops:
-            if isinstance(c, arith.ConstantOp):
-                rewriter.insert(clone := c.clone(), top)
-                mapper[c.result] = clone.result
         done: dict[tuple, SSAValue] = {}
         for ld in loads:
             key = (tuple(ld.indices), ld.access_map())
@@ -323,6 +332,86 @@ class FuseProducer(RewritePattern):
             if b not in a:
                 _rename(consumer, launch, f"{a}_{b}")
         return True
+
+
+def _reorder_for_hoist(consumer: loop.KernelOp, loads: list[loop.LoadOp]) -> None:
+    """Interchange the consumer's outer perfect free nest so the loops that index the reduction
+    come first (softmax over a leading dim: the column loop outside the row loop), when that
+    makes every load hoistable; otherwise leave it as it was."""
+    nest = outer_free_nest(consumer)
+    order = free_nest_order_for(nest, loads)
+    if order is None:
+        return
+    permute_free_nest(nest, order)
+    if any(_hoist_point(ld, consumer) is None for ld in loads):
+        permute_free_nest(nest, [order.index(k) for k in range(len(order))])
+
+
+def _adopt_inputs(launch, consumer, i, p_launch, pkernel, out_index, rewriter):
+    """P's inputs become consumer arguments (reusing ones the consumer already has), inserted
+    where T was so the consumer's inputs stay ahead of its outputs; P's constants are copied to
+    the consumer's top. Returns the map P value -> consumer value and the new launch operands
+    (T still among them)."""
+    mapper: dict[SSAValue, SSAValue] = {}
+    block = consumer.body.block
+    operands = list(launch.operands)
+    pos = i
+    for j, (parg, hval) in enumerate(zip(pkernel.args, p_launch.args)):
+        if j == out_index:
+            continue
+        existing = next((k for k, v in enumerate(operands) if v is hval), None)
+        if existing is not None:
+            mapper[parg] = block.args[existing]
+            continue
+        new = block.insert_arg(parg.type, pos)
+        new.name_hint = parg.name_hint
+        operands.insert(pos, hval)
+        mapper[parg] = new
+        pos += 1
+    top = InsertPoint.at_start(block)
+    for c in pkernel.body.block.ops:
+        if isinstance(c, arith.ConstantOp):
+            rewriter.insert(clone := c.clone(), top)
+            mapper[c.result] = clone.result
+    return mapper, operands
+
+
+def _fuse_concat(launch, consumer, i, p_launch, cat: ConcatNests, rewriter) -> bool:
+    """Inline a concat read at a plain loop index along its dim: each load of T becomes
+    `select(i < off1, part0, select(i < off2, part1, ...))`, part k computed at the wrapped
+    coordinate `(i - offk) mod nk` (always in bounds; its value is used only where it is
+    exact)."""
+    arg = consumer.args[i]
+    loads = [u.operation for u in arg.uses if isinstance(u.operation, loop.LoadOp)]
+    if len(loads) != len(list(arg.uses)):
+        return False
+    if any(not isinstance(ld.access_map().results[cat.dim], AffineDimExpr) for ld in loads):
+        return False
+    mapper, operands = _adopt_inputs(launch, consumer, i, p_launch, cat.kernel, cat.out_index,
+                                     rewriter)
+    bounds = {p.offset: index_constant(consumer, p.offset) for p in cat.parts[1:]}
+    for ld in loads:
+        m = ld.access_map()
+        e = m.results[cat.dim]
+        coord = ld.indices[e.position]
+        values = []
+        for part in cat.parts:
+            exprs = list(m.results)
+            exprs[cat.dim] = wrapped_coordinate(e, part.offset, part.extents[cat.dim])
+            subst = {iv: (list(ld.indices), x) for iv, x in zip(part.ivs, exprs)}
+            nest = ProducerNest(cat.kernel, cat.out_index, part.ivs, part.body, part.stored, False)
+            values.append(clone_producer_body(nest, InsertPoint.before(ld), subst, dict(mapper),
+                                              rewriter))
+        value = values[-1]
+        for part, v in zip(reversed(cat.parts[1:]), reversed(values[:-1])):
+            below = arith.CmpiOp(coord, bounds[part.offset], "ult")
+            sel = arith.SelectOp(below, v, value)
+            rewriter.insert([below, sel], InsertPoint.before(ld))
+            value = sel.result
+        rewriter.replace(ld, [], [value])
+    launch.operands = [v for k, v in enumerate(operands) if k != arg.index]
+    consumer.body.block.erase_arg(arg)
+    return True
 
 
 def _before(a: Operation, b: Operation) -> bool:
@@ -368,6 +457,49 @@ def _cleanup(module, host: Block, t: SSAValue, p_launch, pkernel, rewriter: Patt
         rewriter.erase(pkernel)
 
 
+class FuseIntoEpilogue(RewritePattern):
+    """A reduction whose one reader reads each of its elements once, in place, moves into that
+    reader, which becomes its epilogue (the projection's bias or residual add, silu(gate)·up,
+    attention's scale and mask):
+
+        loop.launch @linear(%x, %w, %y) ; loop.launch @add(%y, %r, %out)
+      ->
+        loop.launch @add_linear(%x, %w, %r, %out)   // K loop, then + r, stored once
+
+    Run before the consumer-driven walk, so a later consumer cannot pull the epilogue away from
+    its reduction and strand the reduction as a kernel of its own."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, r_launch: loop.LaunchOp, rewriter: PatternRewriter) -> None:
+        host, fn = r_launch.parent_block(), r_launch.parent_op()
+        if host is None or not isinstance(fn, func.FuncOp):
+            return
+        rkernel = SymbolTable.lookup_symbol(r_launch, r_launch.callee)
+        nest = producer_nest(rkernel) if isinstance(rkernel, loop.KernelOp) else None
+        if nest is None or not nest.has_reduction:
+            return
+        t = r_launch.args[nest.out_index]
+        users = readers(t, r_launch)
+        if not isinstance(t.owner, memref.AllocOp) or len(users) != 1:
+            return
+        p_launch = users[0]
+        if not isinstance(p_launch, loop.LaunchOp) or not _before(r_launch, p_launch):
+            return
+        if _inputs_overwritten(r_launch, p_launch):
+            return
+        pkernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
+        pn = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
+        at = [k for k, v in enumerate(p_launch.args) if v is t]
+        if pn is None or len(at) != 1 or at[0] in written_args(pkernel):
+            return
+        uses = list(pkernel.args[at[0]].uses)
+        if not all(isinstance(u.operation, loop.LoadOp)
+                   and reads_each_element_once_in_place(u.operation, pn.ivs) for u in uses):
+            return
+        if FuseProducer()._fuse(p_launch, pkernel, at[0], r_launch, nest, rewriter):
+            _cleanup(fn.parent_op(), host, t, r_launch, rkernel, rewriter)
+
+
 class EraseDeadLaunch(RewritePattern):
     """A launch whose every output is a fresh buffer that nothing reads or returns does nothing."""
 
@@ -396,13 +528,26 @@ class EraseDeadLaunch(RewritePattern):
 
 @dataclass(frozen=True)
 class LoopFusePass(ModulePass):
-    """Fuse producer loop nests into consumers (pointwise: inline; reductions: hoist once)."""
+    """Fuse producer loop nests into consumers by the rule in the module docstring: epilogues
+    first, then pointwise producers inlined and reductions hoisted where each element is needed
+    once. Options: `recompute-reductions` (rule 4), `inline-concat` (rule 5), `epilogues`
+    (rule 3)."""
 
     name = "loop-fuse"
 
+    recompute_reductions: bool = True
+    inline_concat: bool = True
+    epilogues: bool = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.epilogues:
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier([FuseIntoEpilogue()], dce_enabled=False),
+                apply_recursively=True,
+            ).rewrite_module(op)
+        fuse = FuseProducer(self.recompute_reductions, self.inline_concat)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([EraseDeadLaunch(), FuseProducer()], dce_enabled=False),
+            GreedyRewritePatternApplier([EraseDeadLaunch(), fuse], dce_enabled=False),
             apply_recursively=True,
             walk_reverse=True,
         ).rewrite_module(op)

@@ -86,4 +86,191 @@ KC_DEVICE void kc_cp_async_wait_all() {
   kc_cp_async_wait(0);
 }
 
-// ---- ldmatrix / mma.sync: not yet (a later issue adds kc_ldmatrix_x4, kc_mma_16816 here) --------
+// ---- 128-bit loads and stores -------------------------------------------------------------------
+// kc_ld128(regs, src) / kc_st128(dst, regs): 16 bytes in one access (LDG.128 / LDS.128 / STG.128 /
+// STS.128). `regs` is a thread's local array (kept in registers when indexed by constants); the
+// memory side must be 16-byte aligned, which the CPU emulation checks.
+#if defined(__CUDACC__)
+template <class T>
+KC_DEVICE void kc_ld128(T* regs, const T* src) {
+  *reinterpret_cast<uint4*>(regs) = *reinterpret_cast<const uint4*>(src);
+}
+template <class T>
+KC_DEVICE void kc_st128(T* dst, const T* regs) {
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(regs);
+}
+#else
+template <class T>
+KC_DEVICE void kc_ld128(T* regs, const T* src) {
+  if (reinterpret_cast<uintptr_t>(src) % 16)
+    kcpu_fail(__FILE__, __LINE__, "kc_ld128: address %p is not 16-byte aligned", (const void*)src);
+  std::memcpy(static_cast<void*>(regs), static_cast<const void*>(src), 16);
+}
+template <class T>
+KC_DEVICE void kc_st128(T* dst, const T* regs) {
+  if (reinterpret_cast<uintptr_t>(dst) % 16)
+    kcpu_fail(__FILE__, __LINE__, "kc_st128: address %p is not 16-byte aligned", (void*)dst);
+  std::memcpy(static_cast<void*>(dst), static_cast<const void*>(regs), 16);
+}
+#endif
+
+// ---- ldmatrix / mma.sync m16n8k16 (sm_80+): tensor-core matmul on fp16 / bf16, fp32 accumulators ---
+// Warp-collective: all 32 lanes of a warp call them together (no divergence). Fragment registers are
+// `int` arrays (two halves each, the low half first), accumulators `float` arrays:
+//   kc_ldmatrix_x4(r, row)        r[j] = lane's pair of matrix j (8 x 8 halves); lane l gives the
+//                                 address of row l % 8 of matrix l / 8 (16-byte aligned, shared);
+//   kc_ldmatrix_x2(r, row)        matrices 0 and 1 (lanes 0..15 give addresses);
+//   kc_ldmatrix_x2_trans(r, row)  the same, each matrix transposed;
+//   kc_mma_16816_f16 / _bf16(d, a, b, c)   d = a * b + c: a 16 x 16 (4 regs), b 16 x 8 (2 regs),
+//                                 c, d 16 x 8 fp32 (4 each), the PTX fragment layouts;
+//   kc_pack_halves(lo, hi)        two halves in one register (fragments read element by element).
+// On the CPU a warp meets in a per-warp scratch area between two __syncwarp()s; the mma adds the 16
+// products of each output in k order with fp32 FMA (tensor cores use their own order: compare with
+// tolerances).
+#if defined(__CUDACC__)
+KC_DEVICE void kc_ldmatrix_x4(int* r, const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kc_smem_u32(row)));
+}
+KC_DEVICE void kc_ldmatrix_x2(int* r, const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(kc_smem_u32(row)));
+}
+KC_DEVICE void kc_ldmatrix_x2_trans(int* r, const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(kc_smem_u32(row)));
+}
+KC_DEVICE void kc_mma_16816_f16(float* d, const int* a, const int* b, const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
+        "f"(c[2]), "f"(c[3]));
+}
+KC_DEVICE void kc_mma_16816_bf16(float* d, const int* a, const int* b, const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
+        "f"(c[2]), "f"(c[3]));
+}
+#if !defined(KC_NO_FP16_HEADERS)
+KC_DEVICE int kc_pack_halves(__half lo, __half hi) {
+  return (int)((unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16));
+}
+KC_DEVICE int kc_pack_halves(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return (int)((unsigned)__bfloat16_as_ushort(lo) | ((unsigned)__bfloat16_as_ushort(hi) << 16));
+}
+#endif
+#else
+namespace kc_warp {
+// The calling thread's lane and warp (linear thread id within the block / 32).
+inline unsigned linear() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+struct Scratch {  // one per warp of the block (thread_local = per block being run)
+  const char* rows[32];
+  int a[32][4];
+  int b[32][2];
+};
+inline Scratch& scratch() {
+  static thread_local Scratch s[32];
+  return s[linear() / 32];
+}
+inline void share_row(const void* row, const char* what) {
+  if (reinterpret_cast<uintptr_t>(row) % 16)
+    kcpu_fail(__FILE__, __LINE__, "%s: row address %p is not 16-byte aligned", what, row);
+  scratch().rows[linear() % 32] = static_cast<const char*>(row);
+  __syncwarp();
+}
+inline unsigned short half_at(const char* row, unsigned col) {
+  unsigned short h;
+  std::memcpy(&h, row + 2 * col, 2);
+  return h;
+}
+inline void ldmatrix(int* r, const void* row, int n, bool trans, const char* what) {
+  share_row(row, what);
+  Scratch& s = scratch();
+  unsigned l = linear() % 32, g = l / 4, t = l % 4;
+  for (int j = 0; j < n; ++j) {
+    unsigned lo, hi;
+    if (trans) {  // (row 2t, col g) and (row 2t + 1, col g) of matrix j
+      lo = half_at(s.rows[8 * j + 2 * t], g);
+      hi = half_at(s.rows[8 * j + 2 * t + 1], g);
+    } else {  // (row g, cols 2t and 2t + 1)
+      lo = half_at(s.rows[8 * j + g], 2 * t);
+      hi = half_at(s.rows[8 * j + g], 2 * t + 1);
+    }
+    r[j] = (int)(lo | (hi << 16));
+  }
+  __syncwarp();  // nobody shares the next rows before every lane has read these
+}
+#if KCPU_CUDA_HEADERS
+inline float f16_bits(unsigned short h) {
+  __half x;
+  std::memcpy(static_cast<void*>(&x), &h, 2);
+  return __half2float(x);
+}
+#endif
+inline float bf16_bits(unsigned short h) {
+  unsigned u = (unsigned)h << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline void mma(float* d, const int* a, const int* b, const float* c, float (*cvt)(unsigned short)) {
+  Scratch& s = scratch();
+  unsigned l = linear() % 32, g = l / 4, t = l % 4;
+  std::memcpy(s.a[l], a, sizeof s.a[l]);
+  std::memcpy(s.b[l], b, sizeof s.b[l]);
+  __syncwarp();
+  auto half = [](int reg, unsigned k) { return (unsigned short)((unsigned)reg >> (16 * (k % 2))); };
+  float out[4];
+  for (int i = 0; i < 4; ++i) {
+    unsigned row = g + 8 * (i / 2), col = 2 * t + i % 2;
+    float acc = c[i];
+    for (unsigned k = 0; k < 16; ++k) {
+      int areg = s.a[(row % 8) * 4 + (k % 8) / 2][(row / 8) + 2 * (k / 8)];
+      int breg = s.b[col * 4 + (k % 8) / 2][k / 8];
+      acc = fmaf(cvt(half(areg, k)), cvt(half(breg, k)), acc);
+    }
+    out[i] = acc;
+  }
+  __syncwarp();
+  std::memcpy(d, out, sizeof out);
+}
+}  // namespace kc_warp
+KC_DEVICE void kc_ldmatrix_x4(int* r, const void* row) {
+  kc_warp::ldmatrix(r, row, 4, false, "kc_ldmatrix_x4");
+}
+KC_DEVICE void kc_ldmatrix_x2(int* r, const void* row) {
+  kc_warp::ldmatrix(r, row, 2, false, "kc_ldmatrix_x2");
+}
+KC_DEVICE void kc_ldmatrix_x2_trans(int* r, const void* row) {
+  kc_warp::ldmatrix(r, row, 2, true, "kc_ldmatrix_x2_trans");
+}
+#if KCPU_CUDA_HEADERS
+KC_DEVICE void kc_mma_16816_f16(float* d, const int* a, const int* b, const float* c) {
+  kc_warp::mma(d, a, b, c, kc_warp::f16_bits);
+}
+#endif
+KC_DEVICE void kc_mma_16816_bf16(float* d, const int* a, const int* b, const float* c) {
+  kc_warp::mma(d, a, b, c, kc_warp::bf16_bits);
+}
+#if KCPU_CUDA_HEADERS
+KC_DEVICE int kc_pack_halves(__half lo, __half hi) {
+  unsigned short a, b;
+  std::memcpy(&a, &lo, 2);
+  std::memcpy(&b, &hi, 2);
+  return (int)((unsigned)a | ((unsigned)b << 16));
+}
+KC_DEVICE int kc_pack_halves(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  unsigned short a, b;
+  std::memcpy(&a, &lo, 2);
+  std::memcpy(&b, &hi, 2);
+  return (int)((unsigned)a | ((unsigned)b << 16));
+}
+#endif
+#endif

@@ -311,6 +311,32 @@ def _coords(interp: Interpreter, op: loop.LoadOp | loop.StoreOp, idx: list[Any],
     return coords
 
 
+class PrivateBuffer:
+    """A `loop.private` buffer under vectorized free loops: one copy per lane of the free loops
+    around it, stored as `data[lane..., coords...]`; accesses prepend the lane indices."""
+
+    def __init__(self, data: np.ndarray, lanes: tuple):
+        self.data, self.lanes = data, lanes
+
+    def index(self, coords: tuple) -> tuple:
+        return (*self.lanes, *coords)
+
+
+def _new_private(interp: Interpreter, op: loop.PrivateOp) -> PrivateBuffer:
+    axes = interp.get_data(LoopFunctions, "free_axes", dict)
+    kernel = next(loop.enclosing_ops(op, loop.KernelOp))
+    rank = next((axes[f][1] for f in kernel.walk() if isinstance(f, loop.ForOp) and f in axes), 0)
+    sizes = [1] * rank
+    for f in loop.enclosing_ops(op, loop.ForOp):
+        if f.kind.data == loop.LoopKind.FREE:
+            sizes[axes[f][0]] = f.extent
+    lanes = tuple(np.arange(n).reshape([n if k == d else 1 for k in range(rank)])
+                  for d, n in enumerate(sizes))
+    t = op.result.type
+    shape = (*sizes, *t.get_shape())
+    return PrivateBuffer(np.full(shape, np.nan, dtype=numpy_dtype(t.element_type)), lanes)
+
+
 @register_impls
 class LoopFunctions(InterpreterFunctions):
     @impl(loop.ForOp)
@@ -332,14 +358,26 @@ class LoopFunctions(InterpreterFunctions):
     def run_yield(self, interp: Interpreter, op: loop.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
 
+    @impl(loop.PrivateOp)
+    def run_private(self, interp: Interpreter, op: loop.PrivateOp, args: PythonValues):
+        return (_new_private(interp, op),)
+
     @impl(loop.LoadOp)
     def run_load(self, interp: Interpreter, op: loop.LoadOp, args: PythonValues):
         buf, *idx = args
+        if isinstance(buf, PrivateBuffer):
+            coords = _coords(interp, op, idx, tuple(op.buffer.type.get_shape()))
+            return (buf.data[buf.index(coords)],)
         return (buf[_coords(interp, op, idx, buf.shape)],)
 
     @impl(loop.StoreOp)
     def run_store(self, interp: Interpreter, op: loop.StoreOp, args: PythonValues):
         value, buf, *idx = args
+        if isinstance(buf, PrivateBuffer):
+            coords = _coords(interp, op, idx, tuple(op.buffer.type.get_shape()))
+            *full, value = np.broadcast_arrays(*buf.index(coords), value)
+            buf.data[tuple(full)] = value
+            return ()
         coords = _coords(interp, op, idx, buf.shape)
         if np.ndim(value) or any(np.ndim(c) for c in coords):
             *coords, value = np.broadcast_arrays(*coords, value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import pytest
@@ -82,5 +83,5 @@ def test_each_level_pipeline_extends_the_previous_one() -> None:
     from deplo.tools.driver import LEVELS, passes_to
 
     specs = [passes_to(level) for level in LEVELS]
-    for lower, higher in zip(specs, specs[1:]):
+    for lower, higher in itertools.pairwise(specs):
         assert higher.startswith(lower), (lower, higher)

@@ -126,6 +126,30 @@ cuda.kernel @exprs(%h: !cuda.ptr<f16, restrict>, %q: !cuda.ptr<i64, restrict>, %
     cuda.yield %b, %a : f32, f32
   }
 }
+// bf16, i64 and bool buffers: half values load as `__nv_bfloat16` and convert through float, a
+// loaded i64 id becomes an int index (a gather), a C++ alternative token (`and`) is renamed.
+// CHECK-LABEL: extern "C" __global__ void __launch_bounds__(6) halves(const __nv_bfloat16* __restrict__ w, const long long* __restrict__ ids, const bool* __restrict__ m, __nv_bfloat16* __restrict__ out) {
+// CHECK-NEXT:    const int t = threadIdx.x;
+// CHECK-NEXT:    const long long id = ids[t];
+// CHECK-NEXT:    const int row = (int)id;
+// CHECK-NEXT:    const __nv_bfloat16 wv = w[row];
+// CHECK-NEXT:    const bool mv = m[t];
+// CHECK-NEXT:    const bool and_1 = mv & mv;
+// CHECK-NEXT:    out[t] = __float2bfloat16(__bfloat162float(wv) + (float)and_1);
+// CHECK-NEXT:  }
+cuda.kernel @halves(%w: !cuda.ptr<bf16, const, restrict>, %ids: !cuda.ptr<i64, const, restrict>, %m: !cuda.ptr<i1, const, restrict>, %out: !cuda.ptr<bf16, restrict>) launch_bounds(6) {
+  %t = cuda.special threadIdx.x
+  %id = cuda.load %ids[%t] : !cuda.ptr<i64, const, restrict>
+  %row = cuda.cast %id : i64 to i32
+  %wv = cuda.load %w[%row] : !cuda.ptr<bf16, const, restrict>
+  %0 = cuda.cast %wv : bf16 to f32
+  %mv = cuda.load %m[%t] : !cuda.ptr<i1, const, restrict>
+  %and = cuda.binary and %mv, %mv : i1
+  %1 = cuda.cast %and : i1 to f32
+  %2 = cuda.binary add %0, %1 : f32
+  %3 = cuda.cast %2 : f32 to bf16
+  cuda.store %3, %out[%t] : !cuda.ptr<bf16, restrict>
+}
 func.func @main(%x: memref<8x1024xf32>, %n: index) -> memref<8xf32> {
   %out = memref.alloc() : memref<8xf32>
   cuda.launch @sum_sq(%x, %out, %n) grid(8, 1, 1) block(256, 1, 1) smem(0) : memref<8x1024xf32>, memref<8xf32>, index

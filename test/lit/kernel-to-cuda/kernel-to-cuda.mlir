@@ -175,3 +175,86 @@ kernel.func @bad(%x: memref<4xi32>) grid(1, 1, 1) block(4, 1, 1) {
   %p = math.ctpop %v : i32
   memref.store %p, %x[%t] : memref<4xi32>
 }
+
+// -----
+// A kernel named like a C library function (`pow`) is renamed `pow_k` (here `pow_k1`: `pow_k`
+// is taken), and so are its launches.
+
+// CHECK-LABEL: cuda.kernel @pow_k1(%x: !cuda.ptr<f32, const, restrict>, %out: !cuda.ptr<f32, restrict>) launch_bounds(4) {
+// CHECK:         cuda.call "powf"(%v, %v) : (f32, f32) -> f32
+// CHECK-LABEL: cuda.kernel @pow_k(
+// CHECK-LABEL: func.func @main
+// CHECK:         cuda.launch @pow_k1(%x, %a) grid(1, 1, 1) block(4, 1, 1) smem(0)
+// CHECK:         cuda.launch @pow_k(%a, %b) grid(1, 1, 1) block(4, 1, 1) smem(0)
+kernel.func @pow(%x: memref<4xf32>, %out: memref<4xf32>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %x[%t] : memref<4xf32>
+  %p = math.powf %v, %v : f32
+  memref.store %p, %out[%t] : memref<4xf32>
+}
+kernel.func @pow_k(%x: memref<4xf32>, %out: memref<4xf32>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %x[%t] : memref<4xf32>
+  memref.store %v, %out[%t] : memref<4xf32>
+}
+func.func @main(%x: memref<4xf32>) -> memref<4xf32> {
+  %a = memref.alloc() : memref<4xf32>
+  kernel.launch @pow(%x, %a) : memref<4xf32>, memref<4xf32>
+  %b = memref.alloc() : memref<4xf32>
+  kernel.launch @pow_k(%a, %b) : memref<4xf32>, memref<4xf32>
+  func.return %b : memref<4xf32>
+}
+
+// -----
+// A gather (embedding): the loaded i64 id, index_cast, indexes the bf16 table; bf16 computes in
+// float (extf/truncf are casts through float), an i1 mask selects, iota-like sitofp of a thread id.
+
+// CHECK-LABEL: cuda.kernel @gather(%w: !cuda.ptr<bf16, const, restrict>, %ids: !cuda.ptr<i64, const, restrict>, %m: !cuda.ptr<i1, const, restrict>, %out: !cuda.ptr<bf16, restrict>) launch_bounds(6) {
+// CHECK:         %id = cuda.load %ids[%{{.*}}] : !cuda.ptr<i64, const, restrict>
+// CHECK-NEXT:    %row = cuda.cast %id : i64 to i32
+// CHECK-NEXT:    %[[C6:.*]] = cuda.constant 6 : i32
+// CHECK-NEXT:    %[[ROW:.*]] = cuda.binary mul %row, %[[C6]] : i32
+// CHECK-NEXT:    %[[LIN:.*]] = cuda.binary add %[[ROW]], %t : i32
+// CHECK-NEXT:    %wv = cuda.load %w[%[[LIN]]] : !cuda.ptr<bf16, const, restrict>
+// CHECK-NEXT:    %wf = cuda.cast %wv : bf16 to f32
+// CHECK-NEXT:    %mv = cuda.load %m[%t] : !cuda.ptr<i1, const, restrict>
+// CHECK-NEXT:    %mf = cuda.cast %mv : i1 to f32
+// CHECK-NEXT:    %it = cuda.cast %t : i32 to f32
+// CHECK-NEXT:    %s = cuda.binary add %wf, %it : f32
+// CHECK-NEXT:    %e = cuda.call "erff"(%s) : (f32) -> f32
+// CHECK-NEXT:    %y = cuda.select %mv, %e, %mf : f32
+// CHECK-NEXT:    %yb = cuda.cast %y : f32 to bf16
+// CHECK:         cuda.store %yb, %out[%{{.*}}] : !cuda.ptr<bf16, restrict>
+kernel.func @gather(%w: memref<11x6xbf16>, %ids: memref<2x3xi64>, %m: memref<6xi1>, %out: memref<2x3x6xbf16>) grid(2, 3, 1) block(6, 1, 1) {
+  %i = kernel.block_id x
+  %j = kernel.block_id y
+  %t = kernel.thread_id x
+  %id = memref.load %ids[%i, %j] : memref<2x3xi64>
+  %row = arith.index_cast %id : i64 to index
+  %wv = memref.load %w[%row, %t] : memref<11x6xbf16>
+  %wf = arith.extf %wv : bf16 to f32
+  %mv = memref.load %m[%t] : memref<6xi1>
+  %mf = arith.uitofp %mv : i1 to f32
+  %tf = arith.index_cast %t : index to i32
+  %it = arith.sitofp %tf : i32 to f32
+  %s = arith.addf %wf, %it : f32
+  %e = math.erf %s : f32
+  %y = arith.select %mv, %e, %mf : f32
+  %yb = arith.truncf %y : f32 to bf16
+  memref.store %yb, %out[%i, %j, %t] : memref<2x3x6xbf16>
+}
+
+// -----
+
+// A thread's own array (a loop.private buffer at loop level) is a local C array.
+// CHECK-LABEL: cuda.kernel @private_row(
+// CHECK:         %[[ACC:.*]] = cuda.local : !cuda.array<4xf32>
+// CHECK:         cuda.store %{{.*}}, %[[ACC]][%{{.*}}] : !cuda.array<4xf32>
+kernel.func @private_row(%out: memref<4xf32>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %acc = memref.alloca() : memref<4xf32>
+  %z = arith.constant 1.000000e+00 : f32
+  memref.store %z, %acc[%t] : memref<4xf32>
+  %v = memref.load %acc[%t] : memref<4xf32>
+  memref.store %v, %out[%t] : memref<4xf32>
+}

@@ -158,3 +158,33 @@ func.func @main(%y: memref<8xf32>) {
   kernel.launch @k(%y) : memref<8xf32>
   func.return
 }
+
+// -----
+// CHECK: kernel.vector_load: expected 4 values of type f32 (16 bytes), got 2 of ['f32', 'f32']
+kernel.func @k(%x: memref<16xf32>) grid(1, 1, 1) block(1, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %a, %b = kernel.vector_load %x[%c0] : memref<16xf32> -> f32, f32
+}
+
+// -----
+// CHECK: kernel.vector_store: expected the innermost dim of memref<6xf32> to be a multiple of 4 (aligned rows)
+kernel.func @k(%x: memref<6xf32>) grid(1, 1, 1) block(1, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 0.000000e+00 : f32
+  kernel.vector_store %v, %v, %v, %v to %x[%c0] : f32, f32, f32, f32 to memref<6xf32>
+}
+
+// -----
+// CHECK: kernel.ldmatrix: expected a shared memref of 16-bit elements, got memref<16x16xf16>
+kernel.func @k(%x: memref<16x16xf16>) grid(1, 1, 1) block(32, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %r0, %r1 = kernel.ldmatrix %x[%c0, %c0] : memref<16x16xf16> -> i32, i32
+}
+
+// -----
+// CHECK: kernel.mma: expected type f16 or bf16, got f32
+kernel.func @k() grid(1, 1, 1) block(32, 1, 1) {
+  %i = arith.constant 0 : i32
+  %z = arith.constant 0.000000e+00 : f32
+  %d0, %d1, %d2, %d3 = kernel.mma f32 %i, %i, %i, %i, %i, %i, %z, %z, %z, %z
+}

@@ -50,3 +50,23 @@ func.func @main(%x: memref<32x256xf32>, %n: index) -> memref<32xf32> {
   kernel.launch @all_ops(%x, %out, %n) : memref<32x256xf32>, memref<32xf32>, index
   func.return %out : memref<32xf32>
 }
+
+// 128-bit accesses and tensor-core primitives.
+// CHECK-LABEL: kernel.func @vector_and_mma
+// CHECK:         %a, %b, %c, %d = kernel.vector_load %x[%c0, %c0] : memref<16x16xf32> -> f32, f32, f32, f32
+// CHECK-NEXT:    kernel.vector_store %a, %b, %c, %d to %y[%c0, %c0] : f32, f32, f32, f32 to memref<16x16xf32>
+// CHECK-NEXT:    %r0, %r1, %r2, %r3 = kernel.ldmatrix %hs[%c0, %c0] : memref<16x24xf16, 3 : i64> -> i32, i32, i32, i32
+// CHECK-NEXT:    %q0, %q1 = kernel.ldmatrix %hs[%c0, %c0] trans : memref<16x24xf16, 3 : i64> -> i32, i32
+// CHECK-NEXT:    %d0, %d1, %d2, %d3 = kernel.mma f16 %r0, %r1, %r2, %r3, %q0, %q1, %a, %b, %c, %d
+// CHECK-NEXT:    %p = kernel.pack_halves %h, %h : f16
+kernel.func @vector_and_mma(%x: memref<16x16xf32>, %y: memref<16x16xf32>, %g: memref<16xf16>) grid(1, 1, 1) block(32, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %hs = kernel.shared : memref<16x24xf16, 3 : i64>
+  %h = memref.load %g[%c0] : memref<16xf16>
+  %a, %b, %c, %d = kernel.vector_load %x[%c0, %c0] : memref<16x16xf32> -> f32, f32, f32, f32
+  kernel.vector_store %a, %b, %c, %d to %y[%c0, %c0] : f32, f32, f32, f32 to memref<16x16xf32>
+  %r0, %r1, %r2, %r3 = kernel.ldmatrix %hs[%c0, %c0] : memref<16x24xf16, 3 : i64> -> i32, i32, i32, i32
+  %q0, %q1 = kernel.ldmatrix %hs[%c0, %c0] trans : memref<16x24xf16, 3 : i64> -> i32, i32
+  %d0, %d1, %d2, %d3 = kernel.mma f16 %r0, %r1, %r2, %r3, %q0, %q1, %a, %b, %c, %d
+  %p = kernel.pack_halves %h, %h : f16
+}

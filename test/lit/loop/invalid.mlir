@@ -22,6 +22,15 @@ loop.kernel @store_in_reduce(%out: memref<4xf32>) {
 
 // -----
 
+loop.kernel @private_escapes(%out: memref<4xf32>) {
+  // CHECK: loop.private: expected only loop.load/loop.store to use it, got memref.load
+  %o = loop.private : memref<4xf32>
+  %c0 = arith.constant 0 : index
+  %v = memref.load %o[%c0] : memref<4xf32>
+}
+
+// -----
+
 loop.kernel @rank(%x: memref<4x4xf32>) {
   loop.for %i = 0 to 4 free {
     // CHECK: loop.load: expected 2 indices for memref<4x4xf32>, got 1

@@ -9,6 +9,9 @@
 // CHECK:           loop.store %r, %out[%a0, %a1] : memref<16x16xf32>
 // CHECK:         loop.for %i = 0 to 8 step 2 free {
 // CHECK:         %{{.*}}, %q = loop.for %k = 0 to 4 reduce iter(%m = %zero, %l = %zero) -> (f32, f32) {
+// CHECK:           %o = loop.private : memref<8xf32>
+// CHECK:           loop.for %kk = 0 to 4 reduce iter(%c = %zero) -> f32 {
+// CHECK-NEXT:        loop.store %c, %o[%kk] : memref<8xf32>
 // CHECK-LABEL: func.func @main
 // CHECK:         loop.launch @relu_matmul(%x, %b, %w, %out) : memref<16x64xf32>, memref<64xf32>, memref<64x16xf32>, memref<16x16xf32>
 builtin.module {
@@ -32,6 +35,11 @@ builtin.module {
     loop.for %i = 0 to 8 step 2 free {
       %p, %q = loop.for %k = 0 to 4 reduce iter(%m = %zero, %l = %zero) -> (f32, f32) {
         loop.yield %m, %l : f32, f32
+      }
+      %o = loop.private : memref<8xf32>
+      %t = loop.for %kk = 0 to 4 reduce iter(%c = %zero) -> f32 {
+        loop.store %c, %o[%kk] : memref<8xf32>
+        loop.yield %c : f32
       }
     }
   }

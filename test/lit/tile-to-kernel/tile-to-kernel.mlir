@@ -1,7 +1,8 @@
 // RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce,tile-map-threads,tile-stage-inputs,tile-to-kernel | filecheck %s
 // RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{threads=32},tile-stage-inputs{copy=cp_async},tile-to-kernel" | filecheck %s --check-prefix=ALT
 
-// RMSNorm, default schedule (a0, of extent 1, is no loop): the staged row is copied by all threads then a barrier; the
+// RMSNorm, default schedule (a0, of extent 1, is no loop): the staged row is copied by all
+// threads, in 16-byte pieces of 4 elements (kernel-vectorize makes each one access), then a barrier; the
 // combine is a shuffle tree, lane 0 of each of the 8 warps writes its partial (guarded, no
 // barrier inside the guard), a barrier, then every thread adds the 8 partials.
 // CHECK-LABEL: kernel.func @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) {
@@ -9,9 +10,11 @@
 // CHECK-DAG:     %[[XS:.*]] = kernel.shared : memref<2048xf32, 3 : i64>
 // CHECK-DAG:     %[[TID:.*]] = kernel.thread_id x
 // CHECK-DAG:     %[[PART:.*]] = kernel.shared : memref<8xf32, 3 : i64>
-// CHECK:         scf.for %[[I:.*]] = %[[TID]] to %c2048 step %c256 {
-// CHECK-NEXT:      %[[V:.*]] = memref.load %x[%c0, %[[BID]], %[[I]]] : memref<1x32x2048xf32>
-// CHECK-NEXT:      memref.store %[[V]], %[[XS]][%[[I]]] : memref<2048xf32, 3 : i64>
+// CHECK:         scf.for %[[I:.*]] = %[[TID]] to %c512 step %c256 {
+// CHECK-NEXT:      %[[E:.*]] = arith.muli %[[I]], %c4 : index
+// CHECK-NEXT:      %[[V:.*]] = memref.load %x[%c0, %[[BID]], %[[E]]] : memref<1x32x2048xf32>
+// CHECK-NEXT:      memref.store %[[V]], %[[XS]][%[[E]]] : memref<2048xf32, 3 : i64>
+// CHECK-COUNT-3:   memref.store %{{.*}}, %[[XS]]
 // CHECK:         kernel.barrier
 // CHECK-NEXT:    %[[P:.*]] = scf.for %a2 = %[[TID]] to %c2048 step %c256 iter_args(%acc = %zero) -> (f32) {
 // CHECK-NEXT:      memref.load %[[XS]][%a2]
@@ -119,5 +122,49 @@ builtin.module {
     %out = memref.alloc() : memref<16x16xf32>
     loop.launch @relu_matmul(%x, %b, %w, %out) : memref<16x64xf32>, memref<64xf32>, memref<64x16xf32>, memref<16x16xf32>
     func.return %out : memref<16x16xf32>
+  }
+}
+
+// -----
+
+// A loop.private buffer is each thread's own array (memref.alloca); every thread updates its
+// copy, so its stores outside thread loops are not left to thread 0.
+// CHECK-LABEL: kernel.func @carry(
+// CHECK:         %[[ACC:.*]] = memref.alloca() : memref<4xf32>
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) {
+// CHECK:           scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NOT:         scf.if
+// CHECK:             memref.store %{{.*}}, %[[ACC]][%[[J]]] : memref<4xf32>
+builtin.module {
+  loop.kernel @carry(%x: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memref<3x4xf32>) {
+    %z = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 3 free {
+      %acc = loop.private : memref<4xf32>
+      loop.for %j = 0 to 4 free {
+        loop.store %z, %acc[%j] : memref<4xf32>
+      }
+      %l = loop.for %s = 0 to 5 reduce iter(%b = %z) -> f32 {
+        %p = loop.load %x[%i, %s] : memref<3x5xf32>
+        loop.for %j1 = 0 to 4 free {
+          %vv = loop.load %v[%s, %j1] : memref<5x4xf32>
+          %o = loop.load %acc[%j1] : memref<4xf32>
+          %pv = arith.mulf %p, %vv : f32
+          %n = arith.addf %o, %pv : f32
+          loop.store %n, %acc[%j1] : memref<4xf32>
+        }
+        %b2 = arith.addf %b, %p : f32
+        loop.yield %b2 : f32
+      }
+      loop.for %j2 = 0 to 4 free {
+        %o2 = loop.load %acc[%j2] : memref<4xf32>
+        %r = arith.divf %o2, %l : f32
+        loop.store %r, %out[%i, %j2] : memref<3x4xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<3x5xf32>, %v: memref<5x4xf32>) -> memref<3x4xf32> {
+    %out = memref.alloc() : memref<3x4xf32>
+    loop.launch @carry(%x, %v, %out) : memref<3x5xf32>, memref<5x4xf32>, memref<3x4xf32>
+    func.return %out : memref<3x4xf32>
   }
 }

@@ -209,9 +209,9 @@ tile.kernel @k(%x: memref<16384xf32>) grid(1) block(1) {
 
 // -----
 
-// CHECK: tile.stage of memref<4x8xf32>: expected to be at block level, not inside a thread-bound loop
+// CHECK: tile.stage of memref<4x8xf32>: expected to be at block level or inside thread loops that cover the whole block, got a thread.x loop of 16 iterations for 32 threads
 tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(32) {
-  tile.for %t = 0 to 32 bind(thread.x) {
+  tile.for %t = 0 to 16 bind(thread.x) {
     %s = tile.stage %x[0, 0] [1, 8] into shared : memref<4x8xf32> -> memref<8xf32, 3 : i64>
   }
 }
@@ -282,4 +282,53 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
 func.func @main(%x: memref<8xf32>) {
   tile.launch @k(%x) : memref<8xf32>
   func.return
+}
+
+// -----
+
+// CHECK: tile.fragment_load a: expected a 2-D+ memref of f16 or bf16, got memref<16x16xf32>
+tile.kernel @k(%x: memref<16x16xf32>) grid(1) block(32) {
+  %c0 = arith.constant 0 : index
+  tile.for %l = 0 to 32 bind(thread.x) {
+    %a0, %a1, %a2, %a3 = tile.fragment_load a %x[%c0, %c0] lane(%l) : memref<16x16xf32> -> i32, i32, i32, i32
+  }
+}
+
+// -----
+
+// CHECK: tile.fragment_load b_kn: expected 2 i32 results
+tile.kernel @k(%x: memref<16x16xf16>) grid(1) block(32) {
+  %c0 = arith.constant 0 : index
+  tile.for %l = 0 to 32 bind(thread.x) {
+    %a0, %a1, %a2, %a3 = tile.fragment_load b_kn %x[%c0, %c0] lane(%l) : memref<16x16xf16> -> i32, i32, i32, i32
+  }
+}
+
+// -----
+
+// CHECK: tile.mma: expected type f16 or bf16, got f32
+tile.kernel @k(%x: memref<16x16xf16>) grid(1) block(32) {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0.000000e+00 : f32
+  %i = arith.constant 0 : i32
+  tile.for %l = 0 to 32 bind(thread.x) {
+    %d0, %d1, %d2, %d3 = tile.mma f32 %i, %i, %i, %i, %i, %i, %z, %z, %z, %z
+  }
+}
+
+// -----
+
+// A stage inside thread loops that cover the whole block, in a static loop: allowed; an scf.if
+// around it is not (some threads would skip its barrier).
+// CHECK: tile.stage of memref<4x8xf32>: expected no 'scf.if' around it
+tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(32) {
+  %t = arith.constant true
+  tile.for %l = 0 to 32 bind(thread.x) {
+    tile.for %c = 0 to 4 bind(serial) {
+      %ok = tile.stage %x[0, 0] [1, 8] into shared : memref<4x8xf32> -> memref<8xf32, 3 : i64>
+    }
+    scf.if %t {
+      %s = tile.stage %x[0, 0] [1, 8] into shared : memref<4x8xf32> -> memref<8xf32, 3 : i64>
+    }
+  }
 }

@@ -64,3 +64,22 @@ builtin.module {
     func.return %out : memref<1x32x2048xf32>
   }
 }
+
+// Tensor-core fragments: one warp's lanes load A and B tiles and multiply them.
+// CHECK-LABEL: tile.kernel @fragments(%a: memref<64x64xf16>, %b: memref<64x64xbf16>, %bs: memref<64x64xbf16>)
+// CHECK:         %a0, %a1, %a2, %a3 = tile.fragment_load a %a[%c0, %c0] lane(%l) : memref<64x64xf16> -> i32, i32, i32, i32
+// CHECK-NEXT:    %b0, %b1 = tile.fragment_load b_kn %a[%c0, %c0] lane(%l) : memref<64x64xf16> -> i32, i32
+// CHECK-NEXT:    %n0, %n1 = tile.fragment_load b_nk %b[%c0, %c0] lane(%l) : memref<64x64xbf16> -> i32, i32
+// CHECK-NEXT:    %d0, %d1, %d2, %d3 = tile.mma f16 %a0, %a1, %a2, %a3, %b0, %b1, %z, %z, %z, %z
+// CHECK-NEXT:    %e0, %e1, %e2, %e3 = tile.mma bf16 %a0, %a1, %a2, %a3, %n0, %n1, %d0, %d1, %d2, %d3
+tile.kernel @fragments(%a: memref<64x64xf16>, %b: memref<64x64xbf16>, %bs: memref<64x64xbf16>) grid(1) block(32) {
+  %z = arith.constant 0.000000e+00 : f32
+  %c0 = arith.constant 0 : index
+  tile.for %l = 0 to 32 bind(thread.x) {
+    %a0, %a1, %a2, %a3 = tile.fragment_load a %a[%c0, %c0] lane(%l) : memref<64x64xf16> -> i32, i32, i32, i32
+    %b0, %b1 = tile.fragment_load b_kn %a[%c0, %c0] lane(%l) : memref<64x64xf16> -> i32, i32
+    %n0, %n1 = tile.fragment_load b_nk %b[%c0, %c0] lane(%l) : memref<64x64xbf16> -> i32, i32
+    %d0, %d1, %d2, %d3 = tile.mma f16 %a0, %a1, %a2, %a3, %b0, %b1, %z, %z, %z, %z
+    %e0, %e1, %e2, %e3 = tile.mma bf16 %a0, %a1, %a2, %a3, %n0, %n1, %d0, %d1, %d2, %d3
+  }
+}

@@ -17,6 +17,33 @@ func.func @linear(%x: tensor<2x4x5xf32>, %w: tensor<3x5xf32>, %b: tensor<3xf32>)
 
 // -----
 
+// bf16 linear: operands and bias cast to f32 (products, sum and bias add in f32), one rounding.
+// CHECK-LABEL: func.func @linear_bf16
+// CHECK:         %[[X:.*]] = tir.cast %x : tensor<2x5xbf16> -> tensor<2x5xf32>
+// CHECK-NEXT:    %[[W:.*]] = tir.cast %w : tensor<3x5xbf16> -> tensor<3x5xf32>
+// CHECK-NEXT:    %[[B:.*]] = tir.cast %b : tensor<3xbf16> -> tensor<3xf32>
+// CHECK:         %[[R:.*]] = tir.reduce add %{{.*}} [2] : tensor<2x3x5xf32> -> tensor<2x3xf32>
+// CHECK:         %[[Y:.*]] = tir.elementwise add(%[[R]], %{{.*}}) : tensor<2x3xf32>
+// CHECK-NEXT:    tir.cast %[[Y]] : tensor<2x3xf32> -> tensor<2x3xbf16>
+func.func @linear_bf16(%x: tensor<2x5xbf16>, %w: tensor<3x5xbf16>, %b: tensor<3xbf16>) -> tensor<2x3xbf16> {
+  %y = torch.linear %x, %w, %b : (tensor<2x5xbf16>, tensor<3x5xbf16>, tensor<3xbf16>) -> tensor<2x3xbf16>
+  func.return %y : tensor<2x3xbf16>
+}
+
+// -----
+
+// f16 sum accumulates in f32.
+// CHECK-LABEL: func.func @sum_f16
+// CHECK:         %[[XF:.*]] = tir.cast %x : tensor<4x6xf16> -> tensor<4x6xf32>
+// CHECK-NEXT:    %[[S:.*]] = tir.reduce add %[[XF]] [1] : tensor<4x6xf32> -> tensor<4xf32>
+// CHECK-NEXT:    tir.cast %[[S]] : tensor<4xf32> -> tensor<4xf16>
+func.func @sum_f16(%x: tensor<4x6xf16>) -> tensor<4xf16> {
+  %y = torch.sum %x {dim = array<i64: 1>} : (tensor<4x6xf16>) -> tensor<4xf16>
+  func.return %y : tensor<4xf16>
+}
+
+// -----
+
 // Mean with keepdim: sum, divide by the count, then an index_map re-inserts the unit dim.
 // CHECK-LABEL: func.func @mean_keepdim
 // CHECK:         %[[S:.*]] = tir.reduce add %x [1] : tensor<4x6xf32> -> tensor<4xf32>

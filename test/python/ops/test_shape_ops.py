@@ -170,10 +170,13 @@ def test_gather_and_views_fuse_into_their_consumer(compiled) -> None:
         assert len(kernels) == 1, f"{name}: {len(kernels)} kernels"
 
 
-def test_concat_is_materialized(compiled) -> None:
-    """A concat kernel writes several regions (one nest each): loop-fuse does not inline it."""
-    kernels = [op for op in compiled["cat_last"].module("loop").ops if op.name == "loop.kernel"]
-    assert len(kernels) == 2
+def test_concat_is_inlined_as_a_select(compiled) -> None:
+    """A concat read at a plain index along its dim is inlined into its consumer as a select
+    between its parts (loop-fuse, `inline-concat`): one kernel, no concat buffer."""
+    module = compiled["cat_last"].module("loop")
+    kernels = [op for op in module.ops if op.name == "loop.kernel"]
+    assert len(kernels) == 1
+    assert sum(op.name == "arith.select" for op in kernels[0].walk()) == 2
 
 
 def test_integer_inputs_are_valid_indices(compiled) -> None:

@@ -1,0 +1,295 @@
+"""The questions `loop-fuse` asks before it moves code: where is each element of a buffer needed
+once, who reads a buffer, what global data a kernel ends up reading, and how a concat is read
+back as a select. The rule itself is written in `fuse.py`'s docstring.
+
+    hoist_point(indices, map, anchor)   where a producer can be computed once per element, or None
+    readers(t, host) / writer(t)         the launches that read / write a host buffer
+    sources(launch)                      the buffers a launch reads once pointwise producers are
+                                         looked through (what fusing it would make a kernel read)
+    concat_parts(kernel)                 a concat kernel's nests, each a pointwise part at an offset
+    inline_concat_load(...)              `select(i < off1, part0, select(i < off2, part1, ...))`
+                                         with every part read at a wrapped (in-range) index
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint
+from xdsl.traits import SymbolTable
+
+from deplo.dialects import loop
+
+# ---------------------------------------------------------------------------------------------
+# where an element is needed once
+
+
+def hoist_point(indices, amap: AffineMap, anchor: Operation, shape=None) -> InsertPoint | None:
+    """Where a reduction producer read at (indices, amap) by `anchor` can be computed exactly
+    once per element, or None.
+
+    Every coordinate must be a distinct loop induction variable of a loop around `anchor` (or
+    the constant 0 along a size-1 dim of `shape`), and every loop around the insertion point —
+    the start of the innermost of those loops — must be one of them: a loop around it that does
+    not index the element would compute it again on each of its iterations."""
+    used: list[SSAValue] = []
+    for k, e in enumerate(amap.results):
+        if isinstance(e, AffineConstantExpr) and e.value == 0 and shape and shape[k] == 1:
+            continue
+        if not isinstance(e, AffineDimExpr):
+            return None
+        v = indices[e.position]
+        if v in used:
+            return None
+        used.append(v)
+    loops = []
+    for v in used:
+        owner = v.owner if isinstance(v.owner, Block) else None
+        parent = owner.parent_op() if owner is not None else None
+        if not isinstance(parent, loop.ForOp) or v is not parent.iv:
+            return None
+        loops.append(parent)
+    if not loops:
+        return None
+    enclosing = list(loop.enclosing_ops(anchor, loop.ForOp))
+    innermost = next((f for f in enclosing if f in loops), None)
+    if innermost is None:
+        return None
+    chain = [innermost, *loop.enclosing_ops(innermost, loop.ForOp)]
+    if set(map(id, chain)) != set(map(id, loops)):
+        return None
+    return InsertPoint.at_start(innermost.body.block)
+
+
+def reads_each_element_once_in_place(load: loop.LoadOp, ivs: list[SSAValue]) -> bool:
+    """`load` sits in the innermost loop of the free nest `ivs` and reads one element per
+    iteration of the whole nest (distinct plain indices covering every loop): a reduction read
+    there can be computed right there, once per element — the load's own kernel becomes the
+    reduction's epilogue."""
+    point = hoist_point(list(load.indices), load.access_map(), load, load.buffer.type.get_shape())
+    if point is None or not ivs or point.block is not ivs[-1].owner:
+        return False
+    used = {load.indices[e.position] for e in load.access_map().results
+            if isinstance(e, AffineDimExpr)}
+    extents = [iv.owner.parent_op().extent for iv in ivs]
+    return all(iv in used or n == 1 for iv, n in zip(ivs, extents))
+
+
+# ---------------------------------------------------------------------------------------------
+# the host function's dataflow
+
+
+def kernel_of(launch: loop.LaunchOp) -> Operation | None:
+    return SymbolTable.lookup_symbol(launch, launch.callee)
+
+
+def written(launch: loop.LaunchOp) -> set[int]:
+    from deplo.passes.loop.fuse import written_args
+
+    k = kernel_of(launch)
+    return written_args(k) if isinstance(k, loop.KernelOp) else set()
+
+
+def writer(t: SSAValue) -> loop.LaunchOp | None:
+    """The one launch that writes host buffer `t`, or None (an input, or several writers)."""
+    ws = [u.operation for u in t.uses
+          if isinstance(u.operation, loop.LaunchOp) and u.index in written(u.operation)]
+    return ws[0] if len(ws) == 1 else None
+
+
+def readers(t: SSAValue, but: Operation | None = None) -> list[Operation]:
+    """The ops other than the writers of `t` (and `but`) that use it: launches that read it,
+    returns, calls."""
+    out = []
+    for u in t.uses:
+        op = u.operation
+        if op is but or (isinstance(op, loop.LaunchOp) and u.index in written(op)):
+            continue
+        if op not in out:
+            out.append(op)
+    return out
+
+
+def sources(launch: loop.LaunchOp) -> set[SSAValue]:
+    """The host buffers `launch` reads, looking through buffers written by pointwise kernels
+    (which fusion inlines): the global data a kernel reads once its pointwise producers are
+    fused into it."""
+    from deplo.passes.loop.fuse import producer_nest
+
+    found: set[SSAValue] = set()
+    stack = [v for i, v in enumerate(launch.args) if i not in written(launch)]
+    seen: set[SSAValue] = set()
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        w = writer(t) if isinstance(t.owner, memref.AllocOp) else None
+        k = kernel_of(w) if w is not None else None
+        nest = producer_nest(k) if isinstance(k, loop.KernelOp) else None
+        if nest is None or nest.has_reduction:
+            found.add(t)
+            continue
+        stack.extend(v for i, v in enumerate(w.args) if i != nest.out_index)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# concat as a select
+
+
+@dataclass
+class ConcatPart:
+    ivs: list[SSAValue]
+    body: list[Operation]  # without the store
+    stored: SSAValue
+    offset: int  # where the part starts along the concat dim
+    extents: list[int]  # its nest's extents
+
+
+@dataclass
+class ConcatNests:
+    kernel: loop.KernelOp
+    out_index: int
+    dim: int
+    parts: list[ConcatPart]
+
+
+def _perfect_free_nest(top: Operation, rank: int) -> tuple[list[SSAValue], list[Operation]] | None:
+    """(ivs, innermost body without the yield) of `rank` perfectly nested free loops from 0."""
+    ivs: list[SSAValue] = []
+    op: Operation | None = top
+    body: list[Operation] = []
+    for _ in range(rank):
+        if not isinstance(op, loop.ForOp) or op.kind.data != loop.LoopKind.FREE:
+            return None
+        if op.lb.data != 0 or op.step.data != 1:
+            return None
+        ivs.append(op.iv)
+        body = [o for o in op.body.block.ops if not isinstance(o, loop.YieldOp)]
+        op = body[0] if len(body) == 1 else None
+    return ivs, body
+
+
+def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
+    """The form tir-to-loop gives a concat: one perfect free nest per input, pointwise, storing
+    its region at `(d0, ..., d_dim + offset, ...)`; None for anything else."""
+    from deplo.passes.loop.fuse import written_args
+
+    outs = written_args(kernel)
+    if len(outs) != 1:
+        return None
+    (out,) = outs
+    shape = kernel.args[out].type.get_shape()
+    rank = len(shape)
+    parts: list[ConcatPart] = []
+    dims: set[int] = set()
+    for top in kernel.body.block.ops:
+        if isinstance(top, arith.ConstantOp):
+            continue
+        nest = _perfect_free_nest(top, rank)
+        if nest is None:
+            return None
+        ivs, body = nest
+        if not body or not isinstance(store := body[-1], loop.StoreOp):
+            return None
+        if store.buffer is not kernel.args[out] or list(store.indices) != ivs:
+            return None
+        if any(isinstance(o, loop.ForOp | loop.StoreOp) for b in body[:-1] for o in b.walk()):
+            return None
+        if any(v in ivs for b in body[:-1] for o in b.walk()
+               if not isinstance(o, loop.LoadOp) for v in o.operands):
+            return None  # an IV used as a value would need an affine expression as a value
+        m = store.access_map()
+        coords = m.eval([0] * rank, [])
+        moved = [k for k, c in enumerate(coords) if c != 0]
+        if len(moved) > 1:
+            return None
+        offset = coords[moved[0]] if moved else 0
+        dims.update(moved)
+        if moved:
+            d = moved[0]
+            exprs = tuple(AffineExpr.dimension(k) + (offset if k == d else 0) for k in range(rank))
+            if m != AffineMap(rank, 0, exprs):
+                return None
+        elif m != AffineMap.identity(rank):
+            return None
+        extents = [iv.owner.parent_op().extent for iv in ivs]
+        parts.append(ConcatPart(ivs, body[:-1], store.value, offset, extents))
+    if len(parts) < 2 or len(dims) != 1:
+        return None
+    (dim,) = dims
+    parts.sort(key=lambda p: p.offset)
+    pos = 0
+    for p in parts:
+        if p.offset != pos or [n for k, n in enumerate(p.extents) if k != dim] != [
+            n for k, n in enumerate(shape) if k != dim
+        ]:
+            return None
+        pos += p.extents[dim]
+    if pos != shape[dim]:
+        return None
+    return ConcatNests(kernel, out, dim, parts)
+
+
+def wrapped_coordinate(e: AffineExpr, offset: int, n: int) -> AffineExpr:
+    """`e - offset` brought into [0, n) with a mod: exact inside the part's region, and a valid
+    index everywhere else, where the select discards the value."""
+    shift = -(-offset // n) * n - offset  # >= 0: the dividend stays non-negative
+    return (e + shift) % n if shift else e % n
+
+
+def index_constant(kernel: loop.KernelOp, value: int) -> SSAValue:
+    """An `arith.constant value : index` at the top of the kernel."""
+    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    kernel.body.block.insert_op_before(c, kernel.body.block.first_op)
+    return c.result
+
+
+# ---------------------------------------------------------------------------------------------
+# free loop interchange
+
+
+def outer_free_nest(kernel: loop.KernelOp) -> list[loop.ForOp]:
+    """The kernel's outer perfect nest of free loops (each body holds only the next loop)."""
+    nest: list[loop.ForOp] = []
+    ops = [o for o in kernel.body.block.ops if not isinstance(o, arith.ConstantOp)]
+    while len(ops) == 1 and isinstance(f := ops[0], loop.ForOp) \
+            and f.kind.data == loop.LoopKind.FREE:
+        nest.append(f)
+        ops = [o for o in f.body.block.ops if not isinstance(o, loop.YieldOp)]
+    return nest
+
+
+def permute_free_nest(nest: list[loop.ForOp], order: list[int]) -> None:
+    """Reorder a perfect free nest: position k gets the loop that was at `order[k]` (bounds and
+    every use of its induction variable). Free iterations are independent, so any order computes
+    the same stores."""
+    headers = [(f.lb, f.ub, f.step, f.iv.name_hint) for f in nest]
+    ivs = [f.iv for f in nest]
+    uses = [[(u.operation, u.index) for u in iv.uses] for iv in ivs]
+    for k, src in enumerate(order):
+        f = nest[k]
+        f.lb, f.ub, f.step = headers[src][:3]
+        f.iv.name_hint = headers[src][3]
+        for op, i in uses[src]:
+            op.operands[i] = ivs[k]
+
+
+def free_nest_order_for(nest: list[loop.ForOp], loads: list[loop.LoadOp]) -> list[int] | None:
+    """An order of `nest` that puts the loops indexing the loads (reduction reads) outermost,
+    keeping relative orders; None when that is the current order or cannot help."""
+    positions = {f.iv: k for k, f in enumerate(nest)}
+    used: set[int] = set()
+    for ld in loads:
+        for e in ld.access_map().results:
+            if isinstance(e, AffineDimExpr):
+                v = ld.indices[e.position]
+                if v in positions:
+                    used.add(positions[v])
+    order = sorted(used) + [k for k in range(len(nest)) if k not in used]
+    return None if order == list(range(len(nest))) else order

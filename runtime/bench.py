@@ -1,0 +1,376 @@
+"""The LLM kernel benchmark suite: the cases, their static figures and their GPU timing.
+
+Each case is a small torch callable plus the shapes of its inputs (`Case`). The suite is defined
+here, in code; `tools/bench.py` (`deplo bench`) compiles every case through the pipeline and
+fills in the figures. Two kinds of figure:
+
+- static (no GPU): kernel count, the ptxas report of each kernel (NVRTC, sm_90), and three
+  predictions — `min_bytes` (analytic: every input read once and every output written once,
+  from the host function's signature), `loop_bytes` and `flops` (counted in the fused Loop IR:
+  each `loop.load`/`loop.store` and each floating-point `arith`/`math` op times the trip counts
+  of the loops around it — what the kernels ask of memory before any cache or shared-memory
+  reuse, and the arithmetic they do, masked-out attention scores included);
+- measured (GPU): median milliseconds of deplo (sum over its launches of `GpuModule.time`),
+  PyTorch eager and `torch.compile` (inductor) on the same inputs, and the speedups over both.
+
+    cases = llm_suite(dtypes=["bf16"], seqs=[128])
+    inputs = cases[0].example_inputs()             # meta tensors: enough to compile
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation
+
+from deplo.dialects import cuda, loop
+from deplo.runtime.program import numpy_dtype
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The dimensions of one decoder layer that the kernels of the suite depend on."""
+
+    name: str
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    eps: float = 1e-6
+    qkv_bias: bool = False
+
+
+TINYLLAMA = ModelShape("tinyllama-1.1b", 2048, 5632, 32, 4, 64, eps=1e-5)
+QWEN25_7B = ModelShape("qwen2.5-7b", 3584, 18944, 28, 4, 128, eps=1e-6, qkv_bias=True)
+TINY = ModelShape("tiny", 64, 96, 4, 2, 16, eps=1e-6, qkv_bias=True)  # tests and smoke runs
+MODELS = {m.name: m for m in (TINYLLAMA, QWEN25_7B, TINY)}
+SUITES = {"llm": ((TINYLLAMA, QWEN25_7B), (32, 128, 512)), "tiny": ((TINY,), (8,))}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One input of a case: its shape and how to fill it (`randn`, or `causal_mask`: 0 on and
+    below the diagonal, the dtype's lowest value above it, as transformers builds it)."""
+
+    name: str
+    shape: tuple[int, ...]
+    fill: str = "randn"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: `fn(*inputs)` at one model's shapes, one sequence length, one dtype."""
+
+    suite: str
+    model: str
+    kernel: str
+    seq: int
+    dtype: str
+    fn: Callable = field(compare=False, repr=False)
+    args: tuple[Arg, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}/{self.kernel}/s{self.seq}/{self.dtype}"
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    def example_inputs(self) -> list[torch.Tensor]:
+        """Meta tensors: shapes and dtypes only, free at any size (torch.export needs no data)."""
+        return [torch.empty(a.shape, dtype=self.torch_dtype, device="meta") for a in self.args]
+
+    def random_inputs(self, device: str = "cpu", seed: int = 0) -> list[torch.Tensor]:
+        """Real inputs (never zeros), drawn on the CPU from `seed` and moved to `device`."""
+        gen = torch.Generator().manual_seed(seed)
+        out = []
+        for a in self.args:
+            if a.fill == "causal_mask":
+                low = torch.finfo(self.torch_dtype).min
+                x = torch.full(a.shape, low).triu(1).to(self.torch_dtype)
+            else:
+                x = torch.randn(a.shape, generator=gen).to(self.torch_dtype)
+            out.append(x.to(device))
+        return out
+
+
+# ---- the kernels of one decoder layer, as torch callables -------------------------------------
+
+def linear(x, w):
+    return F.linear(x, w)
+
+
+def linear_bias(x, w, b):
+    return F.linear(x, w, b)
+
+
+def linear_residual(x, w, residual):
+    return residual + F.linear(x, w)
+
+
+def silu_mul(gate, up):
+    return F.silu(gate) * up
+
+
+def silu_mul_down(gate, up, w):
+    return F.linear(F.silu(gate) * up, w)
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def sdpa_causal_gqa(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def attention_naive(q, k, v, mask):
+    """transformers' eager attention: repeat_kv, QKᵀ·scale + mask, softmax in fp32, ·V."""
+    b, kv_heads, s, d = k.shape
+    rep = q.shape[1] // kv_heads
+    k = k[:, :, None].expand(b, kv_heads, rep, s, d).reshape(b, kv_heads * rep, s, d)
+    v = v[:, :, None].expand(b, kv_heads, rep, s, d).reshape(b, kv_heads * rep, s, d)
+    scores = torch.matmul(q, k.transpose(2, 3)) * d**-0.5 + mask
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.matmul(probs, v)
+
+
+class _RmsNorm:
+    def __init__(self, eps: float):
+        self.eps = eps
+
+    def __call__(self, x, w):
+        return F.rms_norm(x, (x.shape[-1],), w, self.eps)
+
+
+KERNELS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+           "o_proj_residual", "rmsnorm", "softmax", "silu_mul", "silu_mul_down",
+           "sdpa_causal_gqa", "attention_naive")
+
+
+def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list[Case]:
+    """The 14 kernels of one decoder layer of `m` at batch 1 and sequence `seq`."""
+    h, i, s = m.hidden, m.intermediate, seq
+    q_dim, kv_dim = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    x = Arg("x", (1, s, h))
+
+    def proj(out_dim: int, bias: bool):
+        args = (x, Arg("w", (out_dim, h)))
+        return (linear_bias, (*args, Arg("b", (out_dim,)))) if bias else (linear, args)
+
+    q = Arg("q", (1, m.heads, s, m.head_dim))
+    k = Arg("k", (1, m.kv_heads, s, m.head_dim))
+    v = Arg("v", (1, m.kv_heads, s, m.head_dim))
+    gate, up = Arg("gate", (1, s, i)), Arg("up", (1, s, i))
+    table: dict[str, tuple[Callable, tuple[Arg, ...]]] = {
+        "q_proj": proj(q_dim, m.qkv_bias),
+        "k_proj": proj(kv_dim, m.qkv_bias),
+        "v_proj": proj(kv_dim, m.qkv_bias),
+        "o_proj": (linear, (Arg("attn", (1, s, q_dim)), Arg("w", (h, q_dim)))),
+        "gate_proj": (linear, (x, Arg("w", (i, h)))),
+        "up_proj": (linear, (x, Arg("w", (i, h)))),
+        "down_proj": (linear, (Arg("act", (1, s, i)), Arg("w", (h, i)))),
+        "o_proj_residual": (linear_residual, (Arg("attn", (1, s, q_dim)), Arg("w", (h, q_dim)),
+                                              Arg("residual", (1, s, h)))),
+        "rmsnorm": (_RmsNorm(m.eps), (x, Arg("w", (h,)))),
+        "softmax": (softmax, (Arg("scores", (1, m.heads, s, s)),)),
+        "silu_mul": (silu_mul, (gate, up)),
+        "silu_mul_down": (silu_mul_down, (gate, up, Arg("w", (h, i)))),
+        "sdpa_causal_gqa": (sdpa_causal_gqa, (q, k, v)),
+        "attention_naive": (attention_naive, (q, k, v, Arg("mask", (1, 1, s, s), "causal_mask"))),
+    }
+    assert tuple(table) == KERNELS
+    return [Case(suite, m.name, name, seq, dtype, fn, args) for name, (fn, args) in table.items()]
+
+
+def llm_suite(dtypes: Sequence[str] = ("fp32", "bf16"), seqs: Sequence[int] | None = None,
+              models: Sequence[ModelShape] | None = None, suite: str = "llm") -> list[Case]:
+    """Every case of a suite: models × seqs × dtypes × KERNELS (`llm`: 2 × 3 × 2 × 14 = 168)."""
+    default_models, default_seqs = SUITES[suite]
+    for d in dtypes:
+        if d not in DTYPES:
+            raise ValueError(f"unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
+    return [c for m in (models or default_models) for s in (seqs or default_seqs)
+            for d in dtypes for c in model_cases(m, s, d, suite)]
+
+
+# ---- static figures ---------------------------------------------------------------------------
+
+# floating-point ops counted as FLOPs (fma as 2; every math.* op as 1; casts, selects not counted)
+FLOP_OPS = {"arith.addf": 1, "arith.subf": 1, "arith.mulf": 1, "arith.divf": 1, "arith.negf": 1,
+            "arith.maximumf": 1, "arith.minimumf": 1, "arith.maxnumf": 1, "arith.minnumf": 1,
+            "arith.cmpf": 1, "math.fma": 2}
+
+
+def _element_bytes(t: MemRefType) -> int:
+    elt = t.element_type
+    width = getattr(elt, "bitwidth", None) or getattr(elt, "width", None)
+    width = width.data if hasattr(width, "data") else width
+    return max(1, int(width or 64) // 8)
+
+
+def _buffer_bytes(t) -> int:
+    return math.prod(t.get_shape()) * _element_bytes(t) if isinstance(t, MemRefType) else 0
+
+
+@dataclass
+class LoopCounts:
+    """What one loop.kernel does: element loads/stores, their bytes, and FLOPs (see FLOP_OPS)."""
+
+    loads: int = 0
+    stores: int = 0
+    bytes: int = 0
+    flops: int = 0
+
+    def add(self, other: LoopCounts) -> None:
+        self.loads += other.loads
+        self.stores += other.stores
+        self.bytes += other.bytes
+        self.flops += other.flops
+
+
+def _count(op: Operation, trips: int, acc: LoopCounts) -> None:
+    if isinstance(op, loop.ForOp):
+        trips *= op.extent
+    elif isinstance(op, loop.LoadOp):
+        acc.loads += trips
+        acc.bytes += trips * _element_bytes(op.buffer.type)
+    elif isinstance(op, loop.StoreOp):
+        acc.stores += trips
+        acc.bytes += trips * _element_bytes(op.buffer.type)
+    elif op.name in FLOP_OPS:
+        acc.flops += trips * FLOP_OPS[op.name]
+    elif op.name.startswith("math."):
+        acc.flops += trips
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                _count(inner, trips, acc)
+
+
+def loop_counts(module: ModuleOp) -> dict[str, LoopCounts]:
+    """Kernel name -> LoopCounts, for every loop.kernel of a Loop-IR module, times the number of
+    launches of it in the host function(s)."""
+    launches: dict[str, int] = {}
+    for f in module.ops:
+        if isinstance(f, func.FuncOp):
+            for op in f.walk():
+                if isinstance(op, loop.LaunchOp):
+                    name = op.callee.root_reference.data
+                    launches[name] = launches.get(name, 0) + 1
+    out = {}
+    for k in module.ops:
+        if isinstance(k, loop.KernelOp):
+            one = LoopCounts()
+            _count(k, 1, one)
+            total = LoopCounts()
+            for _ in range(launches.get(k.sym_name.data, 1)):
+                total.add(one)
+            out[k.sym_name.data] = total
+    return out
+
+
+def min_bytes(module: ModuleOp, entry: str = "main") -> int:
+    """The fewest bytes a program can move: each argument of @main read once, each result
+    written once (the host function's signature, at any level)."""
+    for f in module.ops:
+        if isinstance(f, func.FuncOp) and f.sym_name.data == entry:
+            ins = sum(_buffer_bytes(t) for t in f.function_type.inputs.data)
+            outs = sum(_buffer_bytes(t) for t in f.function_type.outputs.data)
+            return ins + outs
+    raise ValueError(f"no host function @{entry}")
+
+
+# ---- GPU timing -------------------------------------------------------------------------------
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor as the numpy buffer the runtimes take (bf16 as uint16 bit patterns)."""
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+def from_numpy(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64 (NaN stays NaN: a NaN never passes)."""
+    out, ref = out.double().flatten(), ref.double().flatten().to(out.device)
+    den = torch.linalg.vector_norm(ref).item()
+    return torch.linalg.vector_norm(out - ref).item() / (den or 1.0)
+
+
+def time_torch(fn: Callable, inputs: Sequence[torch.Tensor], warmup: int, iters: int) -> float:
+    """Median milliseconds of `fn(*inputs)` on the current CUDA device, one pair of CUDA events
+    around each call, after `warmup` calls."""
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn(*inputs)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(max(1, iters)):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*inputs)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return float(statistics.median(times))
+
+
+def time_cuda_program(exe, inputs: Sequence[np.ndarray], warmup: int, iters: int
+                      ) -> tuple[float, list[dict], list[np.ndarray]]:
+    """Replay `@main` of a CudaExecutable (target gpu) launch by launch on numpy buffers (bf16
+    as uint16 bit patterns), then time each launch on the buffers the launches before it
+    produced (GpuModule.time: CUDA events, median). Returns (sum of the medians,
+    [{kernel, ms}] per launch, @main's results)."""
+    block = exe.main.body.block
+    env = {a: np.ascontiguousarray(x, dtype=numpy_dtype(a.type)).copy()
+           for a, x in zip(block.args, inputs, strict=True)}
+    launches = []
+    for op in block.ops:
+        if isinstance(op, memref.AllocOp):
+            env[op.memref] = _poisoned(op.memref.type)
+        elif isinstance(op, func.CallOp):
+            raise NotImplementedError("timing a host function that calls another (@decoder_layer)")
+        elif isinstance(op, cuda.LaunchOp):
+            la = (op.callee.string_value(), op.grid_dims, op.block_dims, op.smem.value.data,
+                  [env[v] for v in op.args])
+            exe._mod.launch(*la[:3], la[4], smem_bytes=la[3])
+            launches.append(la)
+    outputs = [env[v].copy() for v in block.last_op.operands]
+    per_launch = []
+    for kernel, grid, blk, smem, buffers in launches:
+        ms = exe._mod.time(kernel, grid, blk, buffers, smem_bytes=smem, warmup=warmup, iters=iters)
+        per_launch.append({"kernel": kernel, "ms": ms})
+    return sum(p["ms"] for p in per_launch), per_launch, outputs
+
+
+def _poisoned(t: MemRefType) -> np.ndarray:
+    """A buffer of NaNs (bf16 as its NaN bit pattern): an element no kernel writes shows."""
+    dtype = numpy_dtype(t)
+    if str(t.element_type) == "bf16":
+        return np.full(t.get_shape(), 0x7FC0, dtype=dtype)
+    return np.full(t.get_shape(), np.nan if dtype.kind == "f" else 0, dtype=dtype)
+
+
+def geomean(xs: Sequence[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None

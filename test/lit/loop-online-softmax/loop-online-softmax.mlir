@@ -1,0 +1,156 @@
+// RUN: deplo-opt %s --split-input-file -p loop-online-softmax | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-online-softmax{min-extent=4}" | filecheck %s --check-prefix=SHORT
+
+// A long softmax row: max and sum of exp become one pass with a running max m and a running
+// sum l rescaled by exp(m - m_new).
+// CHECK-LABEL: loop.kernel @long_row(
+// CHECK:         %[[M:.*]], %[[L:.*]] = loop.for %[[S:.*]] = 0 to 2048 reduce iter(%[[A:.*]] = %{{.*}}, %[[B:.*]] = %{{.*}}) -> (f32, f32) {
+// CHECK-NEXT:      %[[X:.*]] = loop.load %x[%{{.*}}, %[[S]]]
+// CHECK-NEXT:      %[[MN:.*]] = arith.maximumf %[[A]], %[[X]] : f32
+// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[X]], %[[MN]] : f32
+// CHECK-NEXT:      %[[P:.*]] = math.exp %[[D]] : f32
+// CHECK-NEXT:      %[[DA:.*]] = arith.subf %[[A]], %[[MN]] : f32
+// CHECK-NEXT:      %[[ALPHA:.*]] = math.exp %[[DA]] : f32
+// CHECK-NEXT:      %[[LA:.*]] = arith.mulf %[[B]], %[[ALPHA]] : f32
+// CHECK-NEXT:      %[[LN:.*]] = arith.addf %[[LA]], %[[P]] : f32
+// CHECK-NEXT:      loop.yield %[[MN]], %[[LN]] : f32, f32
+// CHECK:         loop.for %{{.*}} = 0 to 2048 free {
+// CHECK:           arith.subf %{{.*}}, %[[M]] : f32
+// CHECK:           arith.divf %{{.*}}, %[[L]] : f32
+loop.kernel @long_row(%x: memref<2x2048xf32>, %out: memref<2x2048xf32>) {
+  %ninf = arith.constant 0xff800000 : f32
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 2 free {
+    %m = loop.for %r = 0 to 2048 reduce iter(%a = %ninf) -> f32 {
+      %v = loop.load %x[%i, %r] : memref<2x2048xf32>
+      %n = arith.maximumf %a, %v : f32
+      loop.yield %n : f32
+    }
+    %l = loop.for %q = 0 to 2048 reduce iter(%b = %z) -> f32 {
+      %w = loop.load %x[%i, %q] : memref<2x2048xf32>
+      %d = arith.subf %w, %m : f32
+      %e = math.exp %d : f32
+      %s = arith.addf %b, %e : f32
+      loop.yield %s : f32
+    }
+    loop.for %j = 0 to 2048 free {
+      %y = loop.load %x[%i, %j] : memref<2x2048xf32>
+      %dy = arith.subf %y, %m : f32
+      %ey = math.exp %dy : f32
+      %p = arith.divf %ey, %l : f32
+      loop.store %p, %out[%i, %j] : memref<2x2048xf32>
+    }
+  }
+}
+
+// -----
+
+// Attention: the weighted sum over the same key axis is carried in the same pass (flash): a
+// private output row, rescaled by alpha and accumulated, divided by l at the end. The scores
+// are now read once per key, whatever the row length.
+// CHECK-LABEL: loop.kernel @attention(
+// CHECK:         loop.for %[[I:.*]] = 0 to 3 free {
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[ACC:.*]] = loop.private : memref<4xf32>
+// CHECK-NEXT:      loop.for %[[J0:.*]] = 0 to 4 free {
+// CHECK-NEXT:        loop.store %[[ZERO]], %[[ACC]][%[[J0]]] : memref<4xf32>
+// CHECK:           %{{.*}}, %[[L:.*]] = loop.for %[[S:.*]] = 0 to 5 reduce iter(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32) {
+// CHECK:             %[[P:.*]] = math.exp
+// CHECK:             %[[ALPHA:.*]] = math.exp
+// CHECK:             loop.for %[[J1:.*]] = 0 to 4 free {
+// CHECK-NEXT:          %[[V:.*]] = loop.load %v[%[[S]], %[[J1]]] : memref<5x4xf32>
+// CHECK-NEXT:          %[[OLD:.*]] = loop.load %[[ACC]][%[[J1]]] : memref<4xf32>
+// CHECK-NEXT:          %[[PV:.*]] = arith.mulf %[[P]], %[[V]] : f32
+// CHECK-NEXT:          %[[SC:.*]] = arith.mulf %[[OLD]], %[[ALPHA]] : f32
+// CHECK-NEXT:          %[[NEW:.*]] = arith.addf %[[SC]], %[[PV]] : f32
+// CHECK-NEXT:          loop.store %[[NEW]], %[[ACC]][%[[J1]]] : memref<4xf32>
+// CHECK:           loop.for %[[J2:.*]] = 0 to 4 free {
+// CHECK-NEXT:        %[[O:.*]] = loop.load %[[ACC]][%[[J2]]] : memref<4xf32>
+// CHECK-NEXT:        %[[R:.*]] = arith.divf %[[O]], %[[L]] : f32
+// CHECK-NEXT:        loop.store %[[R]], %out[%[[I]], %[[J2]]] : memref<3x4xf32>
+loop.kernel @attention(%scores: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memref<3x4xf32>) {
+  %ninf = arith.constant 0xff800000 : f32
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 3 free {
+    %m = loop.for %r = 0 to 5 reduce iter(%a = %ninf) -> f32 {
+      %x = loop.load %scores[%i, %r] : memref<3x5xf32>
+      %n = arith.maximumf %a, %x : f32
+      loop.yield %n : f32
+    }
+    %l = loop.for %q = 0 to 5 reduce iter(%b = %z) -> f32 {
+      %x2 = loop.load %scores[%i, %q] : memref<3x5xf32>
+      %d = arith.subf %x2, %m : f32
+      %e = math.exp %d : f32
+      %s = arith.addf %b, %e : f32
+      loop.yield %s : f32
+    }
+    loop.for %j = 0 to 4 free {
+      %o = loop.for %t = 0 to 5 reduce iter(%c = %z) -> f32 {
+        %x3 = loop.load %scores[%i, %t] : memref<3x5xf32>
+        %d3 = arith.subf %x3, %m : f32
+        %e3 = math.exp %d3 : f32
+        %p = arith.divf %e3, %l : f32
+        %vv = loop.load %v[%t, %j] : memref<5x4xf32>
+        %pv = arith.mulf %p, %vv : f32
+        %c2 = arith.addf %c, %pv : f32
+        loop.yield %c2 : f32
+      }
+      loop.store %o, %out[%i, %j] : memref<3x4xf32>
+    }
+  }
+}
+
+// -----
+
+// negative_short_row: a short row keeps its two passes (both stay plain reductions that
+// tile-cooperative-reduce can split between threads) unless min-extent says otherwise.
+// CHECK-LABEL: loop.kernel @negative_short_row(
+// CHECK:         loop.for %{{.*}} = 0 to 8 reduce iter(%{{.*}} = %{{.*}}) -> f32 {
+// CHECK:         loop.for %{{.*}} = 0 to 8 reduce iter(%{{.*}} = %{{.*}}) -> f32 {
+// SHORT-LABEL: loop.kernel @negative_short_row(
+// SHORT:         loop.for %{{.*}} = 0 to 8 reduce iter(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32) {
+loop.kernel @negative_short_row(%x: memref<8xf32>, %out: memref<1xf32>) {
+  %ninf = arith.constant 0xff800000 : f32
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 1 free {
+    %m = loop.for %r = 0 to 8 reduce iter(%a = %ninf) -> f32 {
+      %v = loop.load %x[%r] : memref<8xf32>
+      %n = arith.maximumf %a, %v : f32
+      loop.yield %n : f32
+    }
+    %l = loop.for %q = 0 to 8 reduce iter(%b = %z) -> f32 {
+      %w = loop.load %x[%q] : memref<8xf32>
+      %d = arith.subf %w, %m : f32
+      %e = math.exp %d : f32
+      %s = arith.addf %b, %e : f32
+      loop.yield %s : f32
+    }
+    loop.store %l, %out[%i] : memref<1xf32>
+  }
+}
+
+// -----
+
+// negative_other_score: the sum is over exp of something else than the max was taken of.
+// CHECK-LABEL: loop.kernel @negative_other_score(
+// CHECK:         loop.for %{{.*}} = 0 to 2048 reduce iter(%{{.*}} = %{{.*}}) -> f32 {
+// CHECK:         loop.for %{{.*}} = 0 to 2048 reduce iter(%{{.*}} = %{{.*}}) -> f32 {
+loop.kernel @negative_other_score(%x: memref<2048xf32>, %y: memref<2048xf32>, %out: memref<1xf32>) {
+  %ninf = arith.constant 0xff800000 : f32
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 1 free {
+    %m = loop.for %r = 0 to 2048 reduce iter(%a = %ninf) -> f32 {
+      %v = loop.load %x[%r] : memref<2048xf32>
+      %n = arith.maximumf %a, %v : f32
+      loop.yield %n : f32
+    }
+    %l = loop.for %q = 0 to 2048 reduce iter(%b = %z) -> f32 {
+      %w = loop.load %y[%q] : memref<2048xf32>
+      %d = arith.subf %w, %m : f32
+      %e = math.exp %d : f32
+      %s = arith.addf %b, %e : f32
+      loop.yield %s : f32
+    }
+    loop.store %l, %out[%i] : memref<1xf32>
+  }
+}

@@ -1,0 +1,159 @@
+"""The matmul schedule passes on the CPU runtime against numpy: every prefix of the schedule,
+each option that changes the code, at shapes that are not multiples of the tiles (37 x 53 x 70,
+a batch, a linear layer with bias and residual), in fp32, fp16 and bf16, under the fiber
+schedules that expose missing barriers, missing cp.async waits and double-buffer races."""
+
+from __future__ import annotations
+
+import pytest
+from mm_harness import Case, check
+
+from deplo.runtime import cpu
+
+_OK, _WHY = cpu.cpu_runtime_available()
+pytestmark = pytest.mark.skipif(not _OK, reason=f"CPU runtime unavailable: {_WHY}")
+
+# Explicit options so that 37 x 53 x 70 spans several blocks with tails in every dim: 4 x 4 per
+# thread, 4 x 8 threads (16 x 32 outputs per block: 3 x 3 blocks), K chunks of 16 (3 + 5 left).
+SCHEDULE = [
+    "tile-register-tile{m=4 n=4}",
+    "tile-map-2d{threads-m=4 threads-n=8}",
+    "tile-chunk-reduce{k=16}",
+    "tile-stage-chunks",
+    "tile-pad-shared",
+    "tile-double-buffer",
+    "tile-cp-async",
+    "tile-unroll",
+]
+DEFAULT = [  # the heuristics of the to-tile pipeline (no options)
+    "tile-tensor-core",
+    "tile-register-tile",
+    "tile-map-2d",
+    "tile-chunk-reduce",
+    "tile-stage-chunks",
+    "tile-pad-shared",
+    "tile-double-buffer",
+    "tile-cp-async",
+    "tile-unroll",
+]
+# Tensor cores (fp16 / bf16): 2 x 1 warps of 1 x 2 fragments (32 x 16 outputs per block: 37 x 70
+# is 2 x 5 blocks with tails), K chunks of 32 (K is walked to a multiple of 16 and read as zeros
+# past its end).
+TC_SCHEDULE = [
+    "tile-tensor-core{warps-m=2 warps-n=1 frags-m=1 frags-n=2}",
+    "tile-chunk-reduce{k=32}",
+    "tile-stage-chunks",
+    "tile-pad-shared",
+    "tile-double-buffer",
+    "tile-cp-async",
+    "tile-unroll",
+]
+TAIL = Case(37, 53, 70)
+
+
+@pytest.mark.parametrize("n", range(len(SCHEDULE) + 1), ids=lambda n: f"prefix{n}")
+def test_every_prefix_of_the_schedule(n: int):
+    low = check(TAIL, SCHEDULE[:n])
+    if n:
+        assert SCHEDULE[n - 1].split("{")[0] in low.tile.split("schedule [")[1].split("]")[0]
+
+
+VARIANTS = {
+    "rows1": ["tile-register-tile{m=1 n=4}", "tile-map-2d{threads-m=8 threads-n=8}"],
+    "cols2": ["tile-register-tile{m=4 n=2}", "tile-map-2d{threads-m=2 threads-n=16}"],
+    "no-register-tile": [
+        "tile-map-2d{threads-m=8 threads-n=8}",
+        "tile-chunk-reduce{k=8}",
+        "tile-stage-chunks",
+    ],
+    "chunk32": [*SCHEDULE[:2], "tile-chunk-reduce{k=32}", "tile-stage-chunks"],
+    "pad1": [*SCHEDULE[:4], "tile-pad-shared{pad=1}", "tile-double-buffer", "tile-cp-async"],
+    "sync-double-buffer": [*SCHEDULE[:4], "tile-double-buffer"],
+    "cp-async-one-buffer": [*SCHEDULE[:4], "tile-cp-async"],
+    "cp-async-16-only": [*SCHEDULE[:4], "tile-double-buffer", "tile-cp-async{min-bytes=16}"],
+    "small-stage-budget": [
+        *SCHEDULE[:3],
+        "tile-stage-chunks{max-bytes=2048}",
+        "tile-double-buffer",
+    ],
+    "unroll-only": ["tile-register-tile{m=2 n=2}", "tile-unroll{max-extent=64}"],
+    "default": DEFAULT,
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(
+    "case",
+    [TAIL, Case(64, 96, 80), Case(37, 53, 70, batch=2)],
+    ids=["37x53x70", "64x96x80", "2x37x53x70"],
+)
+def test_schedule_options(case: Case, variant: str):
+    check(case, VARIANTS[variant])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(37, 64, 48, b_nk=True, bias=True, residual=True),
+        Case(33, 40, 72, b_nk=True, bias=True, relu=True),
+        Case(64, 128, 64, b_nk=True, residual=True),
+    ],
+    ids=["linear-bias-residual", "linear-bias-relu", "linear-residual-64"],
+)
+@pytest.mark.parametrize("passes", ["schedule", "default"])
+def test_linear_epilogues(case: Case, passes: str):
+    check(case, SCHEDULE if passes == "schedule" else DEFAULT)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    "shape", [(37, 53, 70), (64, 96, 80), (48, 40, 72)], ids=lambda s: "x".join(map(str, s))
+)
+@pytest.mark.parametrize("passes", ["simt", "tensor-core", "default"])
+def test_half_precision(dtype: str, shape, passes: str):
+    """fp16 / bf16 storage, fp32 accumulation: the SIMT schedule and tensor cores."""
+    chosen = {"simt": SCHEDULE, "tensor-core": TC_SCHEDULE, "default": DEFAULT}[passes]
+    low = check(Case(*shape, dtype=dtype), chosen)
+    if passes != "simt":
+        assert "tile.mma" in low.tile
+
+
+@pytest.mark.parametrize("n", range(len(TC_SCHEDULE) + 1), ids=lambda n: f"prefix{n}")
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_every_prefix_of_the_tensor_core_schedule(n: int, dtype: str):
+    check(Case(37, 53, 70, dtype=dtype), TC_SCHEDULE[:n])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(37, 64, 48, dtype="f16", b_nk=True, bias=True, residual=True),
+        Case(33, 40, 72, batch=2, dtype="bf16"),
+        Case(64, 96, 80, dtype="bf16", b_nk=True, relu=True),
+    ],
+    ids=["linear-f16", "bmm-bf16", "linear-relu-bf16"],
+)
+@pytest.mark.parametrize("passes", ["tensor-core", "default"])
+def test_tensor_core_epilogues_and_layouts(case: Case, passes: str):
+    """B as [K][N] (ldmatrix .trans) and as a linear layer's [N][K] (ldmatrix), a batch."""
+    check(case, TC_SCHEDULE if passes == "tensor-core" else DEFAULT)
+
+
+def test_default_pipeline_decides_the_full_schedule():
+    """What the heuristics pick for the issue's example (64 x 96 x 80, fp32)."""
+    low = check(Case(64, 96, 80), DEFAULT)
+    head = low.tile.split("{")[0] + low.tile.split("schedule")[1].split("]")[0]
+    assert "grid(2, 1, 1) block(16, 16, 1)" in low.tile, head
+    for entry in [
+        "tile-register-tile{m=4 n=4}",
+        "tile-map-2d{threads-m=16 threads-n=16}",
+        "tile-chunk-reduce{k=32}",
+        "tile-stage-chunks{max-bytes=49152}",
+        "tile-pad-shared{pad=4}",
+        "tile-double-buffer{max-bytes=49152}",
+        "tile-cp-async{min-bytes=4 loops-only=true}",
+        "tile-unroll{max-extent=32}",
+    ]:
+        assert f'"{entry}"' in low.tile, entry
+    assert "kc_cp_async16(" in low.source and "kc_cp_async_wait(1)" in low.source
+    assert "#pragma unroll" in low.source and "kc_ld128(" in low.source

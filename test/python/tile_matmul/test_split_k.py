@@ -1,0 +1,59 @@
+"""tile-split-k on the CPU runtime: slices of K on their own blocks (block.z after tile-map-2d or
+tile-tensor-core), partial sums in an fp32 buffer, reduced with the epilogue by a second kernel.
+Whole modules run through the host function (two launches)."""
+
+from __future__ import annotations
+
+import pytest
+from mm_harness import Case, context, loop_ir, run_module
+from test_schedules import DEFAULT, SCHEDULE, TC_SCHEDULE
+from xdsl.parser import Parser
+from xdsl.passes import PassPipeline
+
+from deplo.passes import pipeline
+from deplo.runtime import cpu
+
+_OK, _WHY = cpu.cpu_runtime_available()
+pytestmark = pytest.mark.skipif(not _OK, reason=f"CPU runtime unavailable: {_WHY}")
+
+TO_TILE = [p for p in pipeline.PIPELINES["to-tile"] if p.startswith("tile-")]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(16, 256, 24, b_nk=True, bias=True, relu=True),
+        Case(37, 512, 40),
+        Case(8, 1024, 8, batch=2),
+        Case(16, 256, 24, dtype="f16"),
+        Case(40, 512, 33, dtype="bf16", b_nk=True, residual=True),
+    ],
+    ids=["linear-bias-relu", "37x512x40", "bmm", "f16", "bf16-linear-residual"],
+)
+@pytest.mark.parametrize("passes", ["alone", "schedule", "to-tile"])
+def test_split_k(case: Case, passes: str):
+    rest = {"alone": [], "schedule": SCHEDULE, "to-tile": TO_TILE[1:]}[passes]
+    if passes == "schedule" and case.dtype != "f32":
+        rest = TC_SCHEDULE
+    _, text = run_module(case, ["tile-split-k{splits=4}", *rest])
+    assert "tile.kernel @mm_sum" in text and text.count("tile.launch") == 2
+
+
+def test_the_heuristic_splits_tall_skinny_matmuls():
+    """64 x 64 outputs (one 64 x 64 block tile) with K = 4096: 16 splits of 256; a square
+    matmul or a short K is left alone."""
+
+    def schedule(c: Case) -> str:
+        ctx = context()
+        module = Parser(ctx, loop_ir(c)).parse_module()
+        PassPipeline.parse_spec(pipeline.PASSES, "loop-to-tile,tile-split-k").apply(ctx, module)
+        return str(module)
+
+    assert '"tile-split-k{splits=16}"' in schedule(Case(64, 4096, 64))
+    assert "tile-split-k" not in schedule(Case(512, 4096, 512))
+    assert "tile-split-k" not in schedule(Case(64, 512, 64))
+
+
+def test_split_k_with_the_default_pipeline_runs():
+    _, text = run_module(Case(32, 2048, 32), ["tile-split-k", *DEFAULT])
+    assert '"tile-split-k{splits=' in text

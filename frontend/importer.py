@@ -46,7 +46,7 @@ class Program:
         with torch.no_grad():
             out = self.torch_module(*[torch.from_numpy(np.ascontiguousarray(a)) for a in inputs])
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        return [o.detach().numpy() for o in outs]
+        return [_numpy(o) for o in outs]
 
 
 def tensor_type(value) -> TensorType:

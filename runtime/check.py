@@ -28,15 +28,26 @@ class Comparison:
                 f"(tol {self.tolerance:.0e})  {verdict}")
 
 
-def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> Comparison:
+# by MLIR element type: the program's declared output type decides, because bf16 results travel
+# through numpy as float32 and would otherwise be held to fp32's tolerance
+TOLERANCE_BY_TYPE = {"f32": 1e-5, "f64": 1e-12, "f16": 1e-2, "bf16": 1e-2}
+
+
+def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray],
+            element_types: Sequence[str] | None = None) -> Comparison:
+    """Max abs / rel error against the reference; `element_types` (e.g. ["bf16"]) sets each
+    output's tolerance, else its numpy dtype does."""
     if len(outputs) != len(reference):
         return Comparison(float("inf"), float("inf"), 0.0, False)
     max_abs = max_rel = 0.0
     tol = 0.0
     ok = True
-    for out, ref in zip(outputs, reference):
+    for k, (out, ref) in enumerate(zip(outputs, reference)):
         ref = np.asarray(ref)
-        tol = max(tol, TOLERANCE.get(ref.dtype, 1e-5))
+        this_tol = TOLERANCE.get(ref.dtype, 1e-5)
+        if element_types is not None and k < len(element_types):
+            this_tol = TOLERANCE_BY_TYPE.get(element_types[k], this_tol)
+        tol = max(tol, this_tol)
         if np.shape(out) != ref.shape:
             return Comparison(float("inf"), float("inf"), tol, False)
         o = np.asarray(out, dtype=np.float64)
@@ -47,5 +58,5 @@ def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> C
         scale = max(float(np.max(np.abs(r))) if r.size else 0.0, np.finfo(np.float32).tiny)
         rel = err / scale
         max_abs, max_rel = max(max_abs, err), max(max_rel, rel)
-        ok = ok and rel <= TOLERANCE.get(ref.dtype, 1e-5)
+        ok = ok and rel <= this_tol
     return Comparison(max_abs, max_rel, tol, ok)

@@ -196,7 +196,7 @@ def cmd_run(args) -> int:
         if reference is None:
             print(f"{label}: ran, outputs {shapes}")
             continue
-        result = compare(outputs, reference)
+        result = compare(outputs, reference, compiled.output_element_types())
         print(f"{label}: {result.line()}")
         failed |= not result.ok
     return 1 if failed else 0

@@ -8,6 +8,7 @@ import io
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 MM = "torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))"
@@ -135,3 +136,20 @@ def test_malformed_ir_is_a_located_diagnostic() -> None:
     assert_clean_error(p, "do not broadcast")
     assert_clean_error(run("deplo-opt", "-p", "no-such-pass", stdin="builtin.module {}"),
                        "no-such-pass")
+
+
+def test_run_check_bf16_uses_the_bf16_tolerance() -> None:
+    """bf16 results travel as float32 arrays; the declared type still sets the tolerance."""
+    p = run("deplo", "run", "-c", "torch.randn(8,32).to(torch.bfloat16) * 2", "--check")
+    assert p.returncode == 0 and "(tol 1e-02)" in p.stdout and "PASS" in p.stdout, p.stdout + p.stderr
+    p = run("deplo", "run", "-c",
+            "torch.nn.functional.silu(torch.randn(8,32).to(torch.bfloat16)).float()", "--check")
+    assert p.returncode == 0 and "(tol 1e-02)" in p.stdout, p.stdout + p.stderr
+
+
+def test_fp32_tolerance_stays_strict() -> None:
+    from deplo.runtime.check import compare
+
+    ref = np.ones((4,), np.float32)
+    assert not compare([ref * (1 + 1e-3)], [ref]).ok
+    assert compare([ref * (1 + 1e-3)], [ref], ["bf16"]).ok

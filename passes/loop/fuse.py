@@ -5,9 +5,16 @@ reduction more often, than the unfused pair did. A producer kernel P writes buff
 kernel C reads it:
 
 1. Pointwise P (its free nest has no inner loop) is inlined: every `loop.load` of T in C becomes
-   P's scalar body at that index (affine maps composed). Each element of T costs what one load
-   of it cost (P's own loads), so this never multiplies global reads, even inside C's reduce
-   loop — the broadcast product of a matmul is never materialized.
+   P's scalar body at that index (affine maps composed) — the broadcast product of a matmul is
+   never materialized, and a bias add or RMSNorm scaling rides in the K loop. Inlining where C
+   would evaluate P more than once per element of T (the *recompute factor*: the extents of the
+   loops around the access that it does not index and cannot be hoisted out of, e.g. the output
+   columns of a matmul reading P inside its K loop) is refused when P reads two or more buffers
+   comparable in size to T that stay in memory (it would multiply global reads: silu(gate) · up
+   inside the down projection reads gate and up per MAC instead of one product). Small broadcast
+   inputs (a bias, a norm weight) and pointwise producers (inlined in turn) do not count.
+   Recomputed arithmetic alone is accepted (a softmax numerator's exp per head-dim column is
+   restructured by loop-online-softmax).
 2. P with a reduction moves into C only where each element of T is needed once: every load of
    T indexes it by distinct loop variables of C (or 0 along a size-1 dim), and every loop around
    the insertion point — the start of the innermost of those loops — is one of them. RMSNorm's
@@ -211,6 +218,69 @@ def clone_producer_body(
 # the pattern
 
 
+def _recompute_factor(load: loop.LoadOp) -> int:
+    """How many times C would evaluate an inlined producer per element of T at this load: the
+    extents of the enclosing loops the access does not index that enclose the innermost loop it
+    does index (loop-simplify hoists it out of the unused loops inside that one)."""
+    m = load.access_map()
+    used = {load.indices[d] for e in m.results for d in _dims_used(e)}
+    loops = list(loop.enclosing_ops(load, loop.ForOp))  # innermost first
+    if any(not any(v is f.iv for f in loops) for v in used):
+        return 1  # indexed by a loaded value: no hoisting analysis, assume no recompute
+    inner = next((n for n, f in enumerate(loops) if f.iv in used), None)
+    if inner is None:
+        return 1
+    factor = 1
+    for f in loops[inner + 1 :]:
+        if f.iv not in used:
+            factor *= f.extent
+    return factor
+
+
+def _multiplies_reads(nest: ProducerNest, p_launch: loop.LaunchOp) -> bool:
+    """Inlining P would read two or more buffers about as large as T where T was read once.
+
+    The buffers counted are those that stay in memory, found through pointwise producers (which
+    are inlined in turn): function arguments and results of kernels with a reduction. Small
+    broadcast inputs (a bias, a norm weight, a per-row statistic) do not count."""
+    size = _elements(nest.kernel.args[nest.out_index].type)
+    return len(_memory_sources(p_launch, nest.out_index, size, depth=8)) >= 2
+
+
+def _memory_sources(launch: loop.LaunchOp, out_index: int, size: int, depth: int) -> set:
+    found: set = set()
+    for j, value in enumerate(launch.args):
+        if j == out_index or 2 * _elements(value.type) < size:
+            continue
+        writer = _pointwise_writer(value, launch)
+        if writer is not None and depth > 0:
+            found |= _memory_sources(writer[0], writer[1], size, depth - 1)
+        else:
+            found.add(value)
+    return found
+
+
+def _pointwise_writer(value: SSAValue, reader: loop.LaunchOp):
+    """(launch, output index) of the pointwise kernel that writes `value`, if one does."""
+    for use in value.uses:
+        op = use.operation
+        if isinstance(op, loop.LaunchOp) and op is not reader:
+            kernel = SymbolTable.lookup_symbol(op, op.callee)
+            if isinstance(kernel, loop.KernelOp) and use.index in written_args(kernel):
+                nest = producer_nest(kernel)
+                if nest is not None and not nest.has_reduction:
+                    return op, use.index
+                return None
+    return None
+
+
+def _elements(t) -> int:
+    n = 1
+    for d in t.get_shape():
+        n *= d
+    return n
+
+
 def _hoist_point(load: loop.LoadOp, kernel: loop.KernelOp) -> InsertPoint | None:
     """Where a reduction producer can be computed exactly once per element of T, or None."""
     shape = load.buffer.type.get_shape()
@@ -284,6 +354,9 @@ class FuseProducer(RewritePattern):
         if len(loads) != len(list(arg.uses)):
             return False
         points = {}
+        if (not nest.has_reduction and any(_recompute_factor(ld) > 1 for ld in loads)
+                and _multiplies_reads(nest, p_launch)):
+            return False
         if nest.has_reduction:
             # read by other kernels too, it is computed again here (and written out for them)
             # only when that reads no global data the consumer does not read anyway

@@ -279,3 +279,24 @@ func.func @column_norm(%x: tensor<5x3xf32>) -> tensor<5x3xf32> {
   %d = tir.elementwise div(%x, %b) : tensor<5x3xf32>
   func.return %d : tensor<5x3xf32>
 }
+
+// -----
+
+// negative_multiplied_reads: silu(gate) * up read inside the down projection's K loop would be
+// evaluated once per output column and read gate AND up per MAC: it stays its own kernel.
+// CHECK-LABEL: loop.kernel @h
+// CHECK-LABEL: loop.kernel @down
+// CHECK:         loop.load %h
+// CHECK-NOT:     loop.load %gate
+// CHECK-LABEL: func.func @main
+// CHECK:         loop.launch @h
+// CHECK:         loop.launch @down
+func.func @main(%gate: tensor<4x16xf32>, %up: tensor<4x16xf32>, %w: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %h = tir.elementwise silu(%gate) : tensor<4x16xf32>
+  %h_1 = tir.elementwise mul(%h, %up) : tensor<4x16xf32>
+  %pa = tir.index_map %h_1 (i, j, k) -> (i, k) : tensor<4x16xf32> -> tensor<4x8x16xf32>
+  %pw = tir.index_map %w (i, j, k) -> (k, j) : tensor<16x8xf32> -> tensor<4x8x16xf32>
+  %p = tir.elementwise mul(%pa, %pw) : tensor<4x8x16xf32>
+  %down = tir.reduce add %p [2] : tensor<4x8x16xf32> -> tensor<4x8xf32>
+  func.return %down : tensor<4x8xf32>
+}

@@ -42,6 +42,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-online-softmax": ("passes.loop.online_softmax", "LoopOnlineSoftmaxPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
+    "tile-attention-rows": ("passes.tile.attention_rows", "TileAttentionRowsPass"),
     "tile-cooperative-reduce": ("passes.tile.cooperative_reduce", "TileCooperativeReducePass"),
     "tile-map-threads": ("passes.tile.map_threads", "TileMapThreadsPass"),
     "tile-stage-inputs": ("passes.tile.stage_inputs", "TileStageInputsPass"),
@@ -90,6 +91,7 @@ _TO_TILE = _TO_LOOP + [
     "tile-chunk-reduce",  # matmul-like: K in chunks, the unit of staging
     "tile-stage-chunks",  # matmul-like: each chunk's A and B tiles in shared memory
     "tile-map-grid",  # outer free axes -> blocks
+    "tile-attention-rows",  # flash rows: threads over the head dim, q.k combined per key
     "tile-cooperative-reduce",  # reduce-heavy kernels: strided thread loop + tile.combine
     "tile-map-threads",  # remaining innermost free axis -> threads (strided if long)
     "tile-stage-inputs",  # slabs read more than once -> shared memory

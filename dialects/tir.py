@@ -132,6 +132,30 @@ def _tensor(op: IRDLOperation, value: SSAValue, what: str) -> TensorType:
     return value.type
 
 
+def print_signature(printer: Printer, attributes, in_types, out_type) -> None:
+    """` {attrs} : tensor<...>, tensor<...> -> tensor<...>`: the tail of every tir op whose
+    result type is not its operands' type."""
+    printer.print_op_attributes(attributes)
+    printer.print_string(" : ")
+    printer.print_list(in_types, printer.print_attribute)
+    printer.print_string(" -> ")
+    printer.print_attribute(out_type)
+
+
+def parse_signature(parser: Parser, count: int | None = None, attrs=None):
+    """Parse ` {attrs} : T1, T2 -> R` -> (attributes, input types, result type). With `count`,
+    exactly that many input types; `attrs` when the op head already read the dict."""
+    if attrs is None:
+        attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+    if count is not None and len(types) != count:
+        parser.raise_error(f"expected {count} operand type(s), got {len(types)}", pos)
+    parser.parse_punctuation("->")
+    return attrs, types, parser.parse_type()
+
+
 def print_kind_call(printer: Printer, kind: str, operands, attributes) -> None:
     """` add(%a, %b) {attrs}`: the head shared by the kind-table ops."""
     printer.print_string(f" {kind}(")
@@ -246,11 +270,7 @@ class ReduceOp(IRDLOperation):
         printer.print_string(f" {self.kind.data} ")
         printer.print_ssa_value(self.input)
         printer.print_string(" [" + ", ".join(str(d) for d in self.reduced_dims) + "]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.attributes, [self.input.type], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ReduceOp:
@@ -258,11 +278,7 @@ class ReduceOp(IRDLOperation):
         kind = parser.parse_str_enum(ReduceKind)
         x = parser.parse_unresolved_operand()
         dims = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
+        attrs, (in_t,), out_t = parse_signature(parser, 1)
         (xv,) = parser.resolve_operands([x], [in_t], pos)
         op = cls(kind, xv, dims, out_t)
         op.attributes |= attrs
@@ -344,22 +360,14 @@ class IndexMapOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_ssa_value(self.input)
         printer.print_string(f" {self.map.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.attributes, [self.input.type], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> IndexMapOp:
         pos = parser.pos
         x = parser.parse_unresolved_operand()
         m = parser.parse_affine_map()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
+        attrs, (in_t,), out_t = parse_signature(parser, 1)
         (xv,) = parser.resolve_operands([x], [in_t], pos)
         op = cls(xv, m, out_t)
         op.attributes |= attrs
@@ -529,11 +537,7 @@ class GatherOp(IRDLOperation):
             printer.print_ssa_value(v)
             printer.print_string(f" {im.data}")
         printer.print_string(")")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in self.operands], printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.attributes, [v.type for v in self.operands], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> GatherOp:
@@ -546,11 +550,7 @@ class GatherOp(IRDLOperation):
             return parser.parse_unresolved_operand(), parser.parse_affine_map()
 
         pairs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, index)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
+        attrs, types, out_t = parse_signature(parser)
         vals = parser.resolve_operands([table, *(p[0] for p in pairs)], types, pos)
         op = cls(vals[0], m, vals[1:], [p[1] for p in pairs], out_t)
         op.attributes |= attrs
@@ -610,11 +610,7 @@ class ConcatOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_list(self.inputs, printer.print_ssa_value)
         printer.print_string(f" [{self.dim.value.data}]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.attributes, [v.type for v in self.inputs], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConcatOp:
@@ -623,11 +619,7 @@ class ConcatOp(IRDLOperation):
             Parser.Delimiter.NONE, parser.parse_unresolved_operand
         )
         (dim,) = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
+        attrs, types, out_t = parse_signature(parser)
         op = cls(parser.resolve_operands(ins, types, pos), dim, out_t)
         op.attributes |= attrs
         return op
@@ -775,20 +767,14 @@ class CompareOp(IRDLOperation):
             raise VerifyException(f"{self.name} {self.kind.data}: expected {want}, got {r}")
 
     def print(self, printer: Printer) -> None:
-        print_kind_call(printer, self.kind.data, self.operands, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_kind_call(printer, self.kind.data, self.operands, {})
+        print_signature(printer, self.attributes, [self.lhs.type], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> CompareOp:
         pos = parser.pos
         kind, ops, attrs = parse_kind_call(parser, CompareKind)
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
+        attrs, (in_t,), out_t = parse_signature(parser, 1, attrs)
         if len(ops) != 2:
             parser.raise_error(f"tir.compare: expected 2 operands, got {len(ops)}", pos)
         a, b = parser.resolve_operands(ops, [in_t] * 2, pos)
@@ -880,21 +866,13 @@ class CastOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_ssa_value(self.input)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.attributes, [self.input.type], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> CastOp:
         pos = parser.pos
         x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
+        attrs, (in_t,), out_t = parse_signature(parser, 1)
         (xv,) = parser.resolve_operands([x], [in_t], pos)
         op = cls(xv, out_t)
         op.attributes |= attrs

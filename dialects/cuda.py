@@ -504,6 +504,18 @@ class _AccessOp(IRDLOperation):
         if self.index.type not in INDEX_TYPES:
             raise VerifyException(f"expected an i32 or i64 index, got {self.index.type}")
 
+    def print(self, printer: Printer) -> None:
+        """` %x[%i] : T` — what load and address print; store adds its value first."""
+        printer.print_string(" ")
+        self._print_access(printer)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        buf, idx, attrs = cls._parse_access(parser)
+        op = cls(buf, idx)
+        op.attributes |= attrs
+        return op
+
     def _print_access(self, printer: Printer) -> None:
         printer.print_operand(self.buffer)
         printer.print_string("[")
@@ -543,17 +555,6 @@ class LoadOp(_AccessOp):
         super().verify_()
         if self.result.type != self.buffer.type.element:
             raise VerifyException(f"expected result type {self.buffer.type.element}, got {self.result.type}")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        self._print_access(printer)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        buf, idx, attrs = cls._parse_access(parser)
-        op = cls(buf, idx)
-        op.attributes |= attrs
-        return op
 
 
 @irdl_op_definition
@@ -602,17 +603,6 @@ class AddressOp(_AccessOp):
         t = SSAValue.get(buffer).type
         const = isinstance(t, PtrType) and bool(t.is_const.data)
         super().__init__(operands=[buffer, index], result_types=[PtrType(t.element, const)])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        self._print_access(printer)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> AddressOp:
-        buf, idx, attrs = cls._parse_access(parser)
-        op = cls(buf, idx)
-        op.attributes |= attrs
-        return op
 
 
 @irdl_op_definition

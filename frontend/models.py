@@ -120,13 +120,6 @@ def resolve_model(spec: str) -> ModelSource:
     raise FrontendError(f"model {spec!r} not found offline; looked for: " + "; ".join(looked))
 
 
-def is_model_spec(text: str) -> bool:
-    """A CLI argument names a model (not an expression) when it is a directory or an id."""
-    return Path(text).is_dir() or text in KNOWN_CONFIGS or (
-        "/" in text and "(" not in text and " " not in text
-    )
-
-
 def hf_config(source: ModelSource, num_layers: int | None = None):
     from transformers import AutoConfig
 

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.nn.functional as F
-from xdsl.dialects import func, memref
+from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation
 
-from deplo.dialects import cuda, loop
-from deplo.runtime.program import numpy_dtype
+from deplo.dialects import loop
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -304,9 +303,10 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 
 
 def from_numpy(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-    if dtype == torch.bfloat16:
+    """bf16 arrive as uint16 bit patterns or as float32 holding bf16 values (exact either way)."""
+    if dtype == torch.bfloat16 and a.dtype == np.uint16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(a)
+    return torch.from_numpy(a).to(dtype)
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -337,38 +337,17 @@ def time_torch(fn: Callable, inputs: Sequence[torch.Tensor], warmup: int, iters:
 
 def time_cuda_program(exe, inputs: Sequence[np.ndarray], warmup: int, iters: int
                       ) -> tuple[float, list[dict], list[np.ndarray]]:
-    """Replay `@main` of a CudaExecutable (target gpu) launch by launch on numpy buffers (bf16
-    as uint16 bit patterns), then time each launch on the buffers the launches before it
-    produced (GpuModule.time: CUDA events, median). Returns (sum of the medians,
-    [{kernel, ms}] per launch, @main's results)."""
-    block = exe.main.body.block
-    env = {a: np.ascontiguousarray(x, dtype=numpy_dtype(a.type)).copy()
-           for a, x in zip(block.args, inputs, strict=True)}
-    launches = []
-    for op in block.ops:
-        if isinstance(op, memref.AllocOp):
-            env[op.memref] = _poisoned(op.memref.type)
-        elif isinstance(op, func.CallOp):
-            raise NotImplementedError("timing a host function that calls another (@decoder_layer)")
-        elif isinstance(op, cuda.LaunchOp):
-            la = (op.callee.string_value(), op.grid_dims, op.block_dims, op.smem.value.data,
-                  [env[v] for v in op.args])
-            exe._mod.launch(*la[:3], la[4], smem_bytes=la[3])
-            launches.append(la)
-    outputs = [env[v].copy() for v in block.last_op.operands]
+    """Run `@main` of a CudaExecutable (target gpu) once, recording every launch with its
+    buffers, then time each launch on the buffers the launches before it produced
+    (GpuModule.time: CUDA events, median). Returns (sum of the medians, [{kernel, ms}] per
+    launch, @main's results)."""
+    launches: list = []
+    outputs = exe.run(inputs, record=launches)
     per_launch = []
     for kernel, grid, blk, smem, buffers in launches:
         ms = exe._mod.time(kernel, grid, blk, buffers, smem_bytes=smem, warmup=warmup, iters=iters)
         per_launch.append({"kernel": kernel, "ms": ms})
     return sum(p["ms"] for p in per_launch), per_launch, outputs
-
-
-def _poisoned(t: MemRefType) -> np.ndarray:
-    """A buffer of NaNs (bf16 as its NaN bit pattern): an element no kernel writes shows."""
-    dtype = numpy_dtype(t)
-    if str(t.element_type) == "bf16":
-        return np.full(t.get_shape(), 0x7FC0, dtype=dtype)
-    return np.full(t.get_shape(), np.nan if dtype.kind == "f" else 0, dtype=dtype)
 
 
 def geomean(xs: Sequence[float]) -> float | None:

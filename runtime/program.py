@@ -89,8 +89,11 @@ class CudaExecutable:
         else:
             raise ValueError(f"unknown target {target!r} (cpu or gpu)")
 
-    def run(self, inputs: Sequence[np.ndarray], schedule: str | None = None) -> list[np.ndarray]:
-        """Replay `@main` on copies of `inputs`; `schedule` picks the CPU fiber schedule."""
+    def run(self, inputs: Sequence[np.ndarray], schedule: str | None = None,
+            record: list | None = None) -> list[np.ndarray]:
+        """Replay `@main` on copies of `inputs`; `schedule` picks the CPU fiber schedule.
+        `record`, if given, receives (kernel, grid, block, smem, buffers) per launch, in order
+        (the benchmark re-times each launch on the buffers it saw)."""
         args = self.main.body.block.args
         if len(inputs) != len(args):
             raise ValueError(f"@main takes {len(args)} buffers, got {len(inputs)}")
@@ -103,12 +106,13 @@ class CudaExecutable:
                 buffers.append(to_bf16_bits(x))
             else:
                 buffers.append(np.ascontiguousarray(x, dtype=numpy_dtype(a.type)).copy())
-        outs = self.call(self.main, buffers, schedule or self.schedule)
+        outs = self.call(self.main, buffers, schedule or self.schedule, record)
         ret = self.main.body.block.last_op
         return [from_bf16_bits(o) if isinstance(v.type.element_type, BFloat16Type) else o
                 for v, o in zip(ret.operands, outs)]
 
-    def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str) -> list[np.ndarray]:
+    def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str,
+             record: list | None = None) -> list[np.ndarray]:
         """Execute one host function: allocations, launches, calls of other host functions."""
         env: dict[SSAValue, np.ndarray] = dict(zip(fn.body.block.args, buffers, strict=True))
         for op in fn.body.block.ops:
@@ -118,13 +122,16 @@ class CudaExecutable:
                 kwargs = {"smem_bytes": op.smem.value.data}
                 if self.target == "cpu":
                     kwargs["schedule"] = schedule
-                self._mod.launch(op.callee.string_value(), tuple(op.grid_dims),
-                                 tuple(op.block_dims), [env[v] for v in op.args], **kwargs)
+                launch = (op.callee.string_value(), tuple(op.grid_dims), tuple(op.block_dims),
+                          op.smem.value.data, [env[v] for v in op.args])
+                self._mod.launch(*launch[:3], launch[4], **kwargs)
+                if record is not None:
+                    record.append(launch)
             elif isinstance(op, func.CallOp):
                 callee = self.functions.get(op.callee.root_reference.data)
                 if callee is None:
                     raise ValueError(f"host: no function @{op.callee.root_reference.data}")
-                results = self.call(callee, [env[v] for v in op.arguments], schedule)
+                results = self.call(callee, [env[v] for v in op.arguments], schedule, record)
                 env.update(zip(op.results, results, strict=True))
             elif isinstance(op, func.ReturnOp):
                 return [env[v] for v in op.arguments]

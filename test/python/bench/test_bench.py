@@ -179,8 +179,8 @@ class _CpuAsGpu:
     def __init__(self, mod):
         self.mod = mod
 
-    def launch(self, kernel, grid, block, args, *, smem_bytes=0):
-        self.mod.launch(kernel, grid, block, args, smem_bytes=smem_bytes)
+    def launch(self, kernel, grid, block, args, *, smem_bytes=0, **cpu_options):
+        self.mod.launch(kernel, grid, block, args, smem_bytes=smem_bytes, **cpu_options)
 
     def time(self, kernel, grid, block, args, *, smem_bytes=0, warmup=3, iters=20):
         self.launch(kernel, grid, block, args, smem_bytes=smem_bytes)

@@ -23,6 +23,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from deplo.passes import pipeline
+from deplo.tools.errors import user_errors
 
 STANDARD_DIALECTS = {
     "builtin": lambda: builtin.Builtin,
@@ -82,17 +83,12 @@ class DeploOptMain(xDSLOptMain):
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    try:
+    # only the IR's errors (and a bad pass spec or path): deplo-opt never loads the runtimes,
+    # whose import would cost every lit RUN line ~0.2 s
+    ir_errors = (ParseError, DiagnosticException, VerifyException, ValueError, FileNotFoundError)
+    with user_errors("deplo-opt", ir_errors) as status:
         DeploOptMain(description="deplo's MLIR-style optimizer driver", args=args).run()
-    except (ParseError, DiagnosticException, VerifyException) as e:
-        print(f"deplo-opt: error: {e}", file=sys.stderr)
-        for note in getattr(e, "__notes__", []):
-            print(note, file=sys.stderr)
-        return 1
-    except (ValueError, FileNotFoundError) as e:
-        print(f"deplo-opt: error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return status.code
 
 
 if __name__ == "__main__":

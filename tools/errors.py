@@ -27,11 +27,14 @@ class Status:
 
 
 @contextmanager
-def user_errors(tool: str):
+def user_errors(tool: str, types: tuple[type[BaseException], ...] | None = None):
+    """Report `types` (default: every user error, which imports the runtimes) as one message
+    and status 1."""
     status = Status()
+    caught = types if types is not None else user_error_types()
     try:
         yield status
-    except user_error_types() as e:
+    except caught as e:
         print(f"{tool}: error: {e}", file=sys.stderr)
         for note in getattr(e, "__notes__", []):
             print(note, file=sys.stderr)

@@ -198,10 +198,11 @@ def import_module(
 ) -> Program:
     """Export `module` on the example inputs (no_grad, non-strict) and import it."""
     ep = export(module, example_inputs)
-    state = dict(module.named_parameters()) | dict(module.named_buffers())
-    imported = import_exported(ep, input_names, dict(module.named_buffers()))
+    buffers = dict(module.named_buffers())
+    imported = import_exported(ep, input_names, buffers)
     imported.module = outline_layers(imported.module)
-    state |= {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
+    constants = {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
+    state = dict(module.named_parameters()) | buffers | constants
     params = [_numpy(state[n]) for n in imported.param_names] + list(imported.constants.values())
     inputs = [_numpy(t) for t in example_inputs]
     return Program(imported.module, imported.input_names,

@@ -62,17 +62,14 @@ def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None
     gen = torch.Generator().manual_seed(seed)
     if layer is not None:
         module = OneLayer(model, layer).eval()
-        hidden = torch.randn(1, seq_len, model.config.hidden_size, generator=gen)
-        example = hidden.to(device)
+        example = torch.randn(1, seq_len, model.config.hidden_size, generator=gen)
         names = ["hidden"]
     else:
         module = Logits(model).eval()
-        ids = torch.randint(0, model.config.vocab_size, (1, seq_len), generator=gen)
-        example = ids.to(device)
+        example = torch.randint(0, model.config.vocab_size, (1, seq_len), generator=gen)
         names = ["input_ids"]
-    program = import_module(module, [example], names)
-    program.example_inputs = [example.cpu().numpy() if device != "meta" else
-                              (ids if layer is None else hidden).numpy()]
+    program = import_module(module, [example.to(device)], names)
+    program.example_inputs = [example.numpy()]  # the CPU tensor, also for a meta capture
     program.notes.append(
         f"model {spec} from the {source.origin}"
         + ("" if source.has_weights or not materialize else "; no weights found: random weights")

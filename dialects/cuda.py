@@ -87,6 +87,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from deplo.hardware import MAX_BLOCK_THREADS, WARP
+
 C_SCALARS: dict[Attribute, str] = {
     Float16Type(): "__half", BFloat16Type(): "__nv_bfloat16", Float32Type(): "float",
     Float64Type(): "double", i1: "bool", IntegerType(8): "signed char", i32: "int",
@@ -279,9 +281,9 @@ class KernelOp(IRDLOperation):
         return self.body.block.args
 
     def verify_(self) -> None:
-        if not 1 <= self.launch_bounds.value.data <= 1024:
+        if not 1 <= self.launch_bounds.value.data <= MAX_BLOCK_THREADS:
             raise VerifyException(
-                f"expected launch bounds in [1, 1024], got {self.launch_bounds.value.data}")
+                f"expected launch bounds in [1, {MAX_BLOCK_THREADS}], got {self.launch_bounds.value.data}")
         for a in self.params:
             if not isinstance(a.type, PtrType) and a.type not in C_SCALARS:
                 raise VerifyException(
@@ -666,7 +668,7 @@ class ShflOp(IRDLOperation):
     assembly_format = ("$mode $value `,` $offset `width` $width (`mask` $mask^)? attr-dict "
                        "`:` type($result)")
 
-    def __init__(self, mode: ShflMode | str, value, offset, width: int = 32, mask: int | None = None):
+    def __init__(self, mode: ShflMode | str, value, offset, width: int = WARP, mask: int | None = None):
         props = {"mode": ShflModeAttr(ShflMode(mode)), "width": IntegerAttr(width, i64)}
         if mask is not None:
             props["mask"] = IntegerAttr(mask, i64)
@@ -675,8 +677,8 @@ class ShflOp(IRDLOperation):
 
     def verify_(self) -> None:
         w = self.width.value.data
-        if not (1 <= w <= 32 and w & (w - 1) == 0):
-            raise VerifyException(f"expected width a power of two <= 32, got {w}")
+        if not (1 <= w <= WARP and w & (w - 1) == 0):
+            raise VerifyException(f"expected width a power of two <= {WARP}, got {w}")
         if self.mask is not None and not 0 < self.mask.value.data < 2**32:
             raise VerifyException(f"expected a non-zero 32-bit lane mask, got {self.mask.value.data}")
         _verify_scalar(self, self.value.type)

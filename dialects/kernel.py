@@ -75,12 +75,9 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
+
 SHARED_SPACE = 3  # memref memory space of shared memory (`3 : i64`), as in NVVM
-MAX_THREADS = 1024  # threads per block
-MAX_BLOCK = (1024, 1024, 64)
-MAX_GRID = (2**31 - 1, 65535, 65535)
-STATIC_SMEM_LIMIT = 48 * 1024  # bytes of static __shared__ per kernel
-WARP = 32
 CP_ASYNC_BYTES = (4, 16)  # kc_cp_async4 / kc_cp_async16 of the prelude
 
 
@@ -195,8 +192,8 @@ class FuncOp(IRDLOperation):
                 if not 1 <= d <= lim:
                     raise VerifyException(f"{what}: expected sizes in [1, {lim}], got {d}")
         threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
-        if threads > MAX_THREADS:
-            raise VerifyException(f"expected at most {MAX_THREADS} threads per block, got {threads}")
+        if threads > MAX_BLOCK_THREADS:
+            raise VerifyException(f"expected at most {MAX_BLOCK_THREADS} threads per block, got {threads}")
         for a in self.args:
             if isinstance(a.type, MemRefType):
                 _verify_static_memref(a.type, f"argument #{a.index}")
@@ -207,9 +204,9 @@ class FuncOp(IRDLOperation):
                 raise VerifyException(
                     f"argument #{a.index}: expected a memref or a scalar, got {a.type}")
         smem = sum(_shared_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
-        if smem > STATIC_SMEM_LIMIT:
+        if smem > SHARED_MEMORY_BYTES:
             raise VerifyException(
-                f"expected at most {STATIC_SMEM_LIMIT} bytes of static shared memory, got {smem}")
+                f"expected at most {SHARED_MEMORY_BYTES} bytes of static shared memory, got {smem}")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

@@ -1,10 +1,13 @@
 """Tile IR: a Loop IR nest with a schedule — which loops run on blocks, which on threads, what is
 staged in shared memory and which reductions are shared between threads.
 
-A schedule is loops with bindings plus a few explicit ops, and it is data printed on the kernel:
+A schedule is loops with bindings plus a few explicit ops. What it should become is the kernel's
+plan (dialects/tile_plan.py): one typed attribute holding every decision, which the tile passes
+carry out step by step (`done`):
 
     tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>)
-        grid(32, 1, 1) block(256, 1, 1) schedule ["tile-map-grid{max-dims=3}", ...] {
+        grid(32, 1, 1) block(256, 1, 1) plan row_reduce(rows = [32], extent = 2048) {threads = 256,
+        stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid", ...] {
       tile.for %a1 = 0 to 32 bind(block.x) {
         %xs = tile.stage %x[0, %a1, 0] [1, 1, 2048] into shared copy(sync) buffers(1) pad(0)
             : memref<1x32x2048xf32> -> memref<2048xf32, 3 : i64>
@@ -38,7 +41,6 @@ Memory accesses are Loop IR's `loop.load` / `loop.store` (ARCHITECTURE.md, Depar
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
@@ -88,7 +90,6 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.parser import Parser
-from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasAncestor,
@@ -111,13 +112,9 @@ from deplo.dialects.loop import (
     verify_launch,
     verify_loop_body,
 )
+from deplo.dialects.tile_plan import Plan, PlanAttr, parse_plan
+from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
 
-SHARED_MEMORY_BYTES = 48 * 1024
-"""Static shared memory per block (CUDA's limit without opting in to more)."""
-MAX_BLOCK_THREADS = 1024
-MAX_BLOCK = (1024, 1024, 64)
-MAX_GRID = (2**31 - 1, 65535, 65535)
-WARP = 32
 SHARED_SPACE = IntegerAttr(3, 64)
 """The memory space of shared memory buffers (`memref<...xf32, 3 : i64>`)."""
 
@@ -197,50 +194,31 @@ def enclosing_loops(op: Operation) -> list[ForOp]:
     return [p for p in _ancestors(op) if isinstance(p, ForOp)]
 
 
-def block_regions(kernel: KernelOp) -> list[Block]:
-    """Where block-level code lives: the bodies of the innermost block-bound loops, or the
-    kernel body when no loop is bound to blocks."""
-    bound = [op for op in kernel.body.walk() if isinstance(op, ForOp) and op.binding.is_block]
-    inner = [
-        lp.body.block
-        for lp in bound
-        if not any(isinstance(o, ForOp) and o.binding.is_block for o in lp.body.walk())
-    ]
-    return inner or [kernel.body.block]
-
-
-def has_thread_loops(kernel: KernelOp) -> bool:
-    return any(isinstance(op, ForOp) and op.binding.is_thread for op in kernel.body.walk())
-
-
-def schedule_entry(pass_: ModulePass) -> str:
-    """`tile-map-threads{threads=256}`: a pass and all its options, as `-p` spells them."""
-    opts = []
-    for f in dataclasses.fields(pass_):
-        v = getattr(pass_, f.name)
-        text = str(v).lower() if isinstance(v, bool) else str(v)
-        opts.append(f"{f.name.replace('_', '-')}={text}")
-    return pass_.name + (f"{{{' '.join(opts)}}}" if opts else "")
-
-
 # --------------------------------------------------------------------------------------------
 # kernel
 
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """One CUDA kernel with its launch shape and the schedule that produced it.
+    """One CUDA kernel with its launch shape, its plan, and the tile passes that have carried the
+    plan out so far.
 
         tile.kernel @k(%x: memref<64xf32>, %out: memref<64xf32>) grid(1, 1, 1) block(64, 1, 1)
-            schedule ["tile-map-threads{threads=256}"] { ... }
+            key "7c1f03a2b9e4d8a5" plan pointwise(chain = [64]) {grid_dims = 3, ...}
+            done ["tile-map-grid", "tile-map-threads"] { ... }
 
-    `grid`/`block` may be written with one to three sizes (missing ones are 1)."""
+    `grid`/`block` may be written with one to three sizes (missing ones are 1). The plan
+    (dialects/tile_plan.py) is verified here, so an illegal one names the kernel and its knob;
+    `key` is the structural key of the kernel's Loop IR (what a pinned plan file is keyed by).
+    A kernel without a plan has the trivial schedule of `loop-to-tile`."""
 
     name = "tile.kernel"
     sym_name = prop_def(StringAttr)
     grid = prop_def(DenseArrayBase)
     block = prop_def(DenseArrayBase)
-    schedule = prop_def(ArrayAttr[StringAttr])
+    key = opt_prop_def(StringAttr)
+    plan = opt_prop_def(PlanAttr)
+    done = prop_def(ArrayAttr[StringAttr])
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove(), NoTerminator(), SymbolOpInterface())
 
@@ -251,18 +229,22 @@ class KernelOp(IRDLOperation):
         body: Region | None = None,
         grid: Sequence[int] = (1, 1, 1),
         block: Sequence[int] = (1, 1, 1),
-        schedule: Sequence[str] = (),
+        plan: Plan | None = None,
+        done: Sequence[str] = (),
+        key: str | None = None,
     ):
         body = body or Region(Block(arg_types=arg_types))
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "grid": DenseArrayBase.from_list(i64, _dims3(grid)),
-                "block": DenseArrayBase.from_list(i64, _dims3(block)),
-                "schedule": ArrayAttr(StringAttr(s) for s in schedule),
-            },
-            regions=[body],
-        )
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "grid": DenseArrayBase.from_list(i64, _dims3(grid)),
+            "block": DenseArrayBase.from_list(i64, _dims3(block)),
+            "done": ArrayAttr(StringAttr(s) for s in done),
+        }
+        if plan is not None:
+            props["plan"] = PlanAttr(plan)
+        if key:
+            props["key"] = StringAttr(key)
+        super().__init__(properties=props, regions=[body])
 
     @property
     def args(self):
@@ -277,8 +259,16 @@ class KernelOp(IRDLOperation):
         return tuple(self.block.get_values())  # type: ignore[return-value]
 
     @property
-    def schedule_list(self) -> list[str]:
-        return [s.data for s in self.schedule.data]
+    def the_plan(self) -> Plan | None:
+        return self.plan.data if self.plan is not None else None
+
+    @property
+    def done_steps(self) -> list[str]:
+        return [s.data for s in self.done.data]
+
+    @property
+    def structural_key(self) -> str | None:
+        return self.key.data if self.key is not None else None
 
     def set_launch(self, grid: Sequence[int] | None = None, block: Sequence[int] | None = None):
         if grid is not None:
@@ -286,9 +276,20 @@ class KernelOp(IRDLOperation):
         if block is not None:
             self.block = DenseArrayBase.from_list(i64, _dims3(block))
 
-    def record(self, pass_: ModulePass) -> None:
-        """Append a schedule pass (with its options) to this kernel's schedule."""
-        self.schedule = ArrayAttr([*self.schedule.data, StringAttr(schedule_entry(pass_))])
+    def set_plan(self, plan: Plan, key: str | None = None) -> None:
+        self.plan = PlanAttr(plan)
+        if key:
+            self.key = StringAttr(key)
+
+    def reset_plan(self) -> None:
+        """Back to the trivial schedule's state: no plan, no key, no steps done."""
+        self.plan = self.key = None
+        self.done = ArrayAttr([])
+
+    def mark_done(self, step: str) -> None:
+        """Record that tile pass `step` has carried out its part of the plan."""
+        if step not in self.done_steps:
+            self.done = ArrayAttr([*self.done.data, StringAttr(step)])
 
     def staged_bytes(self) -> int:
         return sum(op.smem_bytes for op in self.body.walk() if isinstance(op, StageOp))
@@ -325,14 +326,32 @@ class KernelOp(IRDLOperation):
                 f"{where}: staged buffers take {smem} bytes of shared memory, more than "
                 f"{SHARED_MEMORY_BYTES}"
             )
+        plan = self.the_plan
+        if plan is not None:
+            if bad := plan.violations():
+                knob, why = bad[0]
+                raise VerifyException(f"{where}: plan knob {knob}: {why}")
+            if unknown := [s for s in self.done_steps if s not in plan.steps()]:
+                raise VerifyException(
+                    f"{where}: done step '{unknown[0]}' is not a step of a {plan.kind} plan "
+                    f"({', '.join(plan.steps())})"
+                )
+        elif self.done_steps:
+            raise VerifyException(f"{where}: expected no done steps without a plan")
 
     def print(self, printer: Printer) -> None:
         print_kernel_header(printer, self.sym_name.data, self.body.block)
         printer.print_string(f" grid({', '.join(map(str, self.grid_dims))})")
         printer.print_string(f" block({', '.join(map(str, self.block_dims))})")
-        printer.print_string(" schedule [")
-        printer.print_list(self.schedule.data, printer.print_attribute)
-        printer.print_string("]")
+        if self.key is not None:
+            printer.print_string(" key ")
+            printer.print_attribute(self.key)
+        if self.plan is not None:
+            printer.print_string(f" plan {self.plan.data.text()}")
+        if self.done.data:
+            printer.print_string(" done [")
+            printer.print_list(self.done.data, printer.print_attribute)
+            printer.print_string("]")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False, print_empty_block=True)
@@ -348,14 +367,17 @@ class KernelOp(IRDLOperation):
             if not 1 <= len(vals) <= 3:
                 parser.raise_error(f"expected one to three {what} sizes", pos)
             dims[what] = vals
-        schedule: list[str] = []
-        if parser.parse_optional_keyword("schedule"):
-            schedule = parser.parse_comma_separated_list(
+        key = parser.parse_str_literal() if parser.parse_optional_keyword("key") else None
+        plan = parse_plan(parser) if parser.parse_optional_keyword("plan") else None
+        done: list[str] = []
+        if parser.parse_optional_keyword("done"):
+            done = parser.parse_comma_separated_list(
                 Parser.Delimiter.SQUARE, parser.parse_str_literal
             )
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region(args)
-        op = cls(name.data, [a.type for a in args], body, dims["grid"], dims["block"], schedule)
+        op = cls(name.data, [a.type for a in args], body, dims["grid"], dims["block"], plan,
+                 done, key)
         if attrs is not None:
             op.attributes |= attrs.data
         return op
@@ -978,5 +1000,5 @@ class MmaOp(IRDLOperation):
 Tile = Dialect(
     "tile",
     [KernelOp, ForOp, YieldOp, StageOp, CombineOp, FragmentLoadOp, MmaOp, LaunchOp],
-    [BindAttr, CopyKindAttr, CombineKindAttr, FragmentKindAttr],
+    [BindAttr, CopyKindAttr, CombineKindAttr, FragmentKindAttr, PlanAttr],
 )

@@ -56,9 +56,11 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from deplo import hardware as hw
+from deplo.analysis.index import known_multiple, may_overhang, stage_vector
+from deplo.analysis.nest import repeating_loops
 from deplo.dialects import kernel, loop, tile
 from deplo.lowering.legality import ConversionError, check_converted
-from deplo.passes.tile.analysis import known_multiple, may_overhang, stage_vector
 
 INDEX = IndexType()
 AXIS = (kernel.Dim.X, kernel.Dim.Y, kernel.Dim.Z)
@@ -418,7 +420,7 @@ class _KernelLowering:
 
     def lower_stage(self, op: tile.StageOp) -> None:
         buf = self.stage_buffer(op)
-        loops = _repeating_loops(op)
+        loops = repeating_loops(op)
         if _prefetched(op):
             return self.lower_prefetched_stage(op, buf, loops[0])
         prefix: list[SSAValue] = []
@@ -580,20 +582,20 @@ class _KernelLowering:
         kind = op.kind.data
         v = self.vmap[op.value]
         bx, by, bz = self.block
-        width = min(bx, tile.WARP)
+        width = min(bx, hw.WARP)
         off = width // 2
         while off >= 1:
             other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width))
             v = self.combine(kind, v, other)
             off //= 2
-        if bx > tile.WARP:
-            warps = bx // tile.WARP
+        if bx > hw.WARP:
+            warps = bx // hw.WARP
             stype = MemRefType(v.type, [warps * by * bz], NoneAttr(), tile.SHARED_SPACE)
             buf = self.prelude(("combine", op), lambda: kernel.SharedOp(stype))
             buf.name_hint = "partials"
             lt = self.linear_tid()
-            warp = self.emit(arith.DivSIOp(lt, self.const(tile.WARP)))
-            lane = self.emit(arith.RemSIOp(lt, self.const(tile.WARP)))
+            warp = self.emit(arith.DivSIOp(lt, self.const(hw.WARP)))
+            lane = self.emit(arith.RemSIOp(lt, self.const(hw.WARP)))
             first = self.emit(arith.CmpiOp(lane, self.const(0), "eq"))
             self.guarded(first, lambda: self.emit(memref.StoreOp.get(v, buf, [warp])))
             self.emit(kernel.BarrierOp())
@@ -604,7 +606,7 @@ class _KernelLowering:
             for w in range(1, warps):
                 other = self.emit(memref.LoadOp.get(buf, [self.add(base, self.const(w))]))
                 v = self.combine(kind, v, other)
-            if _repeating_loops(op):
+            if repeating_loops(op):
                 self.emit(kernel.BarrierOp())  # the next iteration overwrites the partials
         v.name_hint = op.result.name_hint
         self.vmap[op.result] = v
@@ -649,15 +651,6 @@ def _prefetched(op: tile.StageOp) -> bool:
         elif isinstance(owner, Block) and owner is not body and body.is_ancestor(owner):
             return False
     return True
-
-
-def _repeating_loops(op: Operation) -> list[tile.ForOp]:
-    """The serial/unroll loops around `op` that may run more than one iteration, innermost first."""
-    return [
-        lp
-        for lp in tile.enclosing_loops(op)
-        if not (lp.binding.is_block or lp.binding.is_thread) and lp.extent != 1
-    ]
 
 
 def _is_const(v: SSAValue, n: int) -> bool:

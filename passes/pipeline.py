@@ -41,6 +41,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-merge-reductions": ("passes.loop.merge_reductions", "LoopMergeReductionsPass"),
     "loop-online-softmax": ("passes.loop.online_softmax", "LoopOnlineSoftmaxPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
+    "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
     "tile-attention-rows": ("passes.tile.attention_rows", "TileAttentionRowsPass"),
     "tile-cooperative-reduce": ("passes.tile.cooperative_reduce", "TileCooperativeReducePass"),
@@ -84,20 +85,22 @@ _TO_LOOP = _TO_TIR + [
 ]
 _TO_TILE = _TO_LOOP + [
     "loop-to-tile",  # trivial schedule: one block of one thread, all loops serial
-    "tile-split-k",  # tall-skinny matmul: K in slices on block.z + a kernel adding them up
-    "tile-tensor-core",  # fp16/bf16 matmul: warps of mma.sync m16n8k16 on fragments
-    "tile-register-tile",  # matmul-like: an m x n tile of outputs per thread
-    "tile-map-2d",  # matmul-like: a 2-D grid of 2-D blocks over the output
-    "tile-chunk-reduce",  # matmul-like: K in chunks, the unit of staging
-    "tile-stage-chunks",  # matmul-like: each chunk's A and B tiles in shared memory
-    "tile-map-grid",  # outer free axes -> blocks
-    "tile-attention-rows",  # flash rows: threads over the head dim, q.k combined per key
-    "tile-cooperative-reduce",  # reduce-heavy kernels: strided thread loop + tile.combine
-    "tile-map-threads",  # remaining innermost free axis -> threads (strided if long)
-    "tile-stage-inputs",  # slabs read more than once -> shared memory
-    "tile-pad-shared",  # rows of 2-D stages padded off the bank alignment
-    "tile-double-buffer",  # stages in loops alternate two buffers
-    "tile-cp-async",  # stages in loops copy with cp.async (prefetching with two buffers)
+    "tile-plan",  # every kernel's plan: class + knobs (heuristic, or pinned by a plan file)
+    # each pass below carries out its step of the plans whose class has it
+    "tile-split-k",  # matmul: K in slices on block.z + a kernel adding them up
+    "tile-tensor-core",  # matmul (mma): warps of mma.sync m16n8k16 on fragments
+    "tile-register-tile",  # matmul: a reg_m x reg_n tile of outputs per thread
+    "tile-map-2d",  # matmul: a 2-D grid of 2-D blocks over the output
+    "tile-chunk-reduce",  # matmul: K in chunks, the unit of staging
+    "tile-stage-chunks",  # matmul: each chunk's A and B tiles in shared memory
+    "tile-map-grid",  # pointwise, row_reduce, attention: outer free axes -> blocks
+    "tile-attention-rows",  # attention: threads over the head dim, q.k combined per key
+    "tile-cooperative-reduce",  # row_reduce: strided thread loop + tile.combine
+    "tile-map-threads",  # pointwise: innermost free axis -> threads (strided if long)
+    "tile-stage-inputs",  # pointwise, row_reduce, attention: slabs -> shared memory
+    "tile-pad-shared",  # matmul: rows of 2-D stages padded off the bank alignment
+    "tile-double-buffer",  # matmul: stages in loops alternate two buffers
+    "tile-cp-async",  # stages copy with cp.async (prefetching with two buffers)
     "tile-unroll",  # short innermost loops unrolled
 ]
 _TO_KERNEL = _TO_TILE + [

@@ -30,8 +30,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo.analysis.index import known_multiple, linear_of
 from deplo.dialects import kernel
-from deplo.passes.tile.analysis import drop_dead, known_multiple, linear_of
+from deplo.passes.tile.rewrite import drop_dead
 
 Access = memref.LoadOp | memref.StoreOp
 

@@ -14,29 +14,25 @@ tile-stage-chunks copies into shared memory at once).
 
 Whole chunks only: the K % k remainder is peeled into its own loop, so no chunk reads past K.
 A loop with a step (tile-tensor-core's steps of 16) is chunked by k elements, a multiple of the
-step. Applies to the innermost reduce loops of a contraction's cell (static bounds, more than k
-elements); a no-op elsewhere.
-
-Heuristic (k=0): only on matmul-sized contractions already mapped by tile-map-2d (a chunk pays
-off only with a stage, which needs the cell on whole-block thread loops): 32 when K >= 64, else
-16 (fp32 [64 x 32] A and [32 x 64] B chunks are 8 KB each, double-buffered 32 KB of 48).
+step. k is the plan's `k_chunk` (0: no chunks); it applies to the innermost reduce loops of a
+contraction's cell (static bounds, more than k elements). The heuristic takes 32 when K >= 64,
+else 16 (fp32 [64 x 32] A and [32 x 64] B chunks are 8 KB each, double-buffered 32 KB of 48).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo.analysis.nest import find_contraction
 from deplo.dialects import tile
-from deplo.passes.tile import analysis as an
+from deplo.dialects.tile_plan import Plan
+from deplo.passes.tile.kernel_pass import KernelPass
 
 INDEX = IndexType()
 
@@ -91,39 +87,25 @@ def chunk(lp: tile.ForOp, k: int) -> None:
 
 
 @dataclass(frozen=True)
-class TileChunkReducePass(ModulePass):
-    """Split each reduce loop of a contraction into chunks of `k` iterations plus a remainder
-    loop (0 picks the heuristic)."""
+class TileChunkReducePass(KernelPass):
+    """Split each reduce loop of a contraction into chunks of `k_chunk` iterations plus a
+    remainder loop."""
 
     name = "tile-chunk-reduce"
 
-    k: int = 0
+    k_chunk: int | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            self.chunk_kernel(kernel)
-
-    def pick(self, c: an.Contraction) -> int:
-        if self.k:
-            return self.k
-        if not (c.covers_block() and an.is_matmul_sized(c)):
-            return 0
-        return 32 if an.reduce_extent(c) >= 64 else 16
-
-    def chunk_kernel(self, kernel: tile.KernelOp) -> None:
-        c = an.find_contraction(kernel)
-        if c is None or (k := self.pick(c)) < 1:
+    def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
+        k = plan.knob("k_chunk")
+        c = find_contraction(kernel)
+        if not k or c is None:
             return
-        loops = [
-            lp
-            for lp in c.reduces
-            if lp.binding == tile.Bind.SERIAL
-            and lp.static_lb is not None
-            and k % lp.step.data == 0
-            and (lp.extent or 0) * lp.step.data > k
-            and not any(isinstance(o, tile.ForOp) for o in lp.body.walk())
-        ]
-        for lp in loops:
-            chunk(lp, k)
-        if loops:
-            kernel.record(dataclasses.replace(self, k=k))
+        for lp in c.reduces:
+            if (
+                lp.binding == tile.Bind.SERIAL
+                and lp.static_lb is not None
+                and k % lp.step.data == 0
+                and (lp.extent or 0) * lp.step.data > k
+                and not any(isinstance(o, tile.ForOp) for o in lp.body.walk())
+            ):
+                chunk(lp, k)

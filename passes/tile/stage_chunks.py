@@ -20,42 +20,30 @@ The slab is found per dim from the span of every load's coordinate over the bloc
 block-uniform leaves plus a range over the thread ivs and the chunk's own loops); the loads of a
 buffer must agree on the uniform part. A slab larger than the buffer's dim is cut to it; the part
 of a last block's tile past the end reads as zero (tile.stage) and no clamped load reads it.
-Buffers that are stored to, and slabs over `max-bytes` of shared memory in total, stay global.
-Which copy (sync or cp.async), buffers and padding: tile-cp-async, tile-double-buffer,
-tile-pad-shared.
+Buffers that are stored to stay global. Carried out when the plan's `stage` is on; its facts
+(`slabs`) and `dialects/tile_plan.staged_slabs` predict exactly these buffers, so the plan's
+shared memory is checked before any pass runs. Which copy (sync or cp.async), buffers and
+padding: tile-cp-async, tile-double-buffer, tile-pad-shared.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.context import Context
-from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
-from xdsl.passes import ModulePass
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo.analysis import index
+from deplo.analysis import nest as an
 from deplo.dialects import loop, tile
-from deplo.passes.tile import analysis as an
+from deplo.dialects.tile_plan import Plan
+from deplo.passes.tile import rewrite as rw
+from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 
 
-def chunk_loops(cell: Block) -> list[tuple[tile.ForOp, tile.ForOp]]:
-    """(chunk loop, inner loop) pairs: a static serial reduce loop holding a serial reduce loop."""
-    out = []
-    for lp in cell.ops:
-        if not (isinstance(lp, tile.ForOp) and lp.inits and lp.static_lb is not None):
-            continue
-        if any(isinstance(o, tile.StageOp) for o in lp.body.block.ops):
-            continue
-        inner = [o for o in lp.body.block.ops if isinstance(o, tile.ForOp) and o.inits]
-        if len(inner) == 1 and inner[0].static_lb is not None:
-            out.append((lp, inner[0]))
-    return out
-
-
-def span_context(c: an.Contraction, chunk: tile.ForOp) -> an.SpanContext:
+def span_context(c: an.Contraction, chunk: tile.ForOp) -> index.SpanContext:
     threads = c.thread_loops()
     region = threads[0].body.block
     ranges: dict[SSAValue, tuple[int, int]] = {}
@@ -73,20 +61,20 @@ def span_context(c: an.Contraction, chunk: tile.ForOp) -> an.SpanContext:
         block = v.owner.parent_block()
         return block is None or not region.is_ancestor(block)
 
-    return an.SpanContext(uniform, ranges, {lp.iv for lp in threads})
+    return index.SpanContext(uniform, ranges, {lp.iv for lp in threads})
 
 
-def access_spans(o: loop.LoadOp | tile.FragmentLoadOp, ctx: an.SpanContext) -> list[an.Span] | None:
+def access_spans(o: loop.LoadOp | tile.FragmentLoadOp, ctx: index.SpanContext) -> list[index.Span] | None:
     """Per dim, the span of what the load reads: a fragment covers its tile from its origin."""
     if isinstance(o, loop.LoadOp):
-        return an.access_spans(o, ctx)
-    spans = [an.span(v, ctx) for v in o.indices]
+        return index.access_spans(o, ctx)
+    spans = [index.span(v, ctx) for v in o.indices]
     if any(s is None for s in spans):
         return None
     rows, cols = o.kind.data.shape
     for d, extra in ((-2, rows - 1), (-1, cols - 1)):
         s = spans[d]
-        spans[d] = an.Span(s.uniform, s.lo, s.hi + extra, s.deps)
+        spans[d] = index.Span(s.uniform, s.lo, s.hi + extra, s.deps)
     return spans  # type: ignore[return-value]
 
 
@@ -98,17 +86,17 @@ def shift_fragment(o: tile.FragmentLoadOp, buf: SSAValue, offsets, keep: list[bo
     for v, off, k in zip(o.indices, offsets, keep):
         if not k:
             continue
-        terms, c = an.linear_of(v)
+        terms, c = index.linear_of(v)
         terms = dict(terms)
         if isinstance(off, int):
             c -= off
         else:
-            t2, c2 = an.linear_of(off)
+            t2, c2 = index.linear_of(off)
             c -= c2
             for leaf, x in t2.items():
                 terms[leaf] = terms.get(leaf, 0) - x
         terms = {leaf: x for leaf, x in terms.items() if x}
-        indices.append(an.linear_value(b, terms, c) if terms or c else an.const(b, 0))
+        indices.append(rw.linear_value(b, terms, c) if terms or c else rw.const(b, 0))
     new = tile.FragmentLoadOp(o.kind.data, buf, indices, o.lane)
     for old, r in zip(o.results, new.results):
         r.name_hint = old.name_hint
@@ -116,27 +104,25 @@ def shift_fragment(o: tile.FragmentLoadOp, buf: SSAValue, offsets, keep: list[bo
 
 
 @dataclass(frozen=True)
-class TileStageChunksPass(ModulePass):
+class TileStageChunksPass(KernelPass):
     """Stage, at the top of each K-chunk loop of a contraction on whole-block thread loops, the
-    chunk slab of every input shared between threads (up to `max-bytes` in total)."""
+    chunk slab of every input shared between threads (plan knob `stage`)."""
 
     name = "tile-stage-chunks"
 
-    max_bytes: int = tile.SHARED_MEMORY_BYTES
+    stage: bool | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            self.stage_kernel(kernel)
-
-    def stage_kernel(self, kernel: tile.KernelOp) -> None:
+    def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
+        if not plan.knob("stage"):
+            return
         c = an.find_contraction(kernel)
         if c is None or not c.covers_block():
-            return
+            raise PassOptionError(f"{self.name}: kernel @{kernel.sym_name.data}: staging needs "
+                                  "the contraction mapped to whole-block thread loops first "
+                                  "(tile-map-2d or tile-tensor-core)")
         stored = an.stored_buffers(kernel)
-        budget = min(self.max_bytes, tile.SHARED_MEMORY_BYTES) - kernel.staged_bytes()
-        changed = False
         wide = {lp.iv for lp in c.thread_loops() if (lp.extent or 0) > 1}
-        for chunk, inner in chunk_loops(c.cell):
+        for chunk, inner in an.chunk_loops(c.cell):
             ctx = span_context(c, chunk)
             groups: dict[SSAValue, list[loop.LoadOp | tile.FragmentLoadOp]] = {}
             for o in inner.body.walk():
@@ -167,13 +153,8 @@ class TileStageChunksPass(ModulePass):
                     for s, z, n in zip(merged, sizes, shape)
                 ):
                     continue
-                nbytes = tile.staged_type(buf.type, sizes, 0)
-                nbytes = math.prod(nbytes.get_shape()) * tile.element_bytes(buf.type.element_type)
-                if nbytes > budget:
-                    continue
-                budget -= nbytes
                 offsets: list[int | SSAValue] = [
-                    an.linear_value(b, s.uniform, s.lo) if s.uniform else s.lo for s in merged
+                    rw.linear_value(b, s.uniform, s.lo) if s.uniform else s.lo for s in merged
                 ]
                 stage = tile.StageOp(buf, offsets, sizes)
                 if isinstance(buf, BlockArgument) and buf.name_hint:
@@ -184,22 +165,19 @@ class TileStageChunksPass(ModulePass):
                     if isinstance(o, tile.FragmentLoadOp):
                         shift_fragment(o, stage.result, offsets, keep)
                         continue
-                    new = an.shifted_access(o, stage.result, offsets, keep)
+                    new = rw.shifted_access(o, stage.result, offsets, keep)
                     assert new is not None  # spans exist only for linear coordinates
                     Rewriter.replace_op(o, new)
             for stage in stages:  # after the offsets, one after the other (one barrier)
                 b.insert(stage)
-            changed |= bool(stages)
-            an.drop_dead(chunk)
-        if changed:
-            kernel.record(self)
+            rw.drop_dead(chunk)
 
     @staticmethod
-    def merge(spans: list[list[an.Span]]) -> list[an.Span] | None:
+    def merge(spans: list[list[index.Span]]) -> list[index.Span] | None:
         out = list(spans[0])
         for s in spans[1:]:
             for d, (a, x) in enumerate(zip(out, s)):
                 if not a.same_base(x):
                     return None
-                out[d] = an.Span(a.uniform, min(a.lo, x.lo), max(a.hi, x.hi), a.deps | x.deps)
+                out[d] = index.Span(a.uniform, min(a.lo, x.lo), max(a.hi, x.hi), a.deps | x.deps)
         return out

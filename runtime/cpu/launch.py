@@ -12,6 +12,7 @@ import functools
 import threading
 from pathlib import Path
 
+from deplo.hardware import MAX_BLOCK_THREADS
 from deplo.runtime.cpu.args import check_and_copy_back, marshal
 from deplo.runtime.cpu.errors import KernelError
 from deplo.runtime.cpu.schedules import parse_schedule
@@ -56,8 +57,8 @@ def launch_in_process(lib_path: Path, kernel: str, params: list[str], grid, bloc
     """Launch and update the arrays in `args` in place; KernelError on any failure.
     catch_signals/canary are off only under ASan, which catches faults and overflows itself."""
     grid, block = _dims("grid", grid), _dims("block", block)
-    if block[0] * block[1] * block[2] > 1024:
-        raise ValueError(f"block {block} has more than 1024 threads")
+    if block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
+        raise ValueError(f"block {block} has more than {MAX_BLOCK_THREADS} threads")
     s = parse_schedule(schedule)
     cfg = Cfg((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(smem_bytes),
               int(s.cp_eager), int(s.greedy), s.order, s.seed & 0xFFFFFFFF, int(catch_signals),

@@ -18,10 +18,10 @@ from typing import Self
 
 import numpy as np
 
+from deplo.hardware import SHARED_MEMORY_BYTES
 from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
 
 NO_DRIVER = "no NVIDIA driver (libcuda.so.1 not found)"
-DEFAULT_DYNAMIC_SMEM = 48 * 1024
 
 # C spelling -> ctypes type for scalar kernel parameters
 _C_TO_CTYPES = {
@@ -255,7 +255,7 @@ class GpuModule:
     def _prepare(self, kernel: str, args: list, smem_bytes: int):
         driver = _driver()
         func = self.function(kernel)
-        if smem_bytes > DEFAULT_DYNAMIC_SMEM and self._smem_set.get(kernel, 0) < smem_bytes:
+        if smem_bytes > SHARED_MEMORY_BYTES and self._smem_set.get(kernel, 0) < smem_bytes:
             _check(
                 driver.cuFuncSetAttribute(
                     func,

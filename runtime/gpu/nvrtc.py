@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deplo.hardware import SHARED_MEMORY_BYTES
 from deplo.runtime.cache import cache_dir, content_key
 from deplo.runtime.gpu.ptxas import PtxasReport, parse_ptxas_log
 
 REPO_INCLUDE = Path(__file__).resolve().parents[1] / "include"  # kc_prelude.cuh lives here
-STATIC_SMEM_LIMIT = 48 * 1024
 _HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc")
 _PIP_PACKAGES = ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-cccl")
 
@@ -176,7 +176,7 @@ def _hints(log: str) -> list[str]:
     for m in _TOO_MUCH_SMEM.finditer(log):
         hints.append(
             f"hint: kernel '{m.group(1)}' uses {int(m.group(2), 16)} bytes of static "
-            f"__shared__ memory; static shared memory is limited to {STATIC_SMEM_LIMIT} "
+            f"__shared__ memory; static shared memory is limited to {SHARED_MEMORY_BYTES} "
             "bytes (48 KB): use extern __shared__ with smem_bytes at launch"
         )
     return hints
@@ -248,7 +248,7 @@ def compile_cubin(
     name: str = "kernel.cu",
     spills_are_errors: bool = True,
     extra_include_dirs: list[str] = (),
-    max_static_smem: int = STATIC_SMEM_LIMIT,
+    max_static_smem: int = SHARED_MEMORY_BYTES,
 ) -> CompileResult:
     """Compile `cu_source` for `arch`; cached in cache_dir("nvrtc") by source, options, NVRTC
     version and our own headers. Raises CudaCompileError (log + quoted lines) on failure."""

@@ -1,8 +1,11 @@
 """The tile passes as data: after every prefix of the schedule the IR verifies and its text
-parses back to the same text; each pass run a second time changes nothing; the schedule list
-on the kernel names exactly the passes that fired, with their options."""
+parses back to the same text; each pass run a second time changes nothing; the kernel's plan
+says what every pass does and its `done` list which steps are carried out; pinning the printed
+plans reproduces the IR."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from xdsl.context import Context
@@ -12,6 +15,7 @@ from xdsl.passes import PassPipeline
 
 from deplo.dialects import tile
 from deplo.passes import pipeline
+from deplo.passes.tile.plan import TilePlanPass, plans_json
 
 SCHEDULE = ["tile-map-grid", "tile-cooperative-reduce", "tile-map-threads", "tile-stage-inputs"]
 
@@ -88,33 +92,60 @@ def test_prefix_round_trips_and_is_idempotent(program: str, n: int):
         assert apply(ctx, module, SCHEDULE[n - 1]) == text
 
 
-def test_schedule_records_the_passes_that_fired():
+def test_the_plan_and_its_done_steps():
     ctx = context()
     module = Parser(ctx, RMS + MATMUL).parse_module()
     apply(ctx, module, ",".join(["loop-to-tile", *SCHEDULE]))
     kernels = {k.sym_name.data: k for k in module.walk() if isinstance(k, tile.KernelOp)}
-    assert kernels["rms_norm"].schedule_list == [
-        "tile-map-grid{max-dims=3 leave-innermost=true}",
-        "tile-cooperative-reduce{threads=256 min-extent=64}",
-        "tile-stage-inputs{max-bytes=49152 copy=sync min-loads=2}",
-    ]
-    assert kernels["rms_norm"].grid_dims == (3, 2, 1)
-    assert kernels["rms_norm"].block_dims == (256, 1, 1)
-    assert kernels["relu_matmul"].schedule_list == [
-        "tile-map-grid{max-dims=3 leave-innermost=true}",
-        "tile-map-threads{threads=256}",
-    ]
-    assert kernels["relu_matmul"].grid_dims == (13, 1, 1)
-    assert kernels["relu_matmul"].block_dims == (32, 1, 1)
+    rms, mm = kernels["rms_norm"], kernels["relu_matmul"]
+    assert rms.the_plan.text() == (
+        "row_reduce(rows = [2, 3], extent = 1000) {grid_dims = 2, threads = 256, "
+        "stage_inputs = reused, copy = sync, unroll = 32}"
+    )
+    assert rms.done_steps == ["tile-map-grid", "tile-cooperative-reduce", "tile-stage-inputs"]
+    assert rms.grid_dims == (3, 2, 1) and rms.block_dims == (256, 1, 1)
+    assert mm.the_plan.kind == "pointwise"
+    assert mm.done_steps == ["tile-map-grid", "tile-map-threads", "tile-stage-inputs"]
+    assert mm.grid_dims == (13, 1, 1) and mm.block_dims == (32, 1, 1)
 
 
-def test_schedule_replays():
-    """A kernel's schedule list, run as a pipeline on the trivial schedule, gives the same IR."""
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "loop-to-tile,tile-map-grid{grid-dims=1},tile-cooperative-reduce{threads=64}",
+        "to-tile",
+        "loop-to-tile,tile-plan{kind=pointwise},tile-map-grid,tile-map-threads{threads=64}",
+    ],
+)
+def test_pinning_the_printed_plans_reproduces_the_ir(spec: str):
+    """The plans of a scheduled module, pinned through tile-plan on the same Loop IR (with the
+    passes given no options), give the same IR."""
+    ctx = context()
+    passes = pipeline.expand_pipeline(spec).split(",")
+    passes = passes[passes.index("loop-to-tile"):]
+    module = Parser(ctx, RMS + MATMUL).parse_module()
+    scheduled = apply(ctx, module, ",".join(passes))
+    pinned = json.dumps(plans_json(module))
+    plain = [p.split("{")[0] for p in passes if p.split("{")[0] != "tile-plan"]
+    again = Parser(context(), RMS + MATMUL).parse_module()
+    PassPipeline((pipeline.PASSES["loop-to-tile"]()(), TilePlanPass(schedule=pinned))).apply(
+        ctx, again
+    )
+    assert apply(ctx, again, ",".join(plain[1:])) == scheduled
+
+
+def test_a_step_cannot_run_after_a_later_one():
     ctx = context()
     module = Parser(ctx, RMS).parse_module()
-    scheduled = apply(
-        ctx, module, "loop-to-tile,tile-map-grid{max-dims=1},tile-cooperative-reduce{threads=64}"
-    )
-    (k,) = [k for k in module.walk() if isinstance(k, tile.KernelOp)]
-    again = Parser(context(), RMS).parse_module()
-    assert apply(ctx, again, ",".join(["loop-to-tile", *k.schedule_list])) == scheduled
+    apply(ctx, module, "loop-to-tile,tile-map-grid,tile-stage-inputs")
+    with pytest.raises(Exception, match="runs after tile-stage-inputs"):
+        apply(ctx, module, "tile-cooperative-reduce")
+
+
+def test_a_plan_that_does_not_fit_its_loops_is_an_error():
+    """The row reduction is carried out before its rows are on blocks: the region is the whole
+    kernel, which is no row reduction."""
+    ctx = context()
+    module = Parser(ctx, RMS).parse_module()
+    with pytest.raises(Exception, match="does not match its loops"):
+        apply(ctx, module, "loop-to-tile,tile-cooperative-reduce")

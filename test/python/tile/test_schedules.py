@@ -159,14 +159,15 @@ def rms_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
             [
                 "tile-map-grid",
                 "tile-cooperative-reduce{threads=64}",
-                "tile-stage-inputs{copy=cp_async}",
-            ],
-            ["tile-map-grid", "tile-map-threads{threads=96}", "tile-stage-inputs"],
-            ["tile-cooperative-reduce", "tile-map-threads"],
-            [
-                "tile-map-grid{max-dims=1}",
                 "tile-stage-inputs",
+                "tile-cp-async{copy=cp_async}",
+            ],
+            ["tile-plan{kind=pointwise}", "tile-map-grid", "tile-map-threads{threads=96}",
+             "tile-stage-inputs"],
+            [
+                "tile-map-grid{grid-dims=1}",
                 "tile-cooperative-reduce{threads=1024}",
+                "tile-stage-inputs{stage-inputs=all}",
             ],
         ]
     ),
@@ -189,9 +190,10 @@ def test_rms_norm(shape, passes):
     "passes",
     prefixes(
         [
-            ["tile-map-grid", "tile-map-threads", "tile-stage-inputs{min-loads=1 copy=cp_async}"],
-            ["tile-map-grid{leave-innermost=false}", "tile-cooperative-reduce{threads=64}"],
-            ["tile-map-grid", "tile-map-threads{threads=32}", "tile-stage-inputs{min-loads=1}"],
+            ["tile-map-grid", "tile-map-threads", "tile-stage-inputs{stage-inputs=all}",
+             "tile-cp-async{copy=cp_async}"],
+            ["tile-plan{kind=row_reduce}", "tile-map-grid", "tile-cooperative-reduce{threads=64}"],
+            ["tile-map-grid", "tile-map-threads{threads=32}", "tile-stage-inputs{stage-inputs=all}"],
         ]
     ),
     ids=lambda p: "+".join(p) or "trivial",

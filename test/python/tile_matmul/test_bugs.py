@@ -18,9 +18,9 @@ _OK, _WHY = cpu.cpu_runtime_available()
 pytestmark = pytest.mark.skipif(not _OK, reason=f"CPU runtime unavailable: {_WHY}")
 
 STAGED = [
-    "tile-register-tile{m=4 n=4}",
+    "tile-register-tile{reg-m=4 reg-n=4}",
     "tile-map-2d{threads-m=4 threads-n=8}",
-    "tile-chunk-reduce{k=16}",
+    "tile-chunk-reduce{k-chunk=16}",
     "tile-stage-chunks",
 ]
 PIPELINED = [*STAGED, "tile-double-buffer", "tile-cp-async"]

@@ -1,8 +1,10 @@
 """The matmul schedule passes as data: after every prefix the tile IR verifies and its text parses
-back to the same text; a pass run a second time changes nothing; replaying a kernel's recorded
-schedule list on the trivial schedule reproduces its IR."""
+back to the same text; a pass run a second time changes nothing; pinning a kernel's printed plan
+on the trivial schedule and running the same passes reproduces its IR."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from mm_harness import Case, context, loop_ir
@@ -12,6 +14,7 @@ from xdsl.passes import PassPipeline
 
 from deplo.dialects import tile
 from deplo.passes import pipeline
+from deplo.passes.tile.plan import plans_json
 
 CASES = {
     "37x53x70": Case(37, 53, 70),
@@ -41,13 +44,14 @@ def test_prefixes_roundtrip_and_rerun_is_a_noop(case: str, passes: list[str]):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_replaying_the_recorded_schedule_reproduces_the_ir(case: str):
+def test_pinning_the_printed_plan_reproduces_the_ir(case: str, tmp_path):
     text = loop_ir(CASES[case])
     scheduled = apply(text, ["loop-to-tile", *DEFAULT])
     (kernel,) = [k for k in scheduled.walk() if isinstance(k, tile.KernelOp)]
-    recorded = kernel.schedule_list
-    assert len(recorded) >= 4
-    replayed = apply(text, ["loop-to-tile", *recorded])
+    assert len(kernel.done_steps) >= 4
+    pinned = tmp_path / "plans.json"
+    pinned.write_text(json.dumps(plans_json(scheduled)))
+    replayed = apply(text, ["loop-to-tile", f"tile-plan{{schedule={json.dumps(str(pinned))}}}", *DEFAULT])
     assert str(replayed) == str(scheduled)
 
 
@@ -72,6 +76,6 @@ def test_the_matmul_passes_leave_other_kernels_alone():
   }
 }"""
     base = ["tile-map-grid", "tile-cooperative-reduce", "tile-map-threads", "tile-stage-inputs"]
-    plain = apply(rms, ["loop-to-tile", *base])
+    plain = apply(rms, ["loop-to-tile", *base, *DEFAULT[4:]])
     full = apply(rms, ["loop-to-tile", *DEFAULT[:4], *base, *DEFAULT[4:]])
     assert str(full) == str(plain)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from mm_harness import Case, context, loop_ir, run_module
-from test_schedules import DEFAULT, SCHEDULE, TC_SCHEDULE
+from test_schedules import DEFAULT, SCHEDULE
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
@@ -32,9 +32,8 @@ TO_TILE = [p for p in pipeline.PIPELINES["to-tile"] if p.startswith("tile-")]
 )
 @pytest.mark.parametrize("passes", ["alone", "schedule", "to-tile"])
 def test_split_k(case: Case, passes: str):
+    # (tensor cores are not combined with a split K: half-precision slices take SCHEDULE too)
     rest = {"alone": [], "schedule": SCHEDULE, "to-tile": TO_TILE[1:]}[passes]
-    if passes == "schedule" and case.dtype != "f32":
-        rest = TC_SCHEDULE
     _, text = run_module(case, ["tile-split-k{splits=4}", *rest])
     assert "tile.kernel @mm_sum" in text and text.count("tile.launch") == 2
 
@@ -49,11 +48,11 @@ def test_the_heuristic_splits_tall_skinny_matmuls():
         PassPipeline.parse_spec(pipeline.PASSES, "loop-to-tile,tile-split-k").apply(ctx, module)
         return str(module)
 
-    assert '"tile-split-k{splits=16}"' in schedule(Case(64, 4096, 64))
-    assert "tile-split-k" not in schedule(Case(512, 4096, 512))
-    assert "tile-split-k" not in schedule(Case(64, 512, 64))
+    assert "{splits = 16," in schedule(Case(64, 4096, 64))
+    assert "{splits = 1," in schedule(Case(512, 4096, 512))
+    assert "{splits = 1," in schedule(Case(64, 512, 64))
 
 
 def test_split_k_with_the_default_pipeline_runs():
     _, text = run_module(Case(32, 2048, 32), ["tile-split-k", *DEFAULT])
-    assert '"tile-split-k{splits=' in text
+    assert "{splits = 8," in text and "@mm_sum" in text

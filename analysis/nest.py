@@ -1,0 +1,537 @@
+"""What shape a tile kernel's loop nest has: the patterns the planner classifies kernels by and
+the tile passes find their loops with (a contraction, the outer free chain, block regions, a
+row reduction, a flash-attention row, stageable slabs), and the one walk over a module's tile
+kernels.
+
+A contraction (matmul-like kernel) is a chain of free loops, each the only loop of its parent
+(besides scalar `arith`/`math` code), around a *cell*: a block holding one or more reduce loops
+(`tile.for ... iter(...)`), scalar code, loads and (possibly guarded) stores, and no free loop:
+
+    tile.for %i = 0 to 64 bind(serial) {             <- chain
+      tile.for %j = 0 to 80 bind(serial) {           <- chain
+        %s = tile.for %k = 0 to 96 bind(serial) iter(%acc = %zero) -> f32 { ... }   <- cell
+        loop.store %s, %out[%i, %j] : memref<64x80xf32>
+      }
+    }
+
+RMSNorm and softmax are not contractions (their cell holds a free loop after the reduction).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
+
+from deplo.dialects import loop, tile
+
+
+def tile_kernels(module: ModuleOp) -> list[tile.KernelOp]:
+    """Every tile kernel of the module, in order (a list: passes add and replace kernels)."""
+    return [op for op in module.walk() if isinstance(op, tile.KernelOp)]
+
+
+def is_scalar(op: Operation) -> bool:
+    return op.dialect_name() in ("arith", "math")
+
+
+def stored_buffers(kernel: tile.KernelOp) -> set[SSAValue]:
+    return {op.buffer for op in kernel.body.walk() if isinstance(op, loop.StoreOp)}
+
+
+def repeating_loops(op: Operation) -> list[tile.ForOp]:
+    """The serial/unroll loops around `op` that may run more than one iteration, innermost first."""
+    return [
+        lp
+        for lp in tile.enclosing_loops(op)
+        if not (lp.binding.is_block or lp.binding.is_thread) and lp.extent != 1
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# contractions
+
+
+@dataclass
+class Contraction:
+    """The chain of free loops (outermost first, serial or bound) and the cell they enclose."""
+
+    kernel: tile.KernelOp
+    chain: list[tile.ForOp]
+    cell: Block
+
+    @property
+    def reduces(self) -> list[tile.ForOp]:
+        return [op for op in self.cell.ops if isinstance(op, tile.ForOp) and op.inits]
+
+    def serial_axes(self) -> list[tile.ForOp]:
+        """Chain loops a schedule pass may still split: serial, `0 to N step 1`, N > 1."""
+        return [
+            lp
+            for lp in self.chain
+            if lp.binding == tile.Bind.SERIAL
+            and lp.static_lb == 0
+            and lp.step.data == 1
+            and lp.ub.data > 1
+        ]
+
+    def thread_loops(self) -> list[tile.ForOp]:
+        return [lp for lp in self.chain if lp.binding.is_thread]
+
+    def covers_block(self) -> bool:
+        """Whether the cell runs on every thread of the block, unguarded: each thread loop of the
+        chain is `0 to B step 1` for the block size B of its axis, and the block has no other
+        threads. A collective op (tile.stage) may then sit in the cell's loops."""
+        loops = self.thread_loops()
+        dims = self.kernel.block_dims
+        if not loops or math.prod(dims) != math.prod(lp.extent or 0 for lp in loops):
+            return False
+        return all(
+            lp.static_lb == 0 and lp.step.data == 1 and lp.extent == dims[lp.binding.axis]
+            for lp in loops
+        )
+
+
+def find_contraction(kernel: tile.KernelOp) -> Contraction | None:
+    chain: list[tile.ForOp] = []
+    block = kernel.body.block
+    while True:
+        loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
+        if any(lp.inits for lp in loops):
+            break
+        others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
+        if len(loops) != 1 or not all(is_scalar(op) for op in others):
+            return None
+        chain.append(loops[0])
+        block = loops[0].body.block
+    for op in block.ops:
+        if isinstance(op, tile.ForOp) and not op.inits:
+            return None
+        if isinstance(op, tile.StageOp | tile.CombineOp):
+            return None
+    if not chain:
+        return None
+    return Contraction(kernel, chain, block)
+
+
+def coords(ld: loop.LoadOp | loop.StoreOp) -> list[SSAValue | int] | None:
+    """The coordinates of an access when each is a plain index operand or a constant."""
+    out: list[SSAValue | int] = []
+    for e in ld.access_map().results:
+        if isinstance(e, AffineDimExpr):
+            out.append(ld.indices[e.position])
+        elif isinstance(e, AffineConstantExpr):
+            out.append(e.value)
+        else:
+            return None
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# free loops, block regions
+
+
+def free_loop_chain(kernel: tile.KernelOp) -> list[tile.ForOp]:
+    """The outer free loops that enclose everything in the kernel, outermost first."""
+    chain: list[tile.ForOp] = []
+    block = kernel.body.block
+    while True:
+        loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
+        others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
+        if len(loops) != 1 or not all(is_scalar(op) for op in others):
+            return chain
+        (lp,) = loops
+        if not lp.is_free or lp.static_lb is None:
+            return chain
+        chain.append(lp)
+        block = lp.body.block
+
+
+def has_free_loop(lp: tile.ForOp) -> bool:
+    return any(isinstance(op, tile.ForOp) and op.is_free for op in lp.body.walk())
+
+
+def block_regions(kernel: tile.KernelOp) -> list[Block]:
+    """Where block-level code lives: the bodies of the innermost block-bound loops, or the
+    kernel body when no loop is bound to blocks."""
+    bound = [op for op in kernel.body.walk() if isinstance(op, tile.ForOp) and op.binding.is_block]
+    inner = [
+        lp.body.block
+        for lp in bound
+        if not any(isinstance(o, tile.ForOp) and o.binding.is_block for o in lp.body.walk())
+    ]
+    return inner or [kernel.body.block]
+
+
+def innermost_free_loops(block: Block) -> list[tile.ForOp]:
+    """Free loops at block level that hold no other free loop and sit in no accumulating loop."""
+    found: list[tile.ForOp] = []
+
+    def visit(b: Block) -> None:
+        for op in b.ops:
+            if not isinstance(op, tile.ForOp) or op.inits:
+                continue
+            inner = [o for o in op.body.walk() if isinstance(o, tile.ForOp) and o.is_free]
+            if op.is_free and op.static_lb is not None and not inner:
+                if not any(isinstance(o, tile.StageOp) for o in op.body.walk()):
+                    found.append(op)
+            else:
+                visit(op.body.block)
+
+    visit(block)
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# reductions a block's threads can share
+
+
+K = tile.CombineKind
+COMBINERS: dict[type[Operation], K] = {
+    arith.AddfOp: K.ADD,
+    arith.AddiOp: K.ADD,
+    arith.MulfOp: K.MUL,
+    arith.MuliOp: K.MUL,
+    arith.MaximumfOp: K.MAX,
+    arith.MaxnumfOp: K.MAX,
+    arith.MaxSIOp: K.MAX,
+    arith.MinimumfOp: K.MIN,
+    arith.MinnumfOp: K.MIN,
+    arith.MinSIOp: K.MIN,
+}
+"""Accumulator updates threads can split between them, and the combine they become."""
+
+
+def depends_on(v: SSAValue, values: set[SSAValue], scope: Block) -> bool:
+    """Whether `v` is computed, inside `scope`, from one of `values`."""
+    seen: set[SSAValue] = set()
+    stack = [v]
+    while stack:
+        cur = stack.pop()
+        if cur in values:
+            return True
+        if cur in seen:
+            continue
+        seen.add(cur)
+        owner = cur.owner
+        if isinstance(owner, Operation) and scope.is_ancestor(owner):
+            stack.extend(owner.operands)
+            for inner in owner.walk():
+                stack.extend(inner.operands)
+    return False
+
+
+def combine_kinds(lp: tile.ForOp) -> list[K] | None:
+    """The combiner of each accumulator of a reduce loop, or None if one is not recognized
+    (`acc = acc <op> f(...)` with f independent of the accumulators)."""
+    block = lp.body.block
+    accs = set(lp.accs)
+    kinds = []
+    for acc, new in zip(lp.accs, lp.body.block.last_op.operands):
+        op = new.owner
+        kind = COMBINERS.get(type(op)) if isinstance(new, OpResult) else None
+        if kind is None or op.parent_block() is not block or not acc.has_one_use():
+            return None
+        if acc not in op.operands:
+            return None
+        other = op.operands[1] if op.operands[0] is acc else op.operands[0]
+        if depends_on(other, accs, block):
+            return None
+        kinds.append(kind)
+    return kinds
+
+
+@dataclass
+class RowReduction:
+    """A block region whose ops (after its last stage) run on the block's threads: its
+    top-level reduce loops, each with its combiners, and the longest one's extent."""
+
+    ops: list[Operation]
+    reduces: list[tuple[tile.ForOp, list[K]]]
+    extent: int
+
+
+def row_reduction(region: Block) -> RowReduction | None:
+    ops = [op for op in region.ops if not isinstance(op, tile.YieldOp)]
+    stages = [i for i, op in enumerate(ops) if isinstance(op, tile.StageOp)]
+    ops = ops[stages[-1] + 1 :] if stages else ops
+    reduces = []
+    for op in ops:
+        if isinstance(op, tile.ForOp) and op.binding == tile.Bind.SERIAL and op.inits:
+            kinds = combine_kinds(op)
+            if kinds is None or op.static_lb is None:
+                return None
+            reduces.append((op, kinds))
+    if not reduces:
+        return None
+    return RowReduction(ops, reduces, max(lp.extent or 0 for lp, _ in reduces))
+
+
+@dataclass
+class FlashRow:
+    """A flash-attention row (after loop-online-softmax): a rank-1 `loop.private` accumulator
+    over the head dim D, free loops over D (its init and the final store), and a serial key
+    loop carrying the online (m, l) whose body holds reduce loops over D (q . k) and free
+    loops over D (the rescaled accumulator update)."""
+
+    ops: list[Operation]
+    free: list[tile.ForOp]
+    reduces: list[tuple[tile.ForOp, list[K]]]
+    head_dim: int
+    keys: int
+
+
+def _plain(lp: tile.ForOp, extent: int) -> bool:
+    """A loop 0..extent step 1 with no loop inside."""
+    return (
+        lp.static_lb == 0
+        and lp.step.data == 1
+        and lp.extent == extent
+        and not any(isinstance(o, tile.ForOp) for o in lp.body.walk())
+    )
+
+
+def flash_row(region: Block) -> FlashRow | None:
+    ops = [op for op in region.ops if not isinstance(op, tile.YieldOp)]
+    if any(isinstance(op, tile.StageOp) for op in region.walk()):
+        return None
+    privates = [op for op in ops if isinstance(op, loop.PrivateOp)]
+    if not privates or any(len(p.result.type.get_shape()) != 1 for p in privates):
+        return None
+    extents = {p.result.type.get_shape()[0] for p in privates}
+    if len(extents) != 1:
+        return None
+    (d,) = extents
+    free: list[tile.ForOp] = []
+    reduces: list[tuple[tile.ForOp, list[K]]] = []
+    keys = 0
+
+    def inner(lp: tile.ForOp, in_key: bool) -> bool:
+        if lp.binding != tile.Bind.SERIAL or not _plain(lp, d):
+            return False
+        if lp.inits:
+            kinds = combine_kinds(lp)
+            if not in_key or kinds is None:
+                return False
+            reduces.append((lp, kinds))
+        else:
+            free.append(lp)
+        return True
+
+    for op in ops:
+        if not isinstance(op, tile.ForOp):
+            continue
+        if op.is_free or not op.inits:
+            if not inner(op, False):
+                return None
+            continue
+        # the key loop: serial, static, accumulating, one level of loops over D inside
+        if op.binding != tile.Bind.SERIAL or op.static_lb is None:
+            return None
+        keys = max(keys, op.extent or 0)
+        for o in op.body.block.ops:
+            if isinstance(o, tile.ForOp):
+                if not inner(o, True):
+                    return None
+            elif o.regions:
+                return None
+    if not reduces:
+        return None
+    for op in region.walk():
+        if isinstance(op, loop.StoreOp) and op.parent_op() not in free:
+            return None
+        if isinstance(op, tile.CombineOp | scf.IfOp):
+            return None
+    for p in privates:
+        for use in p.result.uses:
+            acc = use.operation
+            assert isinstance(acc, loop.LoadOp | loop.StoreOp)
+            owner = acc.parent_op()
+            if owner not in free or list(acc.indices) != [owner.iv] or acc.map:
+                return None
+    return FlashRow(ops, free, reduces, d, keys)
+
+
+# --------------------------------------------------------------------------------------------
+# slabs a block reads (tile-stage-inputs)
+
+Fixed = int | SSAValue  # a coordinate that is the same for the whole block
+Range = tuple[int, int]  # [lo, hi) spanned by the block's loops
+
+
+def defined_inside(v: SSAValue, region: Block) -> bool:
+    """Whether `v` may differ between the threads or iterations of one block's region (the
+    region's own arguments, e.g. the block loop's induction variable, do not)."""
+    if isinstance(v, BlockArgument):
+        return v.block is not region and region.is_ancestor(v.block)
+    block = v.owner.parent_block()
+    return block is not None and region.is_ancestor(block)
+
+
+def iv_range(v: SSAValue) -> Range | None:
+    """The values an induction variable takes over all threads of the block."""
+    if not isinstance(v, BlockArgument) or v.index != 0:
+        return None
+    lp = v.block.parent_op()
+    if not isinstance(lp, tile.ForOp):
+        return None
+    if lp.static_lb is not None:
+        extent = lp.extent or 0
+        return lp.static_lb, lp.static_lb + (extent - 1) * lp.step.data + 1
+    # a strided share: tile.for %a = %t to N step S, %t the iv of a thread loop
+    outer = lp.dyn_lb
+    if isinstance(outer, BlockArgument) and outer.index == 0:
+        tl = outer.block.parent_op()
+        if isinstance(tl, tile.ForOp) and tl.binding.is_thread and tl.step.data == 1:
+            return tl.static_lb or 0, lp.ub.data
+    return None
+
+
+def slab_of(load: loop.LoadOp, region: Block) -> list[Fixed | Range] | None:
+    """Per buffer dim: the fixed coordinate or the range this load reads in one block."""
+    out: list[Fixed | Range] = []
+    for expr in load.access_map().results:
+        if isinstance(expr, AffineConstantExpr):
+            out.append(expr.value)
+            continue
+        if not isinstance(expr, AffineDimExpr):
+            return None
+        v = load.indices[expr.position]
+        if not defined_inside(v, region):
+            out.append(v)
+        elif (r := iv_range(v)) is not None:
+            out.append(r)
+        else:
+            return None
+    return out
+
+
+def merge_slabs(slabs: list[list[Fixed | Range]]) -> list[Fixed | Range] | None:
+    """One slab covering all loads, or None when their fixed coordinates differ."""
+    merged = list(slabs[0])
+    for slab in slabs[1:]:
+        for d, (a, b) in enumerate(zip(merged, slab)):
+            if isinstance(a, tuple) and isinstance(b, tuple):
+                merged[d] = (min(a[0], b[0]), max(a[1], b[1]))
+            elif isinstance(a, tuple) or isinstance(b, tuple) or not (a is b or a == b):
+                return None
+    return merged
+
+
+@dataclass
+class Slab:
+    """An input's slab one block region reads: the buffer, the loads of it, the merged slab."""
+
+    buffer: SSAValue
+    loads: list[loop.LoadOp]
+    slab: list[Fixed | Range]
+
+
+def region_slabs(kernel: tile.KernelOp, region: Block) -> list[Slab]:
+    """The inputs (never stored) the region loads, each with a slab covering all its loads, in
+    the order of their first load."""
+    stored = stored_buffers(kernel)
+    loads: dict[SSAValue, list[loop.LoadOp]] = {}
+    for o in region.walk():
+        if isinstance(o, loop.LoadOp) and o.buffer in kernel.args and o.buffer not in stored:
+            loads.setdefault(o.buffer, []).append(o)
+    out = []
+    for buf, group in loads.items():
+        slabs = [slab_of(o, region) for o in group]
+        if any(s is None for s in slabs) or (slab := merge_slabs(slabs)) is None:  # type: ignore[arg-type]
+            continue
+        out.append(Slab(buf, group, slab))
+    return out
+
+
+def chunk_loops(cell: Block) -> list[tuple[tile.ForOp, tile.ForOp]]:
+    """(chunk loop, inner loop) pairs: a static serial reduce loop holding a serial reduce loop."""
+    out = []
+    for lp in cell.ops:
+        if not (isinstance(lp, tile.ForOp) and lp.inits and lp.static_lb is not None):
+            continue
+        if any(isinstance(o, tile.StageOp) for o in lp.body.block.ops):
+            continue
+        inner = [o for o in lp.body.block.ops if isinstance(o, tile.ForOp) and o.inits]
+        if len(inner) == 1 and inner[0].static_lb is not None:
+            out.append((lp, inner[0]))
+    return out
+
+
+def grid_loops(kernel: tile.KernelOp, dims: int = 3, leave_innermost: bool = True) -> list[tile.ForOp]:
+    """The outer free loops tile-map-grid binds to block.x, .y, .z, in that order (innermost
+    first): of the free chain's loops of more than one element, the innermost `dims`; with
+    `leave_innermost`, the innermost loop of a chain of two or more is left for the threads
+    when nothing inside it could be (relu(x @ w): blocks over rows, threads over columns)."""
+    chain = free_loop_chain(kernel)
+    candidates = [lp for lp in chain if (lp.extent or 0) > 1]
+    if (
+        leave_innermost
+        and len(candidates) >= 2
+        and candidates[-1] is chain[-1]
+        and not has_free_loop(chain[-1])
+    ):
+        candidates.pop()
+    return list(reversed(candidates[-dims:])) if dims > 0 else []
+
+
+@dataclass
+class Product:
+    """A reduce loop that is a plain product `acc + extf(A[.., i, k]) * extf(B[.., k, j])` (or
+    B[.., j, k], a linear layer's weight) of one 16-bit type: what tensor cores run."""
+
+    loop: tile.ForOp
+    a: loop.LoadOp
+    b: loop.LoadOp
+    b_kind: tile.FragmentKind
+    type: object
+
+
+def match_product(
+    lp: tile.ForOp, i: SSAValue, j: SSAValue, k_free: set[SSAValue]
+) -> Product | None:
+    if len(lp.inits) != 1 or lp.static_lb != 0 or lp.step.data != 1:
+        return None
+    body = [o for o in lp.body.block.ops if not isinstance(o, tile.YieldOp)]
+    (nxt,) = lp.body.block.last_op.operands
+    add = nxt.owner
+    if not isinstance(add, arith.AddfOp) or lp.accs[0] not in add.operands:
+        return None
+    prod = add.rhs if add.lhs is lp.accs[0] else add.lhs
+    mul = prod.owner
+    if not isinstance(mul, arith.MulfOp):
+        return None
+    loads = []
+    for v in (mul.lhs, mul.rhs):
+        ext = v.owner
+        if not isinstance(ext, arith.ExtFOp) or not isinstance(ext.input.owner, loop.LoadOp):
+            return None
+        loads.append(ext.input.owner)
+    if len(body) != 6 or len({ld.buffer.type.element_type for ld in loads}) != 1:
+        return None
+    t = loads[0].buffer.type.element_type
+    if t not in tile.HALF_TYPES:
+        return None
+    k = lp.iv
+    a = b = None
+    kind = None
+    for ld in loads:
+        c = coords(ld)
+        if c is None or any(
+            x is not k and x is not i and x is not j and not isinstance(x, int) and x not in k_free
+            for x in c
+        ):
+            return None
+        if c[-2:] == [i, k] and j not in c:
+            a = ld
+        elif c[-2:] == [k, j] and i not in c:
+            b, kind = ld, tile.FragmentKind.B_KN
+        elif c[-2:] == [j, k] and i not in c:
+            b, kind = ld, tile.FragmentKind.B_NK
+    if a is None or b is None or a is b:
+        return None
+    return Product(lp, a, b, kind, t)

@@ -1,0 +1,650 @@
+"""The plan of a tile kernel: every schedule decision for one kernel, as one typed attribute of
+`tile.kernel`, printed, parsed and verified (part of the tile dialect).
+
+    plan matmul(chain = [200, 100], k = 300, tensor_cores = false, splittable = true,
+                slabs = [ik4, kj4]) {splits = 1, mma = false, reg_m = 4, reg_n = 4,
+                threads_m = 16, threads_n = 16, k_chunk = 32, stage = true, pad = 4,
+                buffers = 2, copy = cp_async, unroll = 32}
+
+A plan has three parts:
+- its **class**: the shape of schedule (a `KernelClass` below): `matmul`, `row_reduce`,
+  `attention` or `pointwise`. Which classes a kernel may take is decided from its loop nest
+  (passes/tile/planner.py); the class says which tile passes carry the plan out.
+- its **facts** (in parentheses): what the planner read off the kernel's loop nest, fixed for
+  the kernel (extents, which inputs a stage would copy). They make the plan checkable on its
+  own: the verifier needs nothing but the attribute, and a plan is re-targeted to a smaller
+  shape of the same kernel by changing its facts (`retarget`).
+- its **knobs** (in braces): the decisions. Each knob is carried out by exactly one tile pass
+  (`KernelClass.steps`), whose option of the same name (kebab-case) sets it.
+
+`KernelClass.violations` is the one list of legality rules: the verifier of `tile.kernel`, the
+planner, pinned plan files and pass options all go through it, and `space` enumerates the legal
+plans of a kernel from it (the tuner's input).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Data
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
+
+Value = int | bool | str | tuple
+"""A fact or knob value: an int, a bool, an identifier, or a tuple of ints / identifiers."""
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+# --------------------------------------------------------------------------------------------
+# knobs
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A decision: its name (the option of the pass that carries it out, kebab-cased), its type
+    (`int`, `bool` or a tuple of the identifiers it may be) and what it controls."""
+
+    name: str
+    type: type | tuple[str, ...]
+    doc: str
+
+    def convert(self, value: object) -> Value:
+        """A value of this knob's type from a JSON / option value; ValueError if it is not one."""
+        if self.type is bool:
+            if isinstance(value, bool):
+                return value
+            if value in ("true", "false"):
+                return value == "true"
+        elif self.type is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        elif isinstance(value, str) and value in self.type:
+            return value
+        want = {bool: "true or false", int: "an integer"}.get(self.type) or " or ".join(self.type)  # type: ignore[call-overload]
+        raise ValueError(f"expected {want}, got {value!r}")
+
+
+KNOBS: dict[str, Knob] = {
+    k.name: k
+    for k in (
+        Knob("splits", int, "K in this many slices on their own blocks, summed by a 2nd kernel"),
+        Knob("mma", bool, "tensor cores: warps of mma.sync m16n8k16 (f16/bf16, fp32 accumulators)"),
+        Knob("warps_m", int, "warps per block along the rows (mma)"),
+        Knob("warps_n", int, "warps per block along the columns (mma)"),
+        Knob("frags_m", int, "16-row fragments per warp (mma)"),
+        Knob("frags_n", int, "8-column fragments per warp (mma)"),
+        Knob("reg_m", int, "rows of outputs per thread (register tile)"),
+        Knob("reg_n", int, "columns of outputs per thread (register tile)"),
+        Knob("threads_m", int, "threads per block along the rows (thread.y)"),
+        Knob("threads_n", int, "threads per block along the columns (thread.x)"),
+        Knob("k_chunk", int, "K walked in chunks of this many elements (0: not chunked)"),
+        Knob("stage", bool, "each K chunk's input tiles copied to shared memory"),
+        Knob("stage_inputs", ("none", "reused", "all"),
+             "input slabs copied to shared memory: those read twice or more, or all"),
+        Knob("pad", int, "elements added to each row of 2-D shared buffers (bank conflicts)"),
+        Knob("buffers", int, "shared buffers per staged input (2: the next chunk is copied "
+                             "while this one is read)"),
+        Knob("copy", ("sync", "cp_async"), "how stages copy: loads and stores, or cp.async"),
+        Knob("grid_dims", int, "outer free loops mapped to block.x/y/z (at most 3)"),
+        Knob("leave_innermost", bool, "the innermost of 2+ outer loops is left for the threads "
+                                      "when nothing inside it could be"),
+        Knob("threads", int, "threads per block (a multiple of the warp size)"),
+        Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
+                            "(0: none)"),
+    )
+}
+"""Every knob of every class, defined once; a class lists the ones it has."""
+
+
+# --------------------------------------------------------------------------------------------
+# the plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A kernel class, its facts and its knobs (both in the class's order)."""
+
+    kind: str
+    facts: tuple[tuple[str, Value], ...] = ()
+    knobs: tuple[tuple[str, Value], ...] = ()
+
+    @property
+    def cls(self) -> KernelClass:
+        return CLASSES[self.kind]
+
+    def fact(self, name: str) -> Value:
+        return dict(self.facts)[name]
+
+    def knob(self, name: str, default: Value | None = None) -> Value:
+        return dict(self.knobs).get(name, default)  # type: ignore[return-value]
+
+    @property
+    def knob_dict(self) -> dict[str, Value]:
+        return dict(self.knobs)
+
+    def with_knobs(self, changes: dict[str, Value]) -> Plan:
+        """The plan with some knobs changed, in the class's order (knobs that no longer apply,
+        e.g. reg_m once mma is on, are dropped; the caller fills in the ones that appear)."""
+        merged = {**self.knob_dict, **changes}
+        names = self.cls.knob_names(merged)
+        return Plan(self.kind, self.facts, tuple((n, merged[n]) for n in names if n in merged))
+
+    def missing(self) -> list[str]:
+        return [n for n in self.cls.knob_names(self.knob_dict) if n not in self.knob_dict]
+
+    def violations(self) -> list[tuple[str, str]]:
+        """(knob, why) for every rule this plan breaks; empty when it is legal."""
+        if self.missing():
+            return [(n, "missing") for n in self.missing()]
+        extra = [n for n in self.knob_dict if n not in self.cls.knob_names(self.knob_dict)]
+        if extra:
+            return [(n, f"not a knob of a {self.kind} plan") for n in extra]
+        return self.cls.violations(dict(self.facts), self.knob_dict)
+
+    def steps(self) -> list[str]:
+        """The tile passes that carry this plan out, in order: the class's steps, less those
+        whose knobs all belong to another mode (tile-register-tile when mma is on)."""
+        active = set(self.cls.knob_names(self.knob_dict))
+        return [step for step, ks in self.cls.steps if not ks or active & set(ks)]
+
+    def text(self) -> str:
+        """`matmul(chain = [200, 100], ...) {splits = 1, ...}`: the attribute's syntax."""
+        facts = ", ".join(f"{n} = {_value_text(v)}" for n, v in self.facts)
+        knobs = ", ".join(f"{n} = {_value_text(v)}" for n, v in self.knobs)
+        return f"{self.kind}({facts}) {{{knobs}}}"
+
+
+def _value_text(v: Value) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, tuple):
+        return "[" + ", ".join(map(_value_text, v)) + "]"
+    return str(v)
+
+
+def parse_plan(parser: Parser | AttrParser) -> Plan:
+    """The inverse of `Plan.text`."""
+    pos = parser.pos
+    kind = parser.parse_identifier()
+    if kind not in CLASSES:
+        parser.raise_error(f"unknown kernel class '{kind}'; expected one of {', '.join(CLASSES)}",
+                           pos)
+
+    def entry() -> tuple[str, Value]:
+        name = parser.parse_identifier()
+        parser.parse_punctuation("=")
+        return name, _parse_value(parser)
+
+    facts = parser.parse_comma_separated_list(parser.Delimiter.PAREN, entry)
+    knobs = parser.parse_comma_separated_list(parser.Delimiter.BRACES, entry)
+    cls = CLASSES[kind]
+    if [n for n, _ in facts] != list(cls.facts):
+        parser.raise_error(f"a {kind} plan's facts are {', '.join(cls.facts)}", pos)
+    for name, value in knobs:
+        if name not in KNOBS:
+            parser.raise_error(f"unknown knob '{name}'", pos)
+        try:
+            KNOBS[name].convert(value)
+        except ValueError as e:
+            parser.raise_error(f"knob {name}: {e}", pos)
+    return Plan(kind, tuple(facts), tuple(knobs))
+
+
+def _parse_value(parser: Parser | AttrParser) -> Value:
+    if (i := parser.parse_optional_integer(allow_boolean=False)) is not None:
+        return i
+    if parser.parse_optional_punctuation("[") is not None:
+        if parser.parse_optional_punctuation("]") is not None:
+            return ()
+        items = [_parse_value(parser)]
+        while parser.parse_optional_punctuation(",") is not None:
+            items.append(_parse_value(parser))
+        parser.parse_punctuation("]")
+        return tuple(items)
+    word = parser.parse_identifier()
+    return {"true": True, "false": False}.get(word, word)
+
+
+@irdl_attr_definition
+class PlanAttr(Data[Plan]):
+    """`#tile.plan<matmul(...) {...}>`; on `tile.kernel` printed as `plan matmul(...) {...}`."""
+
+    name = "tile.plan"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Plan:
+        with parser.in_angle_brackets():
+            return parse_plan(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data.text())
+
+    def verify(self) -> None:
+        if bad := self.data.violations():
+            knob, why = bad[0]
+            raise VerifyException(f"knob {knob}: {why}")
+
+
+# --------------------------------------------------------------------------------------------
+# kernel classes
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    """One shape of schedule: the facts it is checked against, and its steps — each tile pass
+    that carries it out with the knobs that pass owns, in pipeline order."""
+
+    name: str
+    doc: str
+    facts: tuple[str, ...]
+    steps: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def knob_names(self, knobs: dict[str, Value]) -> list[str]:
+        return [k for _, ks in self.steps for k in ks]
+
+    def implied(self, knobs: dict) -> dict:
+        """Knobs that setting `knobs` implies (a register tile implies no tensor cores)."""
+        return {}
+
+    def step_names(self) -> list[str]:
+        return [step for step, _ in self.steps]
+
+    def owner(self, knob: str) -> str | None:
+        """The tile pass that carries out `knob` in this class."""
+        return next((step for step, ks in self.steps if knob in ks), None)
+
+    def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        return _common_violations(knobs)
+
+    def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        """The values the space enumerates for `knob`, given the earlier knobs (a legal
+        subset; `violations` has the final word)."""
+        return _COMMON_DOMAINS[knob](facts, knobs)
+
+
+def _common_violations(knobs: dict) -> list[tuple[str, str]]:
+    bad = []
+    if knobs.get("unroll", 0) < 0:
+        bad.append(("unroll", f"expected a trip count >= 0, got {knobs['unroll']}"))
+    stage = knobs.get("stage", knobs.get("stage_inputs", "none"))
+    if knobs.get("copy") == "cp_async" and stage in (False, "none"):
+        bad.append(("copy", "cp_async needs a stage (nothing is staged)"))
+    return bad
+
+
+_COMMON_DOMAINS = {
+    "unroll": lambda f, k: (0, 8, 32),
+    "copy": lambda f, k: ("sync", "cp_async") if k.get("stage", k.get("stage_inputs"))
+    not in (False, "none") else ("sync",),
+    "stage_inputs": lambda f, k: ("none", "reused", "all"),
+    "threads": lambda f, k: tuple(t for t in (32, 64, 128, 256, 512, 1024)
+                                  if t <= max(WARP, _round_up(f.get("extent", 1024), WARP))),
+    "grid_dims": lambda f, k: (0, 1, 2, 3),
+    "leave_innermost": lambda f, k: (False, True),
+}
+
+
+def _threads_violations(knobs: dict) -> list[tuple[str, str]]:
+    """`threads` caps the block: the passes use at most the mapped extent rounded up to a warp."""
+    t = knobs["threads"]
+    if not WARP <= t <= MAX_BLOCK_THREADS or t % WARP:
+        return [("threads", f"expected a multiple of {WARP} in [{WARP}, {MAX_BLOCK_THREADS}], "
+                            f"got {t}")]
+    return []
+
+
+@dataclass(frozen=True)
+class PointwiseClass(KernelClass):
+    def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        bad = _common_violations(knobs) + _threads_violations(knobs)
+        if not 0 <= knobs["grid_dims"] <= 3:
+            bad.append(("grid_dims", f"expected 0 to 3 grid axes, got {knobs['grid_dims']}"))
+        return bad
+
+
+@dataclass(frozen=True)
+class RowClass(KernelClass):
+    """A row reduction or a flash-attention row: the innermost `grid_dims` outer loops (the
+    rows) on blocks, `threads` threads over the reduced (or head) dim, whose extent bounds
+    them. Facts: `rows`, the extents of the outer loops (the innermost 3)."""
+
+    limit: str = "extent"
+
+    def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        bad = _common_violations(knobs) + _threads_violations(knobs)
+        low = 1 if facts["rows"] else 0
+        if not low <= knobs["grid_dims"] <= 3:
+            bad.append(("grid_dims", f"expected {low} to 3 grid axes (the rows must be on "
+                                     f"blocks), got {knobs['grid_dims']}"))
+        return bad
+
+    def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        if knob == "threads":
+            return _COMMON_DOMAINS["threads"]({"extent": facts[self.limit]}, knobs)
+        if knob == "grid_dims":
+            return tuple(range(1, len(facts["rows"]) + 1)) or (0,)
+        return super().domain(knob, facts, knobs)
+
+
+@dataclass(frozen=True)
+class MatmulClass(KernelClass):
+    """A contraction on 2-D tiles. Facts: `chain` the extents of the free loops around the
+    reduction (outermost first), `k` its length, `tensor_cores` whether it is a plain f16/bf16
+    product mma.sync can run, `splittable` whether K may be split (one float sum), `slabs` the
+    inputs a K-chunk stage copies, each as the loop indices of its non-unit dims (i rows, j
+    columns, k the reduction) and its element bytes (`ik4`: an fp32 A)."""
+
+    def implied(self, knobs: dict) -> dict:
+        if set(knobs) & {"warps_m", "warps_n", "frags_m", "frags_n"}:
+            return {"mma": True}
+        if set(knobs) & {"reg_m", "reg_n", "threads_m", "threads_n"}:
+            return {"mma": False}
+        return {}
+
+    def knob_names(self, knobs: dict[str, Value]) -> list[str]:
+        mode = ("warps_m", "warps_n", "frags_m", "frags_n") if knobs.get("mma") else (
+            "reg_m", "reg_n", "threads_m", "threads_n")
+        names = [k for _, ks in self.steps for k in ks]
+        drop = {"warps_m", "warps_n", "frags_m", "frags_n", "reg_m", "reg_n", "threads_m",
+                "threads_n"} - set(mode)
+        return [n for n in names if n not in drop]
+
+    def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        bad = _common_violations(knobs)
+        splits, k = knobs["splits"], facts["k"]
+        if splits < 1 or (splits > 1 and (not facts["splittable"] or k % splits)):
+            why = "K cannot be split (not one float sum)" if not facts["splittable"] else (
+                f"expected a divisor of K = {k}")
+            return bad + [("splits", f"{splits}: {why}" if splits >= 1 else "expected >= 1")]
+        axes = tile_axes(facts["chain"], splits)
+        if len(axes) < 2:
+            return bad + [("splits", "the outputs have fewer than two axes of more than one "
+                                     "element: a matmul plan needs two (split K, or use a "
+                                     "pointwise plan)")]
+        rows, cols = axes[-2], axes[-1]
+        if knobs["mma"]:
+            if not facts["tensor_cores"]:
+                bad.append(("mma", "tensor cores need a plain product of f16 or bf16 inputs "
+                                   "(acc + A * B, fp32 accumulation); this kernel has none"))
+            elif splits > 1:
+                bad.append(("mma", "tensor cores and a split K are not combined (a slice's K "
+                                   "loop is no longer a plain product)"))
+            bad += _tile_violations(knobs, "warps", rows, cols, 16, 8)
+            if knobs["warps_m"] * knobs["warps_n"] * WARP > MAX_BLOCK_THREADS:
+                bad.append(("warps_n", f"{knobs['warps_m']} x {knobs['warps_n']} warps is more "
+                                       f"than {MAX_BLOCK_THREADS} threads"))
+            if knobs["frags_m"] * knobs["frags_n"] > 16:
+                bad.append(("frags_n", "more than 16 fragments (64 fp32 accumulators) per lane"))
+        else:
+            bad += _tile_violations(knobs, "reg", rows, cols, 1, 1)
+            tm, tn = knobs["threads_m"], knobs["threads_n"]
+            if tm * tn > MAX_BLOCK_THREADS:
+                bad.append(("threads_n", f"{tm} x {tn} threads is more than {MAX_BLOCK_THREADS}"))
+            for name, t, limit in (("threads_m", tm, MAX_BLOCK[1]), ("threads_n", tn, MAX_BLOCK[0])):
+                if not 1 <= t <= limit:
+                    bad.append((name, f"expected 1 to {limit} threads, got {t}"))
+        bm, bn = block_tile(knobs)
+        if bm >= 1 and -(-rows // bm) > MAX_GRID[1]:
+            bad.append(("threads_m" if not knobs["mma"] else "warps_m",
+                        f"{-(-rows // bm)} blocks along the rows: more than {MAX_GRID[1]}"))
+        kc, kk = knobs["k_chunk"], reduce_length(facts, knobs)
+        step = 16 if knobs["mma"] else 1
+        if kc and (kc < 1 or kc % step or kc >= kk):
+            bad.append(("k_chunk", f"{kc}: expected 0 or a multiple of {step} below K = {kk}"))
+        if not knobs["stage"]:
+            for name, none in (("pad", 0), ("buffers", 1)):
+                if knobs[name] != none:
+                    bad.append((name, f"{knobs[name]} needs stage = true"))
+        elif not kc:
+            bad.append(("stage", "staging needs K chunks (k_chunk > 0)"))
+        if knobs["pad"] < 0 or knobs["buffers"] not in (1, 2):
+            bad.append(("pad" if knobs["pad"] < 0 else "buffers",
+                        "expected pad >= 0 and buffers 1 or 2"))
+        if not bad and (smem := shared_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
+            bad.append(("k_chunk", f"the staged chunks take {smem} bytes of shared memory, more "
+                                   f"than {SHARED_MEMORY_BYTES} (k_chunk, tile, buffers and pad)"))
+        return bad
+
+    def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        splits = knobs.get("splits", 1)
+        axes = tile_axes(facts["chain"], splits) if knob != "splits" else ()
+        rows, cols = (axes[-2], axes[-1]) if len(axes) >= 2 else (1, 1)
+        pow2 = (1, 2, 4, 8, 16, 32)
+        if knob == "splits":
+            k = facts["k"]
+            more = [d for d in range(2, 129) if k % d == 0 and k // d >= 16]
+            return (1, *more) if facts["splittable"] else (1,)
+        if knob == "mma":
+            return (False, True) if facts["tensor_cores"] and splits == 1 else (False,)
+        if knob in ("warps_m", "warps_n"):
+            return (1, 2, 4)
+        if knob == "frags_m":
+            return tuple(f for f in (1, 2, 4) if knobs["warps_m"] * 16 * f <= _pow2_ceil(max(rows, 16)))
+        if knob == "frags_n":
+            return tuple(f for f in (1, 2, 4, 8) if knobs["warps_n"] * 8 * f <= _pow2_ceil(max(cols, 8)))
+        if knob in ("reg_m", "reg_n"):
+            return tuple(r for r in (1, 2, 4, 8) if r <= (rows if knob == "reg_m" else cols))
+        if knob in ("threads_m", "threads_n"):
+            n, r = (rows, knobs["reg_m"]) if knob == "threads_m" else (cols, knobs["reg_n"])
+            return tuple(t for t in pow2 if t <= _pow2_ceil(-(-n // r)))
+        if knob == "k_chunk":
+            step = 16 if knobs["mma"] else 8
+            return (0, *(c for c in (8, 16, 32, 64) if c % step == 0 and c < reduce_length(facts, knobs)))
+        if knob == "stage":
+            return (False, True) if knobs["k_chunk"] else (False,)
+        if knob == "pad":
+            if not knobs["stage"]:
+                return (0,)
+            eb = min((slab_parts(s)[1] for s in facts["slabs"]), default=4)
+            return tuple(sorted({0, max(1, 4 // eb), 16 // eb}))
+        if knob == "buffers":
+            return (1, 2) if knobs["stage"] else (1,)
+        return super().domain(knob, facts, knobs)
+
+
+def _tile_violations(knobs, prefix, rows, cols, unit_m, unit_n) -> list[tuple[str, str]]:
+    """Per-thread (reg_*) or per-warp (frags_*) tiles: at least 1, at most the extent."""
+    bad = []
+    first = "reg" if prefix == "reg" else "frags"
+    for axis, n, unit in (("m", rows, unit_m), ("n", cols, unit_n)):
+        name = f"{first}_{axis}"
+        v = knobs[name]
+        top = n if first == "reg" else max(1, _pow2_ceil(-(-n // unit)))
+        if not 1 <= v <= top:
+            bad.append((name, f"{v}: expected 1 to {top} for {n} {'rows' if axis == 'm' else 'columns'}"))
+        if first == "frags" and knobs[f"warps_{axis}"] < 1:
+            bad.append((f"warps_{axis}", "expected at least one warp"))
+    return bad
+
+
+def tile_axes(chain: Sequence[int], splits: int) -> list[int]:
+    """The extents of a contraction's free axes that a matmul schedule maps, outermost first:
+    the chain's loops of more than one element, with the split loop (when K is split) inserted
+    just outside the rows (tile-split-k). The last two are the rows and columns."""
+    axes = [e for e in chain if e > 1]
+    if splits > 1:
+        at = len(axes) - 2 if len(axes) >= 2 else 0
+        axes.insert(at, splits)
+    return axes
+
+
+def block_tile(knobs: dict) -> tuple[int, int]:
+    """Rows x columns of outputs per block."""
+    if knobs.get("mma"):
+        return knobs["warps_m"] * 16 * knobs["frags_m"], knobs["warps_n"] * 8 * knobs["frags_n"]
+    return knobs["threads_m"] * knobs["reg_m"], knobs["threads_n"] * knobs["reg_n"]
+
+
+def reduce_length(facts: dict, knobs: dict) -> int:
+    """Elements of K one block walks: K / splits, rounded up to 16 with tensor cores."""
+    k = facts["k"] // max(1, knobs.get("splits", 1))
+    return _round_up(k, 16) if knobs.get("mma") else k
+
+
+def slab_parts(code: str) -> tuple[str, int]:
+    """`ik4` -> ("ik", 4): a slab's dims (i rows, j columns, k the reduction) and element bytes."""
+    dims = code.rstrip("0123456789")
+    return dims, int(code[len(dims):])
+
+
+def staged_slabs(facts: dict, knobs: dict) -> list[list[int]]:
+    """The shapes of the shared buffers a matmul plan's K-chunk stages allocate (one buffer;
+    unit dims dropped, the innermost of 2-D ones padded), with their element bytes last. A slab
+    is staged when threads share it: one not indexed by j is read alike by the threads along
+    the columns, so it is staged when there are several (likewise i and the rows); with tensor
+    cores every lane shares its warp's tiles."""
+    if not knobs["stage"]:
+        return []
+    bm, bn = block_tile(knobs)
+    size = {"i": bm, "j": bn, "k": knobs["k_chunk"]}
+    across = {"i": knobs.get("threads_n", 1), "j": knobs.get("threads_m", 1)}
+    out = []
+    for code in facts["slabs"]:
+        dims, eb = slab_parts(code)
+        if knobs["mma"]:
+            shared = True
+        elif "i" in dims or "j" in dims:
+            shared = across["i" if "i" in dims else "j"] > 1
+        else:
+            shared = across["i"] * across["j"] > 1
+        if not shared:
+            continue
+        shape = [size[d] for d in dims if size[d] != 1] or [1]
+        if len(shape) >= 2:
+            shape[-1] += knobs["pad"]
+        out.append([*shape, eb])
+    return out
+
+
+def shared_bytes(facts: dict, knobs: dict) -> int:
+    """Shared memory of a matmul plan's K-chunk stages, all buffers."""
+    return sum(math.prod(s) for s in staged_slabs(facts, knobs)) * knobs["buffers"]
+
+
+CLASSES: dict[str, KernelClass] = {
+    c.name: c
+    for c in (
+        MatmulClass(
+            "matmul",
+            "a contraction on 2-D tiles of outputs: blocks x threads (or warps of tensor cores), "
+            "K in chunks staged in shared memory",
+            ("chain", "k", "tensor_cores", "splittable", "slabs"),
+            (
+                ("tile-split-k", ("splits",)),
+                ("tile-tensor-core", ("mma", "warps_m", "warps_n", "frags_m", "frags_n")),
+                ("tile-register-tile", ("reg_m", "reg_n")),
+                ("tile-map-2d", ("threads_m", "threads_n")),
+                ("tile-chunk-reduce", ("k_chunk",)),
+                ("tile-stage-chunks", ("stage",)),
+                ("tile-pad-shared", ("pad",)),
+                ("tile-double-buffer", ("buffers",)),
+                ("tile-cp-async", ("copy",)),
+                ("tile-unroll", ("unroll",)),
+            ),
+        ),
+        RowClass(
+            "row_reduce",
+            "one block per row of a reduction (RMSNorm, softmax): the threads share the "
+            "reduction (strided + tile.combine) and the epilogue",
+            ("rows", "extent"),
+            (
+                ("tile-map-grid", ("grid_dims",)),
+                ("tile-cooperative-reduce", ("threads",)),
+                ("tile-stage-inputs", ("stage_inputs",)),
+                ("tile-cp-async", ("copy",)),
+                ("tile-unroll", ("unroll",)),
+            ),
+        ),
+        RowClass(
+            "attention",
+            "one block per flash-attention row: the threads share the head dim (q.k combined "
+            "per key, the accumulator split across them)",
+            ("rows", "head_dim", "keys"),
+            (
+                ("tile-map-grid", ("grid_dims",)),
+                ("tile-attention-rows", ("threads",)),
+                ("tile-stage-inputs", ("stage_inputs",)),
+                ("tile-cp-async", ("copy",)),
+                ("tile-unroll", ("unroll",)),
+            ),
+            limit="head_dim",
+        ),
+        PointwiseClass(
+            "pointwise",
+            "outer free loops on blocks, the innermost free loop on threads (strided when "
+            "longer than the block); any kernel can take it",
+            ("chain",),
+            (
+                ("tile-map-grid", ("grid_dims", "leave_innermost")),
+                ("tile-map-threads", ("threads",)),
+                ("tile-stage-inputs", ("stage_inputs",)),
+                ("tile-cp-async", ("copy",)),
+                ("tile-unroll", ("unroll",)),
+            ),
+        ),
+    )
+}
+
+
+# --------------------------------------------------------------------------------------------
+# the space
+
+
+def space(kind: str, facts: tuple[tuple[str, Value], ...]) -> Iterator[Plan]:
+    """Every legal plan of class `kind` for these facts, knob by knob in the class's order (the
+    tuner's tree: one decision per level), each knob over `KernelClass.domain`."""
+    cls = CLASSES[kind]
+    fd = dict(facts)
+
+    def walk(knobs: dict) -> Iterator[dict]:
+        todo = [n for n in cls.knob_names(knobs) if n not in knobs]
+        if not todo:
+            if not cls.violations(fd, knobs):
+                yield knobs
+            return
+        name = todo[0]
+        for v in cls.domain(name, fd, knobs):
+            yield from walk({**knobs, name: v})
+
+    for knobs in walk({}):
+        yield Plan(kind, facts, tuple((n, knobs[n]) for n in cls.knob_names(knobs)))
+
+
+def retarget(plan: Plan, facts: tuple[tuple[str, Value], ...]) -> Plan:
+    """The same plan for other facts of the same kernel (e.g. a smaller shape for checking a
+    tuned plan): each knob kept where still legal, else the nearest legal value of its domain."""
+    cls, fd = plan.cls, dict(facts)
+    knobs: dict = {}
+    for name in itertools.chain(cls.knob_names(plan.knob_dict)):
+        want = plan.knob(name)
+        options = list(cls.domain(name, fd, knobs)) or [want]
+        if want not in options:
+            if isinstance(want, int) and not isinstance(want, bool):
+                options.sort(key=lambda v: (abs(v - want), v))
+            want = options[0]
+        knobs[name] = want
+    new = Plan(plan.kind, facts, tuple(knobs.items()))
+    return new if not new.violations() else next(space(plan.kind, facts), new)
+
+
+class PlanError(VerifyException):
+    """An illegal plan, in one line: the kernel, the knob and why (a user error)."""
+
+    def __init__(self, kernel: str, knob: str, why: str):
+        self.kernel, self.knob, self.why = kernel, knob, why
+        super().__init__(f"kernel @{kernel}: knob {knob}: {why}")

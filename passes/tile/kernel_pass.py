@@ -1,0 +1,90 @@
+"""The shape every tile pass shares: walk the module's tile kernels once, and on each carry out
+this pass's step of the kernel's plan, reading its decisions from the plan's knobs.
+
+    tile.kernel @k(...) plan matmul(...) {..., threads_m = 16, threads_n = 16, ...}
+        done ["tile-split-k", "tile-tensor-core", "tile-register-tile"]
+    -- tile-map-2d -->
+    tile.kernel @k(...) plan matmul(...) {...} done [..., "tile-map-2d"]   (+ the mapping)
+
+Rules, the same for every pass:
+- a kernel without a plan is planned first (passes/tile/planner.py), as `tile-plan` would, but
+  with a class that has this step and its options' knobs where one can (so that
+  `loop-to-tile,tile-map-2d{threads-m=8}` maps a small matmul that the heuristic would not);
+- a pass acts only on kernels whose plan has its step, once (`done` records it; running it
+  again is a no-op), and never after a step its plan puts later;
+- a pass's options are the knobs it owns: given on the command line (`tile-map-2d{threads-m=8}`)
+  they pin those knobs; the plan's earlier decisions stay and its later ones are re-planned
+  around them. Kernels whose plan has other knobs (another class) are left alone. An illegal
+  value is an error naming the pass, the option, the kernel and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from deplo.analysis.nest import tile_kernels
+from deplo.dialects import tile
+from deplo.dialects.tile_plan import KNOBS, Plan, PlanError
+from deplo.passes.tile import planner
+
+
+class PassOptionError(VerifyException):
+    """A tile pass's option that cannot be carried out (a user error)."""
+
+
+@dataclass(frozen=True)
+class KernelPass(ModulePass):
+    """Carries out one step of each kernel's plan (`carry_out`); fields are its knobs."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in tile_kernels(op):
+            plan = self.plan_for(kernel)
+            if plan is None or self.name not in plan.steps() or self.name in kernel.done_steps:
+                continue
+            steps = plan.steps()
+            later = [s for s in steps[steps.index(self.name) + 1 :] if s in kernel.done_steps]
+            if later:
+                raise PassOptionError(
+                    f"{self.name}: kernel @{kernel.sym_name.data}: runs after {later[0]}, which "
+                    f"its {plan.kind} plan carries out later"
+                )
+            self.carry_out(kernel, plan)
+            kernel.mark_done(self.name)
+
+    def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
+        raise NotImplementedError
+
+    def options(self) -> dict[str, object]:
+        return {
+            f.name: v for f in dataclasses.fields(self) if (v := getattr(self, f.name)) is not None
+        }
+
+    def plan_for(self, kernel: tile.KernelOp) -> Plan | None:
+        opts = self.options()
+        try:
+            plan = planner.ensure_plan(kernel, self.name, tuple(opts))
+            if not opts or self.name not in plan.cls.step_names():
+                return plan
+            opts = plan.cls.implied(opts) | opts
+            if all(plan.knob(k) == KNOBS[k].convert(v) for k, v in opts.items()):
+                return plan
+            if self.name in kernel.done_steps:
+                raise PlanError(kernel.sym_name.data, next(iter(opts)),
+                                f"{self.name} has already carried out this plan")
+            steps = plan.cls.step_names()
+            earlier = steps[: steps.index(self.name)]
+            keep = {k: v for k, v in plan.knobs if plan.cls.owner(k) in earlier and k not in opts}
+            names = plan.cls.knob_names(keep | opts)
+            keep = {k: v for k, v in keep.items() if k in names}  # a mode switch drops the rest
+            new = planner.complete(kernel.sym_name.data, plan.kind, plan.facts, keep | opts)
+        except (PlanError, ValueError) as e:
+            spec = " ".join(f"{k.replace('_', '-')}={v}" for k, v in opts.items())
+            raise PassOptionError(f"{self.name}{{{spec}}}: {e}") from None
+        kernel.set_plan(new)
+        return new

@@ -1,0 +1,369 @@
+"""The planner: which kernel classes a tile kernel can take (read off its loop nest, with the
+facts each class is checked against), and the documented heuristics that fill in a plan's
+knobs from those facts. `tile-plan` runs it on every kernel; a tile pass that meets a kernel
+without a plan runs it first too.
+
+Classes, in the heuristic's order of preference (dialects/tile_plan.py describes each):
+1. `matmul` — a contraction (analysis/nest.py) with one reduce loop and two or more free
+   loops around it, when it is large enough to fill 2-D tiles: at least 32 x 32 outputs and
+   K >= 32 after any split, or when K is split.
+2. `attention` — the block region (under the outer free loops mapped to blocks) is a flash row.
+3. `row_reduce` — the block region's reductions can be shared by threads, the longest >= 64.
+4. `pointwise` — anything (free loops on blocks and threads, reductions serial per thread).
+Every kernel may also take any later class it has the shape for (the tuner's choice).
+
+Heuristics (each a few lines below, in terms of the facts):
+- split K (`splits`) when 64 x 64 output tiles give fewer than 32 blocks (H100 has 132 SMs) and
+  K >= 1024: the largest divisor of K not above min(128 / tiles, K / 256).
+- tensor cores (`mma`) for every plain f16/bf16 product: 2 x 4 fragments per warp (a 32 x 32
+  warp tile), 2 x 2 warps (64 x 64 per block), fewer where M or N is small.
+- otherwise a register tile of 4 rows (M >= 64, 2 from 8) x 4 columns (likewise from N): 16
+  accumulators keep a thread's registers well under 255 and give 8 loads per 16 FMAs; threads
+  16 x 16, each reduced to the largest power of two not above the tiles of its axis.
+- K chunks of 32 (16 when K < 64), staged in shared memory with rows padded by 16 bytes where a
+  row is a multiple of 64 bytes (bank conflicts), double-buffered and copied with cp.async when
+  that fits in 48 KB (fp32 [64 x 32] + [32 x 64] chunks are 8 KB each).
+- row reductions, attention rows and pointwise kernels: 256 threads, at most the reduced (or
+  head) dim rounded up to a warp; the slabs a block reads twice are staged (plain copies: a
+  one-off stage has nothing to overlap with); the outer free loops on up to 3 grid axes.
+- short innermost loops (<= 32 iterations) unrolled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from xdsl.dialects.builtin import AnyFloat, MemRefType
+from xdsl.ir import SSAValue
+
+from deplo import hardware as hw
+from deplo.analysis import nest
+from deplo.dialects import loop, tile
+from deplo.dialects.tile_plan import (
+    CLASSES,
+    KNOBS,
+    Plan,
+    PlanError,
+    Value,
+    reduce_length,
+    slab_parts,
+    staged_slabs,
+)
+
+Facts = tuple[tuple[str, Value], ...]
+
+
+# --------------------------------------------------------------------------------------------
+# the structural key
+
+
+def structural_key(kernel: loop.KernelOp | tile.KernelOp) -> str:
+    """A stable name for what a kernel computes: a hash of its argument types and body with
+    values numbered in order of definition, without names, loops and yields of Loop IR and of
+    the trivial Tile IR schedule spelled alike. Equal for the same kernel in any program,
+    process or run (the 28 decoder layers of one model share their kernels' keys)."""
+    ids: dict[SSAValue, int] = {}
+    lines = []
+
+    def name(v: SSAValue) -> str:
+        if v not in ids:
+            ids[v] = len(ids)
+        return f"%{ids[v]}"
+
+    lines.append(",".join(f"{name(a)}:{a.type}" for a in kernel.body.block.args))
+    for op in kernel.body.walk():
+        kind = op.name.split(".")[-1] if op.name in _SAME_ACROSS_LEVELS else op.name
+        props = sorted(
+            (k, str(v)) for k, v in op.properties.items() if k not in _SCHEDULE_PROPERTIES
+        )
+        args = [f"{name(a)}:{a.type}" for r in op.regions for b in r.blocks for a in b.args]
+        outs = [f"{name(r)}:{r.type}" for r in op.results]
+        lines.append(f"{kind}({','.join(name(o) for o in op.operands)}){props}{args}->{outs}")
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+_SAME_ACROSS_LEVELS = {"loop.for", "tile.for", "loop.yield", "tile.yield"}
+_SCHEDULE_PROPERTIES = {"kind", "bind", "operandSegmentSizes"}
+
+
+# --------------------------------------------------------------------------------------------
+# facts per class
+
+
+def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
+    """A contraction with one reduce loop and at least two free loops, all `0 to N step 1`."""
+    c = nest.find_contraction(kernel)
+    if c is None or len(c.reduces) != 1 or len(c.chain) < 2:
+        return None
+    red = c.reduces[0]
+    loops = [*c.chain, red]
+    if any(lp.static_lb != 0 or lp.step.data != 1 for lp in loops):
+        return None
+    i, j = c.chain[-2], c.chain[-1]
+    batch = {lp.iv for lp in c.chain[:-2]}
+    splittable = (
+        len(red.inits) == 1
+        and isinstance(red.inits[0].type, AnyFloat)
+        and nest.combine_kinds(red) == [tile.CombineKind.ADD]
+    )
+    product = nest.match_product(red, i.iv, j.iv, batch)
+    slabs = _slabs(kernel, red, {i.iv: "i", j.iv: "j", red.iv: "k"}, batch)
+    return (
+        ("chain", tuple(lp.ub.data for lp in c.chain)),
+        ("k", red.ub.data),
+        ("tensor_cores", product is not None),
+        ("splittable", splittable),
+        ("slabs", tuple(slabs)),
+    )
+
+
+def _slabs(kernel: tile.KernelOp, red: tile.ForOp, role: dict, batch: set) -> list[str]:
+    """The slab code (dialects/tile_plan.py) of each input the reduce loop loads at plain
+    coordinates that do not depend on both i and j (what tile-stage-chunks may stage: one slab
+    per buffer, its loads merged), in the order of the first load."""
+    stored = nest.stored_buffers(kernel)
+    seen: dict[SSAValue, str] = {}
+    for ld in red.body.walk():
+        if not (isinstance(ld, loop.LoadOp) and ld.buffer in kernel.args) or ld.buffer in stored:
+            continue
+        xs = nest.coords(ld)
+        if xs is None or any(
+            x not in role and x not in batch for x in xs if not isinstance(x, int)
+        ):
+            seen[ld.buffer] = ""
+            continue
+        dims = "".join(role[x] for x in xs if x in role)
+        if ("i" in dims and "j" in dims) or seen.get(ld.buffer, dims) != dims:
+            seen[ld.buffer] = ""
+            continue
+        assert isinstance(ld.buffer.type, MemRefType)
+        seen.setdefault(ld.buffer, dims + str(tile.element_bytes(ld.buffer.type.element_type)))
+    return [s for s in seen.values() if s]
+
+
+def grid_region(kernel: tile.KernelOp, grid_dims: int = 3, leave_innermost: bool = True):
+    """(the outer free loops tile-map-grid binds, innermost first; the block region under them)."""
+    loops = nest.grid_loops(kernel, grid_dims, leave_innermost)
+    region = loops[0].body.block if loops else kernel.body.block
+    return loops, region
+
+
+def row_facts(kernel: tile.KernelOp) -> Facts | None:
+    loops, region = grid_region(kernel, leave_innermost=False)
+    r = nest.row_reduction(region)
+    if r is None:
+        return None
+    return (("rows", tuple(lp.extent for lp in reversed(loops))), ("extent", r.extent))
+
+
+def attention_facts(kernel: tile.KernelOp) -> Facts | None:
+    loops, region = grid_region(kernel, leave_innermost=False)
+    f = nest.flash_row(region)
+    if f is None:
+        return None
+    rows = tuple(lp.extent for lp in reversed(loops))
+    return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys))
+
+
+def pointwise_facts(kernel: tile.KernelOp) -> Facts:
+    return (("chain", tuple(lp.extent for lp in nest.free_loop_chain(kernel))),)
+
+
+FACTS = {
+    "matmul": matmul_facts,
+    "attention": attention_facts,
+    "row_reduce": row_facts,
+    "pointwise": pointwise_facts,
+}
+
+
+def legal_classes(kernel: tile.KernelOp) -> list[tuple[str, Facts]]:
+    """Every class the kernel has the shape for, with its facts, the heuristic's choice first."""
+    out = []
+    for kind, facts_of in FACTS.items():
+        facts = facts_of(kernel)
+        if facts is not None and _has_plan(kind, facts):
+            out.append((kind, facts))
+    preferred = next(kf for kf in out if _prefer(kernel, *kf))
+    return [preferred, *(kf for kf in out if kf is not preferred)]
+
+
+def _has_plan(kind: str, facts: Facts) -> bool:
+    try:
+        complete("", kind, facts, {})
+    except PlanError:
+        return False
+    return True
+
+
+def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
+    f = dict(facts)
+    if kind == "matmul":
+        splits = _splits(f)
+        return splits > 1 or _matmul_sized(f, splits)
+    if kind == "row_reduce":  # a long reduction, and not one per output of a small matmul
+        return f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# heuristics
+
+
+def _pow2_at_most(n: int, cap: int) -> int:
+    """The largest power of two <= min(n, cap) (at least 1)."""
+    p = 1
+    while p * 2 <= min(n, cap):
+        p *= 2
+    return p
+
+
+def _splits(f: dict) -> int:
+    if not f["splittable"]:
+        return 1
+    outputs, k = math.prod(f["chain"]), f["k"]
+    tiles = max(1, outputs // (64 * 64))
+    if tiles >= 32 or k < 1024:
+        return 1
+    limit = min(128 // tiles, k // 256)
+    return max((s for s in range(2, limit + 1) if k % s == 0), default=1)
+
+
+def _matmul_sized(f: dict, splits: int) -> bool:
+    """At least 32 x 32 outputs (partial sums included) and K >= 32 per split: below that a
+    pointwise schedule gives more blocks than 2-D tiles would fill, with too little reuse to
+    stage."""
+    return math.prod(f["chain"]) * splits >= 1024 and f["k"] // splits >= 32
+
+
+def matmul_knobs(f: dict, fixed: dict) -> dict:
+    """The matmul heuristic, decision by decision in the class's order; each decision in
+    `fixed` is taken as given and the later ones are made around it."""
+    knobs: dict[str, Value] = {}
+
+    def pick(name: str, default: Value) -> Value:
+        knobs[name] = fixed.get(name, default)
+        return knobs[name]
+
+    rows, cols = f["chain"][-2], f["chain"][-1]
+    splits = pick("splits", _splits(f))
+    sized = _matmul_sized(f, splits)
+    implied = CLASSES["matmul"].implied(fixed).get("mma")
+    default = bool(f["tensor_cores"]) and sized and splits == 1
+    mma = pick("mma", default if implied is None else implied)
+    if mma:
+        fm = pick("frags_m", 2 if rows > 16 else 1)
+        fn = pick("frags_n", 4 if cols > 16 else 2 if cols > 8 else 1)
+        pick("warps_m", 2 if rows > 16 * fm else 1)
+        pick("warps_n", 2 if cols > 8 * fn else 1)
+    else:
+        m = pick("reg_m", 4 if rows >= 64 else 2 if rows >= 8 else 1)
+        n = pick("reg_n", 4 if cols >= 64 else 2 if cols >= 8 else 1)
+        pick("threads_m", _pow2_at_most(-(-rows // max(1, m)), 16))
+        pick("threads_n", _pow2_at_most(-(-cols // max(1, n)), 16))
+    k = reduce_length(f, knobs)
+    chunk = (32 if k >= 64 else 16) if sized else 0
+    kc = pick("k_chunk", chunk if chunk < k else 0)
+    stage = pick("stage", bool(kc))
+    pad = 0
+    if stage and kc:
+        rows_bytes = [s[-2] * s[-1] for s in staged_slabs(f, {**knobs, "pad": 0, "buffers": 1})
+                      if len(s) > 2]
+        if any(b % 64 == 0 for b in rows_bytes):
+            pad = 16 // min(slab_parts(code)[1] for code in f["slabs"])
+    fits = [(2, pad, stage), (1, pad, stage), (1, 0, stage), (1, 0, False)]
+    for buffers, pad_, stage_ in fits:
+        trial = {**knobs, "stage": stage_, "pad": pad_, "buffers": buffers}
+        trial = {**trial, **{k: v for k, v in fixed.items() if k in ("stage", "pad", "buffers")}}
+        trial["copy"] = fixed.get("copy", "cp_async" if trial["stage"] else "sync")
+        trial["unroll"] = fixed.get("unroll", 32)
+        if not CLASSES["matmul"].violations(f, trial):
+            return trial
+    return trial
+
+
+def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
+    threads = min(256, -(-f[limit] // hw.WARP) * hw.WARP)
+    return {"grid_dims": min(3, len(f["rows"])), "threads": threads, "stage_inputs": "reused",
+            "copy": "sync", "unroll": 32} | fixed
+
+
+def pointwise_knobs(f: dict, fixed: dict) -> dict:
+    return {"grid_dims": 3, "leave_innermost": True, "threads": 256, "stage_inputs": "reused",
+            "copy": "sync", "unroll": 32} | fixed
+
+
+def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:
+    """The heuristic's knobs for a class and facts, around the `fixed` ones."""
+    f = dict(facts)
+    if kind == "matmul":
+        return matmul_knobs(f, fixed)
+    if kind in ("row_reduce", "attention"):
+        return row_knobs(f, "extent" if kind == "row_reduce" else "head_dim", fixed)
+    return pointwise_knobs(f, fixed)
+
+
+# --------------------------------------------------------------------------------------------
+# plans
+
+
+def complete(kernel: str, kind: str, facts: Facts, fixed: dict[str, object]) -> Plan:
+    """The plan of class `kind` with the `fixed` knobs (JSON or option values, converted to
+    their knob's type) and the heuristic's choices around them for the rest; PlanError names
+    the kernel and the knob of anything illegal."""
+    cls = CLASSES[kind]
+    given: dict[str, Value] = {}
+    for name, value in fixed.items():
+        if name not in KNOBS:
+            raise PlanError(kernel, name, "unknown knob")
+        try:
+            given[name] = KNOBS[name].convert(value)
+        except ValueError as e:
+            raise PlanError(kernel, name, str(e)) from None
+    knobs = heuristic(kind, facts, given)
+    names = cls.knob_names(knobs)
+    for name in given:
+        if name not in names:
+            raise PlanError(kernel, name, f"not a knob of this {kind} plan ({', '.join(names)})")
+    plan = Plan(kind, facts, tuple((n, knobs[n]) for n in names))
+    if bad := plan.violations():
+        raise PlanError(kernel, *bad[0])
+    return plan
+
+
+def plan_kernel(kernel: tile.KernelOp, kind: str | None = None,
+                fixed: dict[str, object] | None = None) -> Plan:
+    """The kernel's plan: class `kind` (default: the heuristic's) around the `fixed` knobs."""
+    name = kernel.sym_name.data
+    classes = dict(legal_classes(kernel))
+    kind = kind or next(iter(classes))
+    if kind not in CLASSES:
+        raise PlanError(name, "class", f"unknown class '{kind}'; expected one of "
+                                       f"{', '.join(CLASSES)}")
+    if kind not in classes:
+        raise PlanError(name, "class", f"the kernel cannot take a {kind} plan (it can take: "
+                                       f"{', '.join(classes)})")
+    return complete(name, kind, classes[kind], fixed or {})
+
+
+def ensure_plan(kernel: tile.KernelOp, step: str | None = None,
+                knobs: tuple[str, ...] = ()) -> Plan:
+    """The kernel's plan, planned by the heuristic if it has none: with `step` (a pass whose
+    options `knobs` were given), of the first legal class whose step it is and that has those
+    knobs (the heuristic's class when none has)."""
+    plan = kernel.the_plan
+    if plan is not None:
+        return plan
+    kinds = [kind for kind, _ in legal_classes(kernel)]
+    fits = [
+        k for k in kinds
+        if step in CLASSES[k].step_names() and set(knobs) <= set(_all_knobs(k))
+    ]
+    new = plan_kernel(kernel, (fits or kinds)[0])
+    kernel.set_plan(new, structural_key(kernel) if kernel.key is None else None)
+    return new
+
+
+def _all_knobs(kind: str) -> list[str]:
+    return [k for _, ks in CLASSES[kind].steps for k in ks]

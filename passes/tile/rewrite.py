@@ -1,0 +1,447 @@
+"""The rewrites several tile passes share: small builders of index arithmetic, loops on threads
+(strided shares, thread loops), clamps and store guards for tiles that pass the end of an axis,
+unroll-and-jam of a body (register tiles, tensor-core epilogues), sharing a reduction between
+threads, and clean-ups (cse, dead ops, compact accesses).
+
+Out-of-range rows and columns (extents that are not a multiple of a tile) are handled by
+*clamping*: an index that may pass the end is `arith.minsi %raw, %last`, so every load stays in
+bounds and the extra lanes recompute the last row, and the stores are guarded by
+`scf.if %raw < %extent`. A clamp never goes below the first index of its block or thread group
+(grids are rounded up, not down), which is what `analysis.index.span` relies on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from deplo import hardware as hw
+from deplo.analysis.index import linear_expr, linear_of
+from deplo.analysis.nest import K, is_scalar
+from deplo.dialects import loop, tile
+from deplo.passes.tile.kernel_pass import PassOptionError
+
+INDEX = IndexType()
+
+
+def const(b: Builder, n: int, t=INDEX) -> SSAValue:
+    c = b.insert(arith.ConstantOp(IntegerAttr(n, t))).result
+    c.name_hint = f"c{n}" if n >= 0 else f"cm{-n}"
+    return c
+
+
+def add(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return b.insert(arith.AddiOp(x, y)).result
+
+
+def mul(b: Builder, x: SSAValue, n: int) -> SSAValue:
+    if n == 1:
+        return x
+    return b.insert(arith.MuliOp(x, const(b, n))).result
+
+
+def linear_value(b: Builder, terms: dict[SSAValue, int], c: int) -> SSAValue:
+    """Σ coeff * value + c, built with arith ops (values in a stable order)."""
+    acc: SSAValue | None = None
+    for v, k in terms.items():
+        t = mul(b, v, k)
+        acc = t if acc is None else add(b, acc, t)
+    if acc is None:
+        return const(b, c)
+    return add(b, acc, const(b, c)) if c else acc
+
+
+def sink_chain_ops(chain: Sequence[tile.ForOp], cell: Block) -> None:
+    """Move the scalar ops of the chain blocks below chain[0] (inclusive) to the start of the
+    cell, in order: each becomes part of the body a schedule pass splits or replicates."""
+    moved: list[Operation] = []
+    for lp in chain:
+        if lp.body.block is cell:
+            break
+        for op in list(lp.body.block.ops):
+            if not isinstance(op, tile.ForOp | tile.YieldOp):
+                moved.append(op)
+    anchor = cell.first_op
+    for op in moved:
+        op.detach()
+        cell.insert_op_before(op, anchor)
+
+
+def compact_access(op: loop.LoadOp | loop.StoreOp) -> Operation:
+    """The same access with the index operands its map does not use dropped (replaces `op`)."""
+    m = op.access_map()
+    used = set(m.used_dims())
+    if len(used) == len(op.indices):
+        return op
+    keep = [i for i in range(m.num_dims) if i in used]
+    new_map = m.drop_dims([i not in used for i in range(m.num_dims)])
+    indices = [op.indices[i] for i in keep]
+    if isinstance(op, loop.LoadOp):
+        new: Operation = loop.LoadOp(op.buffer, indices, AffineMapAttr(new_map))
+    else:
+        new = loop.StoreOp(op.value, op.buffer, indices, AffineMapAttr(new_map))
+    new.attributes |= op.attributes
+    Rewriter.replace_op(op, new)
+    return new
+
+
+def compact_all(root: Operation) -> None:
+    for op in list(root.walk()):
+        if isinstance(op, loop.LoadOp | loop.StoreOp):
+            compact_access(op)
+
+
+def cse(block: Block, stored: set[SSAValue]) -> None:
+    """Drop repeated scalar ops and repeated loads (of buffers nobody stores to) in `block` and
+    the blocks nested in it; a nested block may reuse a value of an enclosing one."""
+
+    def key(op: Operation):
+        if op.regions or not (is_scalar(op) or isinstance(op, loop.LoadOp)):
+            return None
+        if isinstance(op, loop.LoadOp) and op.buffer in stored:
+            return None
+        props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
+        attrs = tuple(sorted((k, str(v)) for k, v in op.attributes.items()))
+        return (op.name, tuple(op.operands), props, attrs, tuple(r.type for r in op.results))
+
+    def visit(b: Block, seen: dict) -> None:
+        for op in list(b.ops):
+            k = key(op)
+            if k is not None:
+                if k in seen:
+                    for old, new in zip(op.results, seen[k].results):
+                        old.replace_all_uses_with(new)
+                    Rewriter.erase_op(op)
+                    continue
+                seen[k] = op
+            for r in op.regions:
+                for inner in r.blocks:
+                    visit(inner, dict(seen))
+
+    visit(block, {})
+
+
+def guard_stores(ops: Iterable[Operation], cond: SSAValue) -> None:
+    """Every `loop.store` in `ops` runs only where `cond` holds: wrapped in `scf.if %cond`, or
+    its existing guard's condition and-ed with `cond`."""
+    for root in list(ops):
+        for st in [o for o in root.walk() if isinstance(o, loop.StoreOp)]:
+            parent = st.parent_op()
+            if (
+                isinstance(parent, scf.IfOp)
+                and not parent.false_region.blocks
+                and len(parent.true_region.block.ops) == 2
+            ):
+                both = arith.AndIOp(parent.cond, cond)
+                Rewriter.insert_op(both, InsertPoint.before(parent))
+                both.result.name_hint = "ok"
+                parent.operands[0] = both.result
+                continue
+            prev = st.prev_op
+            if (
+                isinstance(prev, scf.IfOp)
+                and prev.cond is cond
+                and not prev.false_region.blocks
+                and all(
+                    isinstance(o, loop.StoreOp | scf.YieldOp) for o in prev.true_region.block.ops
+                )
+            ):  # the previous store has the same guard: one scf.if for both
+                st.detach()
+                prev.true_region.block.insert_op_before(st, prev.true_region.block.last_op)
+                continue
+            then = Block()
+            guard = scf.IfOp(cond, [], Region(then))
+            Rewriter.insert_op(guard, InsertPoint.before(st))
+            st.detach()
+            then.add_op(st)
+            then.add_op(scf.YieldOp())
+
+
+def below(b: Builder, v: SSAValue, n: int) -> SSAValue:
+    """`v < n` (an i1), for a store guard."""
+    c = b.insert(arith.CmpiOp(v, const(b, n), "ult")).result
+    c.name_hint = "in"
+    return c
+
+
+def clamp(b: Builder, v: SSAValue, n: int) -> SSAValue:
+    """min(v, n - 1): an index that stays in [0, n)."""
+    c = b.insert(arith.MinSIOp(v, const(b, n - 1))).result
+    return c
+
+
+@dataclass
+class Replica:
+    """One copy of a replicated body: its value map and the guard of its stores."""
+
+    vmap: dict[SSAValue, SSAValue]
+    guard: SSAValue | None = None
+
+
+def replicate(ops: Sequence[Operation], replicas: list[Replica], before: Operation) -> None:
+    """Insert, before `before`, one copy of `ops` per replica (each through its value map); a
+    reduce loop among them becomes one loop carrying every replica's accumulators (jam), so the
+    copies share its iterations. Stores of a replica with a guard are guarded. `ops` are left
+    in place (the caller erases them)."""
+    for op in ops:
+        if isinstance(op, tile.ForOp) and op.inits:
+            _jam(op, replicas, before)
+            continue
+        for r in replicas:
+            new = op.clone(value_mapper=r.vmap)
+            Rewriter.insert_op(new, InsertPoint.before(before))
+            if r.guard is not None and any(isinstance(o, loop.StoreOp) for o in new.walk()):
+                guard_stores([new], r.guard)
+
+
+def _jam(lp: tile.ForOp, replicas: list[Replica], before: Operation) -> None:
+    n = len(lp.inits)
+    inits = [r.vmap.get(v, v) for r in replicas for v in lp.inits]
+    body = Block(arg_types=[INDEX, *(v.type for v in inits)])
+    dyn = replicas[0].vmap.get(lp.dyn_lb, lp.dyn_lb) if lp.dyn_lb is not None else None
+    lb = dyn if dyn is not None else lp.static_lb
+    yield_op = tile.YieldOp()
+    body.add_op(yield_op)
+    inner_reps = []
+    for k, r in enumerate(replicas):
+        vmap = dict(r.vmap)
+        vmap[lp.iv] = body.args[0]
+        for a, b in zip(lp.accs, body.args[1 + k * n : 1 + (k + 1) * n]):
+            vmap[a] = b
+            b.name_hint = a.name_hint
+        inner_reps.append(Replica(vmap))
+    body.args[0].name_hint = lp.iv.name_hint
+    ops = [o for o in lp.body.block.ops if not isinstance(o, tile.YieldOp)]
+    replicate(ops, inner_reps, yield_op)
+    values = [r.vmap.get(v, v) for r in inner_reps for v in lp.body.block.last_op.operands]
+    new_yield = tile.YieldOp(*values)
+    Rewriter.replace_op(yield_op, new_yield)
+    new = tile.ForOp(lb, lp.ub.data, lp.binding, inits, Region(body), lp.step.data)
+    new.attributes |= lp.attributes
+    Rewriter.insert_op(new, InsertPoint.before(before))
+    for k, r in enumerate(replicas):
+        for old, res in zip(lp.res, new.res[k * n : (k + 1) * n]):
+            r.vmap[old] = res
+            res.name_hint = old.name_hint
+
+
+def drop_dead(root: Operation) -> None:
+    """Erase scalar ops and loads whose results nobody uses (left behind by rewrites)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(root.walk(reverse=True)):
+            pure = is_scalar(op) or isinstance(op, loop.LoadOp)
+            if pure and op.results and all(not r.uses for r in op.results):
+                Rewriter.erase_op(op)
+                changed = True
+
+
+def erase_ops(ops: Sequence[Operation]) -> None:
+    for op in reversed(ops):
+        Rewriter.erase_op(op)
+
+
+def shifted_access(
+    op: loop.LoadOp, buf: SSAValue, offsets: Sequence[SSAValue | int], keep: Sequence[bool]
+) -> loop.LoadOp | None:
+    """A load of `buf` at the coordinates of `op` minus `offsets`, keeping only the dims marked in
+    `keep` (a staged copy drops its unit dims). Coordinates and offsets are expanded into linear
+    forms over their leaves, so `(%k0 + %kk) - %k0` reads `%kk`. None if a coordinate is not
+    linear."""
+    m = op.access_map()
+    forms = [linear_of(v) for v in op.indices]
+    leaves: list[SSAValue] = []
+    coords: list[tuple[dict[SSAValue, int], int]] = []
+    for expr, off, k in zip(m.results, offsets, keep):
+        lin = linear_expr(expr)
+        if lin is None:
+            return None
+        if not k:
+            continue
+        terms: dict[SSAValue, int] = {}
+        c = lin[1]
+        for d, coeff in lin[0].items():
+            t, tc = forms[d]
+            c += coeff * tc
+            for leaf, x in t.items():
+                terms[leaf] = terms.get(leaf, 0) + coeff * x
+        t, tc = ({}, off) if isinstance(off, int) else linear_of(off)
+        c -= tc
+        for leaf, x in t.items():
+            terms[leaf] = terms.get(leaf, 0) - x
+        terms = {leaf: x for leaf, x in terms.items() if x}
+        for leaf in terms:
+            if leaf not in leaves:
+                leaves.append(leaf)
+        coords.append((terms, c))
+    results: list[AffineExpr] = []
+    for terms, c in coords:
+        e: AffineExpr = AffineExpr.constant(c)
+        first = True
+        for leaf, x in terms.items():
+            t = AffineExpr.dimension(leaves.index(leaf))
+            t = t if x == 1 else t * x
+            e = t if first and c == 0 else e + t
+            first = False
+        results.append(e)
+    if not results:
+        results = [AffineExpr.constant(0)]
+    amap = AffineMap(len(leaves), 0, tuple(results))
+    return loop.LoadOp(buf, leaves, AffineMapAttr(amap))
+
+
+def thread_start(builder: Builder, t: SSAValue, lb: int, step: int) -> SSAValue:
+    """`lb + t * step`, the first iteration of thread `t` in a strided loop."""
+    if step != 1:
+        c = builder.insert(arith.ConstantOp(IntegerAttr(step, IndexType()))).result
+        t = builder.insert(arith.MuliOp(t, c)).result
+    if lb != 0:
+        c = builder.insert(arith.ConstantOp(IntegerAttr(lb, IndexType()))).result
+        t = builder.insert(arith.AddiOp(t, c)).result
+    return t
+
+
+def stride_loop(lp: tile.ForOp, t: SSAValue, threads: int, builder: Builder) -> tile.ForOp:
+    """`tile.for %a = lb to ub step s` -> `tile.for %a = lb + t*s to ub step s*threads` (same
+    body, same accumulators), built at `builder`; uses of the old results move to the new, and
+    the old loop is erased."""
+    lb, step = lp.static_lb, lp.step.data
+    assert lb is not None
+    start = thread_start(builder, t, lb, step)
+    body = Rewriter.move_region_contents_to_new_regions(lp.body)
+    new = tile.ForOp(start, lp.ub.data, lp.binding, list(lp.inits), body, step * threads)
+    new.attributes |= lp.attributes
+    builder.insert(new)
+    for old, res in zip(lp.res, new.res):
+        old.replace_all_uses_with(res)
+    Rewriter.erase_op(lp)
+    return new
+
+
+def thread_loop(extent: int, bind: tile.Bind = tile.Bind.THREAD_X, hint: str = "t") -> tile.ForOp:
+    """An empty `tile.for %t = 0 to extent bind(thread.*)` (to be inserted)."""
+    body = Region(Block(arg_types=[INDEX]))
+    body.block.add_op(tile.YieldOp())
+    lp = tile.ForOp(0, extent, bind, [], body)
+    lp.iv.name_hint = hint
+    return lp
+
+
+def on_threads(ops: Sequence[Operation], threads: int) -> tile.ForOp:
+    """Move `ops` (consecutive, in one block) into a new thread.x loop of `threads` threads,
+    inserted where they were; returns it."""
+    outer = thread_loop(threads)
+    Rewriter.insert_op(outer, InsertPoint.before(ops[0]))
+    end = outer.body.block.last_op
+    for op in ops:
+        op.detach()
+        outer.body.block.insert_op_before(op, end)
+    return outer
+
+
+def share_reductions(reduces, t: SSAValue, threads: int) -> None:
+    """Each reduce loop (with its combiners) becomes thread `t`'s strided share, started from
+    the combiner's identity, followed by a `tile.combine` per accumulator (a non-identity init
+    is folded in after it); uses of the loop's results read the combined values."""
+    for lp, kinds in reduces:
+        b = Builder(InsertPoint.before(lp))
+        inits = list(lp.inits)
+        for i, (kind, init) in enumerate(zip(kinds, inits)):
+            if not is_identity(init, kind):
+                c = b.insert(arith.ConstantOp(identity(kind, init.type)))
+                c.result.name_hint = "id"
+                lp.operands[i] = c.result  # no dynamic lb yet: operands are the inits
+        new = stride_loop(lp, t, threads, b)
+        after = Builder(InsertPoint.after(new))
+        for kind, init, res in zip(kinds, inits, new.res):
+            uses = list(res.uses)
+            total = after.insert(tile.CombineOp(kind, res)).result
+            if not is_identity(init, kind):
+                total = after.insert(combine_op(kind, init, total)).results[0]
+            if res.name_hint:
+                total.name_hint = res.name_hint
+                res.name_hint = "p"
+            for use in uses:
+                use.operation.operands[use.index] = total
+
+
+def identity(kind: K, t: Attribute) -> Attribute:
+    """The neutral element of `kind` for type `t`, as a constant's value."""
+    if isinstance(t, AnyFloat):
+        value = {K.ADD: 0.0, K.MUL: 1.0, K.MAX: -math.inf, K.MIN: math.inf}[kind]
+        return FloatAttr(value, t)
+    assert isinstance(t, IntegerType)
+    bits = t.width.data
+    value = {K.ADD: 0, K.MUL: 1, K.MAX: -(2 ** (bits - 1)), K.MIN: 2 ** (bits - 1) - 1}[kind]
+    return IntegerAttr(value, t)
+
+
+def is_identity(v: SSAValue, kind: K) -> bool:
+    op = v.owner
+    return isinstance(op, arith.ConstantOp) and op.value == identity(kind, v.type)
+
+
+def combine_op(kind: K, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    floating = isinstance(lhs.type, AnyFloat)
+    cls = {
+        K.ADD: (arith.AddfOp, arith.AddiOp),
+        K.MUL: (arith.MulfOp, arith.MuliOp),
+        K.MAX: (arith.MaximumfOp, arith.MaxSIOp),
+        K.MIN: (arith.MinimumfOp, arith.MinSIOp),
+    }[kind][0 if floating else 1]
+    return cls(lhs, rhs)
+
+
+def restage(op: tile.StageOp, **changes) -> tile.StageOp:
+    """The same stage with some of copy / buffers / pad changed (replaces `op`)."""
+    fields = {"copy": op.copy.data, "buffers": op.buffers.data, "pad": op.pad.data} | changes
+    new = tile.StageOp(op.source, op.mixed_offsets(), op.size_list, **fields)
+    new.attributes |= op.attributes
+    new.result.name_hint = op.result.name_hint
+    Rewriter.replace_op(op, new)
+    return new
+
+
+def serial_rows_cols(step: str, kernel: tile.KernelOp, c) -> tuple[tile.ForOp, tile.ForOp]:
+    """The rows and columns loops of a contraction (the innermost two of its chain), which a
+    matmul step maps: still serial `0 to N step 1`, else the plan does not fit the IR."""
+    ok = c is not None and len(c.chain) >= 2 and all(
+        lp.binding == tile.Bind.SERIAL and lp.static_lb == 0 and lp.step.data == 1
+        for lp in c.chain[-2:]
+    )
+    if not ok:
+        raise PassOptionError(
+            f"{step}: kernel @{kernel.sym_name.data}: expected a contraction whose rows and "
+            "columns are still serial loops (its matmul plan does not match its loops)"
+        )
+    return c.chain[-2], c.chain[-1]
+
+
+def map_batch_to_z(c, rows: tile.ForOp) -> int:
+    """Bind the innermost serial chain loop outside the rows with extent > 1 (a batch, or the
+    split of tile-split-k) to block.z, when the grid allows it; returns the grid's z size."""
+    outer = [
+        lp for lp in c.chain[: c.chain.index(rows)]
+        if lp.binding == tile.Bind.SERIAL and lp.static_lb == 0 and lp.step.data == 1
+        and lp.ub.data > 1
+    ]
+    if outer and outer[-1].ub.data <= hw.MAX_GRID[2]:
+        outer[-1].bind = tile.BindAttr(tile.Bind.BLOCK_Z)
+        return outer[-1].ub.data
+    return 1

@@ -288,7 +288,7 @@ def _common_violations(knobs: dict) -> list[tuple[str, str]]:
 
 
 _COMMON_DOMAINS = {
-    "unroll": lambda f, k: (0, 8, 32),
+    "unroll": lambda f, k: (0, 32),
     "copy": lambda f, k: ("sync", "cp_async") if k.get("stage", k.get("stage_inputs"))
     not in (False, "none") else ("sync",),
     "stage_inputs": lambda f, k: ("none", "reused", "all"),
@@ -344,39 +344,32 @@ class RowClass(KernelClass):
 @dataclass(frozen=True)
 class MatmulClass(KernelClass):
     """A contraction on 2-D tiles. Facts: `chain` the extents of the free loops around the
-    reduction (outermost first), `k` its length, `tensor_cores` whether it is a plain f16/bf16
-    product mma.sync can run, `splittable` whether K may be split (one float sum), `slabs` the
-    inputs a K-chunk stage copies, each as the loop indices of its non-unit dims (i rows, j
-    columns, k the reduction) and its element bytes (`ik4`: an fp32 A)."""
+    reduction (outermost first; the last two are the rows and the columns), `k` its length,
+    `tensor_cores` whether it is a plain f16/bf16 product mma.sync can run, `splittable`
+    whether K may be split (one float sum), `slabs` the inputs a K-chunk stage copies, each as
+    the loop indices of its non-unit dims (i rows, j columns, k the reduction) and its element
+    bytes (`ik4`: an fp32 A). Knobs: tensor cores (`mma`) choose between warps x fragments
+    and threads x register tiles; the rest apply to both."""
 
     def implied(self, knobs: dict) -> dict:
-        if set(knobs) & {"warps_m", "warps_n", "frags_m", "frags_n"}:
+        if set(knobs) & set(MMA_TILE):
             return {"mma": True}
-        if set(knobs) & {"reg_m", "reg_n", "threads_m", "threads_n"}:
+        if set(knobs) & set(SIMT_TILE):
             return {"mma": False}
         return {}
 
     def knob_names(self, knobs: dict[str, Value]) -> list[str]:
-        mode = ("warps_m", "warps_n", "frags_m", "frags_n") if knobs.get("mma") else (
-            "reg_m", "reg_n", "threads_m", "threads_n")
-        names = [k for _, ks in self.steps for k in ks]
-        drop = {"warps_m", "warps_n", "frags_m", "frags_n", "reg_m", "reg_n", "threads_m",
-                "threads_n"} - set(mode)
-        return [n for n in names if n not in drop]
+        drop = SIMT_TILE if knobs.get("mma") else MMA_TILE
+        return [k for _, ks in self.steps for k in ks if k not in drop]
 
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
         bad = _common_violations(knobs)
         splits, k = knobs["splits"], facts["k"]
-        if splits < 1 or (splits > 1 and (not facts["splittable"] or k % splits)):
-            why = "K cannot be split (not one float sum)" if not facts["splittable"] else (
-                f"expected a divisor of K = {k}")
-            return bad + [("splits", f"{splits}: {why}" if splits >= 1 else "expected >= 1")]
-        axes = tile_axes(facts["chain"], splits)
-        if len(axes) < 2:
-            return bad + [("splits", "the outputs have fewer than two axes of more than one "
-                                     "element: a matmul plan needs two (split K, or use a "
-                                     "pointwise plan)")]
-        rows, cols = axes[-2], axes[-1]
+        if splits != 1 and (splits < 1 or not facts["splittable"] or k % splits):
+            why = ("K cannot be split (it is not one float sum)" if not facts["splittable"]
+                   else f"expected a divisor of K = {k}")
+            return bad + [("splits", f"{splits}: {why}")]
+        rows, cols = facts["chain"][-2], facts["chain"][-1]
         if knobs["mma"]:
             if not facts["tensor_cores"]:
                 bad.append(("mma", "tensor cores need a plain product of f16 or bf16 inputs "
@@ -384,22 +377,33 @@ class MatmulClass(KernelClass):
             elif splits > 1:
                 bad.append(("mma", "tensor cores and a split K are not combined (a slice's K "
                                    "loop is no longer a plain product)"))
-            bad += _tile_violations(knobs, "warps", rows, cols, 16, 8)
+            for name, n, unit in (("m", rows, 16), ("n", cols, 8)):
+                w, f = knobs[f"warps_{name}"], knobs[f"frags_{name}"]
+                if w < 1 or f < 1:
+                    bad.append((f"frags_{name}" if f < 1 else f"warps_{name}", "expected >= 1"))
+                elif w * f * unit > max(unit, _pow2_ceil(n)):
+                    bad.append((f"frags_{name}", f"a block tile of {w * f * unit} for {n} "
+                                                 f"{'rows' if name == 'm' else 'columns'}"))
             if knobs["warps_m"] * knobs["warps_n"] * WARP > MAX_BLOCK_THREADS:
-                bad.append(("warps_n", f"{knobs['warps_m']} x {knobs['warps_n']} warps is more "
+                bad.append(("warps_n", f"{knobs['warps_m']} x {knobs['warps_n']} warps: more "
                                        f"than {MAX_BLOCK_THREADS} threads"))
             if knobs["frags_m"] * knobs["frags_n"] > 16:
-                bad.append(("frags_n", "more than 16 fragments (64 fp32 accumulators) per lane"))
+                bad.append(("frags_n", "more than 16 fragments (64 fp32 accumulators) a lane"))
         else:
-            bad += _tile_violations(knobs, "reg", rows, cols, 1, 1)
+            for name, n in (("reg_m", rows), ("reg_n", cols)):
+                if not 1 <= knobs[name] <= n:
+                    bad.append((name, f"{knobs[name]}: expected 1 to {n} (the "
+                                      f"{'rows' if name == 'reg_m' else 'columns'})"))
             tm, tn = knobs["threads_m"], knobs["threads_n"]
-            if tm * tn > MAX_BLOCK_THREADS:
-                bad.append(("threads_n", f"{tm} x {tn} threads is more than {MAX_BLOCK_THREADS}"))
             for name, t, limit in (("threads_m", tm, MAX_BLOCK[1]), ("threads_n", tn, MAX_BLOCK[0])):
                 if not 1 <= t <= limit:
                     bad.append((name, f"expected 1 to {limit} threads, got {t}"))
-        bm, bn = block_tile(knobs)
-        if bm >= 1 and -(-rows // bm) > MAX_GRID[1]:
+            if tm * tn > MAX_BLOCK_THREADS:
+                bad.append(("threads_n", f"{tm} x {tn} threads: more than {MAX_BLOCK_THREADS}"))
+        if bad:
+            return bad
+        bm, _ = block_tile(knobs)
+        if -(-rows // bm) > MAX_GRID[1]:
             bad.append(("threads_m" if not knobs["mma"] else "warps_m",
                         f"{-(-rows // bm)} blocks along the rows: more than {MAX_GRID[1]}"))
         kc, kk = knobs["k_chunk"], reduce_length(facts, knobs)
@@ -421,66 +425,49 @@ class MatmulClass(KernelClass):
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        """Powers of two, blocks of 32 to 512 threads (fewer only when the outputs are), K
+        slices of at least 128, chunks of 16 to 64, 16-byte padding."""
         splits = knobs.get("splits", 1)
-        axes = tile_axes(facts["chain"], splits) if knob != "splits" else ()
-        rows, cols = (axes[-2], axes[-1]) if len(axes) >= 2 else (1, 1)
-        pow2 = (1, 2, 4, 8, 16, 32)
+        rows, cols = facts["chain"][-2], facts["chain"][-1]
         if knob == "splits":
             k = facts["k"]
-            more = [d for d in range(2, 129) if k % d == 0 and k // d >= 16]
+            more = [d for d in range(2, 65) if k % d == 0 and k // d >= 128]
             return (1, *more) if facts["splittable"] else (1,)
         if knob == "mma":
             return (False, True) if facts["tensor_cores"] and splits == 1 else (False,)
         if knob in ("warps_m", "warps_n"):
             return (1, 2, 4)
-        if knob == "frags_m":
-            return tuple(f for f in (1, 2, 4) if knobs["warps_m"] * 16 * f <= _pow2_ceil(max(rows, 16)))
-        if knob == "frags_n":
-            return tuple(f for f in (1, 2, 4, 8) if knobs["warps_n"] * 8 * f <= _pow2_ceil(max(cols, 8)))
+        if knob in ("frags_m", "frags_n"):
+            n, unit, w = (rows, 16, knobs["warps_m"]) if knob == "frags_m" else (
+                cols, 8, knobs["warps_n"])
+            return tuple(f for f in (1, 2, 4) if w * f * unit <= max(unit, _pow2_ceil(n)))
         if knob in ("reg_m", "reg_n"):
             return tuple(r for r in (1, 2, 4, 8) if r <= (rows if knob == "reg_m" else cols))
         if knob in ("threads_m", "threads_n"):
             n, r = (rows, knobs["reg_m"]) if knob == "threads_m" else (cols, knobs["reg_n"])
-            return tuple(t for t in pow2 if t <= _pow2_ceil(-(-n // r)))
+            top = min(32, _pow2_ceil(-(-n // r)))
+            options = [1 << e for e in range(top.bit_length())]
+            if knob == "threads_n":  # a block of 32 to 512 threads, fewer only for tiny outputs
+                tm = knobs["threads_m"]
+                least = min(32, _pow2_ceil(-(-rows // knobs["reg_m"])) * top)
+                options = [t for t in options if least <= tm * t <= 512]
+            return tuple(options)
         if knob == "k_chunk":
-            step = 16 if knobs["mma"] else 8
-            return (0, *(c for c in (8, 16, 32, 64) if c % step == 0 and c < reduce_length(facts, knobs)))
+            return (0, *(c for c in (16, 32, 64) if c < reduce_length(facts, knobs)))
         if knob == "stage":
             return (False, True) if knobs["k_chunk"] else (False,)
         if knob == "pad":
-            if not knobs["stage"]:
-                return (0,)
             eb = min((slab_parts(s)[1] for s in facts["slabs"]), default=4)
-            return tuple(sorted({0, max(1, 4 // eb), 16 // eb}))
+            return (0, 16 // eb) if knobs["stage"] else (0,)
         if knob == "buffers":
             return (1, 2) if knobs["stage"] else (1,)
+        if knob == "unroll":
+            return (0, 32)
         return super().domain(knob, facts, knobs)
 
 
-def _tile_violations(knobs, prefix, rows, cols, unit_m, unit_n) -> list[tuple[str, str]]:
-    """Per-thread (reg_*) or per-warp (frags_*) tiles: at least 1, at most the extent."""
-    bad = []
-    first = "reg" if prefix == "reg" else "frags"
-    for axis, n, unit in (("m", rows, unit_m), ("n", cols, unit_n)):
-        name = f"{first}_{axis}"
-        v = knobs[name]
-        top = n if first == "reg" else max(1, _pow2_ceil(-(-n // unit)))
-        if not 1 <= v <= top:
-            bad.append((name, f"{v}: expected 1 to {top} for {n} {'rows' if axis == 'm' else 'columns'}"))
-        if first == "frags" and knobs[f"warps_{axis}"] < 1:
-            bad.append((f"warps_{axis}", "expected at least one warp"))
-    return bad
-
-
-def tile_axes(chain: Sequence[int], splits: int) -> list[int]:
-    """The extents of a contraction's free axes that a matmul schedule maps, outermost first:
-    the chain's loops of more than one element, with the split loop (when K is split) inserted
-    just outside the rows (tile-split-k). The last two are the rows and columns."""
-    axes = [e for e in chain if e > 1]
-    if splits > 1:
-        at = len(axes) - 2 if len(axes) >= 2 else 0
-        axes.insert(at, splits)
-    return axes
+MMA_TILE = ("warps_m", "warps_n", "frags_m", "frags_n")
+SIMT_TILE = ("reg_m", "reg_n", "threads_m", "threads_n")
 
 
 def block_tile(knobs: dict) -> tuple[int, int]:

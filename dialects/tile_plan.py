@@ -327,6 +327,10 @@ class RowClass(KernelClass):
 
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
         bad = _common_violations(knobs) + _threads_violations(knobs)
+        top = _round_up(facts[self.limit], WARP)
+        if not bad and knobs["threads"] > top:
+            bad.append(("threads", f"{knobs['threads']} threads for {facts[self.limit]} "
+                                   f"elements: at most {top} (one warp past the extent)"))
         low = 1 if facts["rows"] else 0
         if not low <= knobs["grid_dims"] <= 3:
             bad.append(("grid_dims", f"expected {low} to 3 grid axes (the rows must be on "

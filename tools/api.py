@@ -7,10 +7,13 @@
     print(c.cuda_source)                # the .cu
     out = c.run()                       # fresh random inputs, CPU runtime by default
     cmp = c.check(target="cpu")         # against PyTorch eager
+    plans = c.plans()                   # every kernel's plan, as a plan file (a dict)
+    c = deplo.compile(m, [x], schedule=plans)   # pinned: a dict, its JSON text or a path
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -59,10 +62,19 @@ def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]
     return xs + list(program.params)
 
 
+def schedule_text(schedule: str | dict | None) -> str | None:
+    """A plan file for tile-plan: a path or JSON text as given, a dict as its JSON text."""
+    if schedule is None or isinstance(schedule, str):
+        return schedule
+    return json.dumps(schedule)
+
+
 @dataclass
 class Compiled:
     program: Program
     verbose: int = 0
+    schedule: str | None = None  # a plan file's path or JSON text, pinned by tile-plan
+    strict: bool = True  # the plan file names only kernels of this program
     _levels: dict[str, ModuleOp] = field(default_factory=dict)
 
     def module(self, level: str = "cuda") -> ModuleOp:
@@ -76,8 +88,23 @@ class Compiled:
                 if lower in self._levels:
                     start, done = self._levels[lower], passes_to(lower)
             rest = passes_to(level)[len(done):].lstrip(",")
-            self._levels[level] = run_passes(start.clone(), rest, self.verbose)
+            self._levels[level] = run_passes(start.clone(), rest, self.verbose,
+                                             schedule=self.schedule, strict=self.strict)
         return self._levels[level]
+
+    def planned(self) -> ModuleOp:
+        """The program right after tile-plan: every kernel with its plan, none carried out."""
+        if "planned" not in self._levels:
+            self._levels["planned"] = run_passes(self.module("loop").clone(),
+                                                 "loop-to-tile,tile-plan", 0,
+                                                 schedule=self.schedule, strict=self.strict)
+        return self._levels["planned"]
+
+    def plans(self) -> dict:
+        """Every kernel's plan as a plan file (passes/tile/plan.py): JSON-ready."""
+        from deplo.passes.tile.plan import plans_json
+
+        return plans_json(self.module("tile"))
 
     def text(self, level: str = "cuda") -> str:
         if level == "cuda":
@@ -137,6 +164,7 @@ class Compiled:
 
 
 def compile(program, example_inputs: Sequence[torch.Tensor] | None = None, *, verbose: int = 0,
-            seed: int | None = None) -> Compiled:
-    """Capture `program` (expression, module or callable) for lowering on demand."""
-    return Compiled(capture(program, example_inputs, seed), verbose)
+            seed: int | None = None, schedule: str | dict | None = None) -> Compiled:
+    """Capture `program` (expression, module or callable) for lowering on demand; `schedule`
+    pins kernel plans: a plan file's path, or its content as a dict (`Compiled.plans()`)."""
+    return Compiled(capture(program, example_inputs, seed), verbose, schedule_text(schedule))

@@ -42,6 +42,7 @@ NOTES = {
     "timing": "one input set per case, reused across runs: what fits in L2 runs hot for all three",
     "speedup_vs_*": "baseline ms / deplo ms: above 1 means deplo is faster",
     "rel_err": "|out - ref| / |ref| against the callable on float64 inputs (GPU)",
+    "plans": "every kernel's plan by structural key (a plan file's kernels: --schedule)",
 }
 
 
@@ -133,8 +134,9 @@ def gpu_figures(case: Case, compiled, *, warmup: int, iters: int, seed: int) -> 
 
 
 def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: int = 10,
-               iters: int = 50, seed: int = 0) -> dict:
-    """One case's JSON entry; every failure becomes `status: unsupported` with its stage."""
+               iters: int = 50, seed: int = 0, schedule: str | None = None) -> dict:
+    """One case's JSON entry; every failure becomes `status: unsupported` with its stage.
+    `schedule`: a plan file pinning the plans of the kernels it names (of any case)."""
     import deplo
 
     entry: dict = {"name": case.name, "suite": case.suite, "model": case.model,
@@ -142,7 +144,8 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
                    "inputs": {a.name: list(a.shape) for a in case.args}, "status": "ok"}
     t0 = time.perf_counter()
     try:
-        compiled = deplo.compile(case.fn, case.example_inputs())
+        compiled = deplo.compile(case.fn, case.example_inputs(), schedule=schedule)
+        compiled.strict = False
     except Exception as e:  # noqa: BLE001 - the suite maps what works; it never stops
         return _unsupported(entry, "capture", e)
     try:
@@ -154,6 +157,7 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
         entry["static"] = static_figures(compiled, arch)
     except Exception as e:  # noqa: BLE001
         return _unsupported(entry, "nvrtc", e)
+    entry["plans"] = compiled.plans()["kernels"]
     entry["compile_s"] = round(time.perf_counter() - t0, 3)
     if gpu:
         try:
@@ -179,7 +183,8 @@ def _geomeans(cases: list[dict]) -> dict:
 
 def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = None,
               warmup: int = 10, iters: int = 50, seed: int = 0,
-              progress: Callable[[str], None] | None = None) -> dict:
+              progress: Callable[[str], None] | None = None,
+              schedule: str | None = None) -> dict:
     """The report for `cases` (see SCHEMA). `gpu=None`: time where gpu_probe() finds a GPU."""
     from deplo.runtime.gpu import gpu_probe, nvrtc_version
 
@@ -189,7 +194,8 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
     entries = []
     for i, case in enumerate(cases):
         t = time.perf_counter()
-        e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed)
+        e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed,
+                       schedule=schedule)
         entries.append(e)
         if progress:
             what = e["status"] if e["status"] == "ok" else f"{e['status']} ({e['stage']})"

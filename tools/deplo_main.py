@@ -11,6 +11,9 @@
     deplo compile -c EXPR --ir cuda -v               # + ptxas registers/smem/spills per kernel
     deplo bisect -c EXPR | MODEL                     # the first pass after which it mismatches
     deplo bench --suite llm --dtype bf16 --seq 128 -o bench.json   # timed where a GPU is
+    deplo compile -c EXPR --plans                    # every kernel's plan and its space
+    deplo compile -c EXPR --schedule-out p.json      # write every kernel's plan ...
+    deplo run -c EXPR --schedule p.json --check      # ... and pin them (edit a knob in between)
 
 User errors (an expression that does not evaluate, an unsupported op, malformed IR, a g++ or
 NVRTC failure, no GPU) print one clear message and exit 1 — never a traceback.
@@ -35,18 +38,34 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: list the passes run; -vv: print each pass as a diff")
     p.add_argument("--seed", type=int, default=None, help="seed for inputs and weights")
+    _add_schedule(p)
+
+
+def _add_schedule(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schedule", default=None, metavar="PLANS.json",
+                   help="pin the plans of the kernels this file names (keyed by their "
+                        "structural key; knobs left out are the heuristic's)")
+    p.add_argument("--schedule-out", default=None, metavar="PLANS.json",
+                   help="write the plan of every kernel (a file --schedule takes)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deplo", description="deplo: PyTorch -> CUDA compiler")
+    parser = argparse.ArgumentParser(prog="deplo", description="deplo: PyTorch -> CUDA compiler",
+                                     allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("compile", help="print the program at one IR level")
+    def command(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, allow_abbrev=False, **kw)
+
+    c = command("compile", help="print the program at one IR level")
     _add_source(c)
     c.add_argument("--ir", choices=[*LEVELS, "tir"], default="cuda", help="the level to print")
     c.add_argument("-o", "--output", default=None, help="write to this file instead of stdout")
+    c.add_argument("--plans", action="store_true",
+                   help="print every kernel's plan and how many legal plans each kind it can "
+                        "take has, instead of the IR")
 
-    r = sub.add_parser("run", help="run the program, optionally checking it against PyTorch")
+    r = command("run", help="run the program, optionally checking it against PyTorch")
     _add_source(r)
     r.add_argument("--target", choices=["cpu", "gpu", "interp"], default=None,
                    help="cpu: the .cu on the CPU shim (default without a GPU); gpu: NVRTC + "
@@ -54,18 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ir", choices=["torch", "tensor", "tir", "loop"], default="loop",
                    help="the level the interpreter runs (with --target interp)")
     r.add_argument("--check", action="store_true", help="compare with PyTorch eager")
-    r.add_argument("--schedules", default=None,
-                   help="CPU runtime thread schedules, comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
+    r.add_argument("--fiber-schedules", default=None, metavar="NAMES",
+                   help="the CPU runtime's fiber schedules (the order CUDA threads run in), "
+                        "comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
 
-    bi = sub.add_parser("bisect", help="run after every pass on the CPU and name the first pass "
-                                       "after which the result no longer matches PyTorch")
+    bi = command("bisect", help="run after every pass on the CPU and name the first pass "
+                                "after which the result no longer matches PyTorch")
     _add_source(bi)
     bi.add_argument("-p", "--pipeline", default="to-cuda",
                     help="the passes to check, a named pipeline or a pass list (default to-cuda)")
     bi.add_argument("--all", action="store_true", help="keep going after the first mismatch")
 
-    b = sub.add_parser("bench", help="the kernel benchmark suite: static figures without a GPU, "
-                                     "timings against PyTorch eager and torch.compile with one")
+    b = command("bench", help="the kernel benchmark suite: static figures without a GPU, "
+                              "timings against PyTorch eager and torch.compile with one")
     b.add_argument("--suite", choices=["llm", "tiny"], default="llm",
                    help="llm: TinyLlama-1.1B and Qwen2.5-7B layer kernels; tiny: small shapes")
     b.add_argument("--dtype", default="fp32,bf16", help="comma-separated: fp32, bf16, fp16")
@@ -79,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--iters", type=int, default=50, help="timed runs (the median is reported)")
     b.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
     b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
+    _add_schedule(b)
     return parser
 
 
@@ -97,7 +118,8 @@ def _compile(args, runnable: bool):
     if (args.expr is None) == (args.model is None):
         raise FrontendError("give either MODEL or -c EXPR")
     if args.expr is not None:
-        return deplo.compile(args.expr, verbose=args.verbose, seed=args.seed)
+        return deplo.compile(args.expr, verbose=args.verbose, seed=args.seed,
+                             schedule=args.schedule)
     from deplo.frontend.causal_lm import capture_model
     from deplo.tools.api import Compiled
 
@@ -105,13 +127,29 @@ def _compile(args, runnable: bool):
                             seq_len=args.seq_len, materialize=runnable, seed=args.seed or 0)
     for note in program.notes:
         print(f"deplo: {note}", file=sys.stderr)
-    return Compiled(program, args.verbose)
+    return Compiled(program, args.verbose, args.schedule)
+
+
+def _write_plans(plans: dict, path: str | None) -> None:
+    if path:
+        import json
+
+        with open(path, "w") as f:
+            json.dump(plans, f, indent=1)
+            f.write("\n")
+        print(f"deplo: wrote the plans of {len(plans['kernels'])} kernel(s) to {path}",
+              file=sys.stderr)
 
 
 def cmd_compile(args) -> int:
     compiled = _compile(args, runnable=False)
     level = "tensor" if args.ir == "tir" else args.ir
-    text = compiled.text(level)
+    if args.plans:
+        from deplo.tools.kernel_list import plan_spaces
+
+        text = "\n".join(plan_spaces(compiled.planned())) + "\n"
+    else:
+        text = compiled.text(level)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)
@@ -122,6 +160,7 @@ def cmd_compile(args) -> int:
             print(f"deplo: ptxas sm_90 {name}: registers {r.registers}, smem {r.smem_bytes} bytes "
                   f"(static), spills {r.spill_stores}/{r.spill_loads} bytes (stores/loads), "
                   f"stack {r.stack_bytes} bytes, barriers {r.barriers}", file=sys.stderr)
+    _write_plans(compiled.plans() if args.schedule_out else {}, args.schedule_out)
     return 0
 
 
@@ -152,9 +191,18 @@ def cmd_bench(args) -> int:
                   f"{', '.join(KERNELS)}", file=sys.stderr)
             return 1
         cases = [c for c in cases if c.kernel in csv(args.kernel)]
+    if args.schedule:
+        from deplo.passes.tile.plan import read_plans
+
+        read_plans(args.schedule)  # a file that cannot be used fails here, not in every case
     report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None,
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
-                       progress=None if args.quiet else print_progress)
+                       progress=None if args.quiet else print_progress, schedule=args.schedule)
+    if args.schedule_out:
+        from deplo.passes.tile.plan import FORMAT
+
+        merged = {k: v for c in report["cases"] for k, v in c.get("plans", {}).items()}
+        _write_plans({"format": FORMAT, "kernels": merged}, args.schedule_out)
     if args.output:
         write_json(report, args.output)
     print(format_table(report))
@@ -181,10 +229,11 @@ def cmd_run(args) -> int:
     inputs = random_inputs(compiled.program, args.seed)
     n = len(compiled.program.example_inputs)
     schedules = [None]
-    if target == "cpu" and args.schedules:
+    if target == "cpu" and args.fiber_schedules:
         from deplo.runtime.cpu import DEFAULT_SCHEDULES
 
-        schedules = list(DEFAULT_SCHEDULES) if args.schedules == "all" else args.schedules.split(",")
+        names = args.fiber_schedules
+        schedules = list(DEFAULT_SCHEDULES) if names == "all" else names.split(",")
     exe = compiled.executable(target, level if target == "interp" else None)
     what = f"interp ({level})" if target == "interp" else target
     failed = False
@@ -199,6 +248,8 @@ def cmd_run(args) -> int:
         result = compare(outputs, reference, compiled.output_element_types())
         print(f"{label}: {result.line()}")
         failed |= not result.ok
+    if target != "interp":
+        _write_plans(compiled.plans() if args.schedule_out else {}, args.schedule_out)
     return 1 if failed else 0
 
 

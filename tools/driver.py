@@ -7,6 +7,7 @@ unified diff of the IR between `>>> pass-name` and `<<< pass-name` markers.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import gc
 import sys
@@ -53,8 +54,11 @@ def _kernel_summary(mod: ModuleOp) -> str:
     return f" ({kernels} kernel(s){detail})"
 
 
-def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None = None) -> ModuleOp:
-    """Apply the comma-separated pass spec in place, verifying after each pass."""
+def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None = None,
+               schedule: str | None = None, strict: bool = True) -> ModuleOp:
+    """Apply the comma-separated pass spec in place, verifying after each pass. `schedule` (a
+    plan file's path or JSON text) is given to tile-plan; with `strict` off, plans for kernels
+    the module does not have are allowed (a file gathered from many programs)."""
     if not spec:
         return module
     out = out or sys.stderr
@@ -72,6 +76,11 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
 
                 for line in kernel_list(mod):
                     print(f"deplo: {line}", file=out)
+            if prev.name == "tile-plan":
+                from deplo.tools.kernel_list import plan_list
+
+                for line in plan_list(mod):
+                    print(f"deplo: {line}", file=out)
         if verbose >= 2:
             after = str(mod)
             diff = difflib.unified_diff(
@@ -83,6 +92,14 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
             before[0] = after
 
     pipe = PassPipeline.parse_spec(pipeline.PASSES, spec, callback)
+    if schedule is not None or not strict:
+        from deplo.passes.tile.plan import TilePlanPass
+
+        passes = tuple(
+            dataclasses.replace(p, schedule=schedule, strict=strict)
+            if isinstance(p, TilePlanPass) else p for p in pipe.passes
+        )
+        pipe = PassPipeline(passes, callback)
     gc_was = gc.isenabled()
     gc.disable()  # the cyclic GC roughly doubles rewrite time on big modules
     try:

@@ -96,3 +96,32 @@ def kernel_list(module: ModuleOp) -> list[str]:
         lines.append(f"      in  {', '.join(ins) or '-'}")
         lines.append(f"      out {', '.join(f'{names[i]} {_type(k.args[i].type)}' for i in sorted(outs))}")
     return lines
+
+
+def plan_list(module: ModuleOp) -> list[str]:
+    """One line per tile kernel once planned: its name, key and plan (`-v` after tile-plan)."""
+    from deplo.analysis.nest import tile_kernels
+
+    lines = []
+    for k in tile_kernels(module):
+        if (plan := k.the_plan) is not None:
+            lines.append(f"plan @{k.sym_name.data} [{k.structural_key}] {plan.text()}")
+    return lines
+
+
+def plan_spaces(module: ModuleOp) -> list[str]:
+    """Per tile kernel just planned (after tile-plan): its key, its plan, and every kind it can
+    take with the number of legal plans of that kind (`deplo compile --plans`)."""
+    from deplo.analysis.nest import tile_kernels
+    from deplo.dialects.tile_plan import space
+    from deplo.passes.tile.planner import legal_classes
+
+    lines = []
+    for k in tile_kernels(module):
+        if (plan := k.the_plan) is None:
+            continue
+        kinds = [f"{kind} {sum(1 for _ in space(kind, facts)):,}"
+                 for kind, facts in legal_classes(k)]
+        lines += [f"@{k.sym_name.data} [{k.structural_key}]", f"  plan   {plan.text()}",
+                  f"  space  {'; '.join(kinds)} legal plans"]
+    return lines

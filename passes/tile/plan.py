@@ -99,12 +99,14 @@ def plans_json(module: ModuleOp) -> dict:
 @dataclass(frozen=True)
 class TilePlanPass(ModulePass):
     """Plan every tile kernel: the heuristic, or the plans pinned by `schedule` (a plan file's
-    path or JSON text); `kind` picks that kind for every kernel that can take it."""
+    path or JSON text); `kind` picks that kind for every kernel that can take it. With
+    `strict=false` the file may hold plans of kernels this module does not have."""
 
     name = "tile-plan"
 
     schedule: str | None = None
     kind: str | None = None
+    strict: bool | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         where, pins = read_plans(self.schedule) if self.schedule else ("", {})
@@ -131,6 +133,6 @@ class TilePlanPass(ModulePass):
                 raise PlanFileError(f"{where}: kernel @{kernel.sym_name.data}: its plan is "
                                     f"already carried out ({', '.join(kernel.done_steps)})")
             kernel.set_plan(plan, key)
-        if unused := [k for k in pins if k not in used]:
+        if self.strict is not False and (unused := [k for k in pins if k not in used]):
             raise PlanFileError(f"{where}: kernel {unused[0]} ({pins[unused[0]].name or '?'}) "
                                 "matches no kernel of this program")

@@ -323,12 +323,12 @@ def complete(kernel: str, kind: str, facts: Facts, fixed: dict[str, object]) -> 
             raise PlanError(kernel, name, str(e)) from None
     knobs = heuristic(kind, facts, given)
     names = cls.knob_names(knobs)
+    plan = Plan(kind, facts, tuple((n, knobs[n]) for n in names))
+    if bad := plan.violations():  # the rule broken first: it explains a knob out of place
+        raise PlanError(kernel, *bad[0])
     for name in given:
         if name not in names:
             raise PlanError(kernel, name, f"not a knob of this {kind} plan ({', '.join(names)})")
-    plan = Plan(kind, facts, tuple((n, knobs[n]) for n in names))
-    if bad := plan.violations():
-        raise PlanError(kernel, *bad[0])
     return plan
 
 

@@ -166,7 +166,7 @@ def rms_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
              "tile-stage-inputs"],
             [
                 "tile-map-grid{grid-dims=1}",
-                "tile-cooperative-reduce{threads=1024}",
+                "tile-cooperative-reduce{threads=128}",
                 "tile-stage-inputs{stage-inputs=all}",
             ],
         ]

@@ -420,6 +420,8 @@ class MatmulClass(KernelClass):
                     bad.append((name, f"{knobs[name]} needs stage = true"))
         elif not kc:
             bad.append(("stage", "staging needs K chunks (k_chunk > 0)"))
+        elif knobs["buffers"] == 2 and kk // kc < 2:
+            bad.append(("buffers", f"one K chunk of {kc} (K = {kk}): nothing to double-buffer"))
         if knobs["pad"] < 0 or knobs["buffers"] not in (1, 2):
             bad.append(("pad" if knobs["pad"] < 0 else "buffers",
                         "expected pad >= 0 and buffers 1 or 2"))
@@ -440,7 +442,8 @@ class MatmulClass(KernelClass):
         if knob == "mma":
             return (False, True) if facts["tensor_cores"] and splits == 1 else (False,)
         if knob in ("warps_m", "warps_n"):
-            return (1, 2, 4)
+            n, unit = (rows, 16) if knob == "warps_m" else (cols, 8)
+            return tuple(w for w in (1, 2, 4) if w * unit <= max(unit, _pow2_ceil(n)))
         if knob in ("frags_m", "frags_n"):
             n, unit, w = (rows, 16, knobs["warps_m"]) if knob == "frags_m" else (
                 cols, 8, knobs["warps_n"])
@@ -454,7 +457,8 @@ class MatmulClass(KernelClass):
             if knob == "threads_n":  # a block of 32 to 512 threads, fewer only for tiny outputs
                 tm = knobs["threads_m"]
                 least = min(32, _pow2_ceil(-(-rows // knobs["reg_m"])) * top)
-                options = [t for t in options if least <= tm * t <= 512]
+                fit = [t for t in options if least <= tm * t <= 512]
+                return tuple(fit) or (options[-1],)
             return tuple(options)
         if knob == "k_chunk":
             return (0, *(c for c in (16, 32, 64) if c < reduce_length(facts, knobs)))
@@ -464,7 +468,8 @@ class MatmulClass(KernelClass):
             eb = min((slab_parts(s)[1] for s in facts["slabs"]), default=4)
             return (0, 16 // eb) if knobs["stage"] else (0,)
         if knob == "buffers":
-            return (1, 2) if knobs["stage"] else (1,)
+            chunks = reduce_length(facts, knobs) // max(1, knobs["k_chunk"])
+            return (1, 2) if knobs["stage"] and chunks >= 2 else (1,)
         if knob == "unroll":
             return (0, 32)
         return super().domain(knob, facts, knobs)
@@ -614,6 +619,19 @@ def space(kind: str, facts: tuple[tuple[str, Value], ...]) -> Iterator[Plan]:
 
     for knobs in walk({}):
         yield Plan(kind, facts, tuple((n, knobs[n]) for n in cls.knob_names(knobs)))
+
+
+def sample(kind: str, facts: tuple[tuple[str, Value], ...], rng, tries: int = 200) -> Plan:
+    """A random legal plan of class `kind`: each knob drawn uniformly from its domain given the
+    earlier ones (`rng`: a `random.Random`); the first legal plan if none is drawn in `tries`."""
+    cls, fd = CLASSES[kind], dict(facts)
+    for _ in range(tries):
+        knobs: dict = {}
+        while todo := [n for n in cls.knob_names(knobs) if n not in knobs]:
+            knobs[todo[0]] = rng.choice(list(cls.domain(todo[0], fd, knobs)))
+        if not cls.violations(fd, knobs):
+            return Plan(kind, facts, tuple((n, knobs[n]) for n in cls.knob_names(knobs)))
+    return next(space(kind, facts))
 
 
 def retarget(plan: Plan, facts: tuple[tuple[str, Value], ...]) -> Plan:

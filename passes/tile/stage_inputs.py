@@ -68,8 +68,7 @@ class TileStageInputsPass(KernelPass):
             return
         budget = hw.SHARED_MEMORY_BYTES - kernel.staged_bytes()
         for region in block_regions(kernel):
-            anchor = region.first_op
-            assert anchor is not None
+            last = None  # stages go first in the region, in order
             for s in region_slabs(kernel, region):
                 if len(s.loads) < min_loads:
                     continue
@@ -88,6 +87,8 @@ class TileStageInputsPass(KernelPass):
                 budget -= stage.smem_bytes
                 if isinstance(s.buffer, BlockArgument) and s.buffer.name_hint:
                     stage.result.name_hint = s.buffer.name_hint + "s"
-                Rewriter.insert_op(stage, InsertPoint.before(anchor))
+                where = InsertPoint.after(last) if last else InsertPoint.at_start(region)
+                Rewriter.insert_op(stage, where)
+                last = stage
                 for o in s.loads:
                     Rewriter.replace_op(o, staged_load(o, stage.result, s.slab))

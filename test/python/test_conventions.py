@@ -25,8 +25,9 @@ def deplo_imports(path: Path) -> set[str]:
 
 
 FORBIDDEN = {
-    "dialects": {"lowering", "passes", "runtime", "tools", "frontend", "tuning"},
-    "lowering": {"runtime", "tools", "frontend", "tuning"},
+    "dialects": {"analysis", "lowering", "passes", "runtime", "tools", "frontend", "tuning"},
+    "analysis": {"lowering", "passes", "runtime", "tools", "frontend", "tuning"},
+    "lowering": {"passes", "runtime", "tools", "frontend", "tuning"},
     "passes": {"runtime", "tools", "frontend", "tuning"},
     "runtime": {"tools", "frontend", "tuning", "passes"},
     "frontend": {"tools", "runtime", "lowering", "passes"},
@@ -85,3 +86,41 @@ def test_each_level_pipeline_extends_the_previous_one() -> None:
     specs = [passes_to(level) for level in LEVELS]
     for lower, higher in itertools.pairwise(specs):
         assert higher.startswith(lower), (lower, higher)
+
+
+LIMITS = ("WARP", "MAX_BLOCK", "MAX_BLOCK_THREADS", "MAX_GRID", "SHARED_MEMORY_BYTES")
+
+
+def test_hardware_limits_are_defined_once() -> None:
+    """CUDA's limits live in hardware.py; everything else imports them."""
+    bad = []
+    for f in ROOT.rglob("*.py"):
+        rel = f.relative_to(ROOT)
+        if rel.parts[0] in ("test", ".venv", "build") or rel == Path("hardware.py"):
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                bad += [f"{rel}:{node.lineno} defines {n}" for n in names if n in LIMITS]
+    assert not bad, "\n".join(bad)
+
+
+def test_one_walk_over_tile_kernels() -> None:
+    """Passes find tile kernels through analysis.nest.tile_kernels (or KernelPass), not a walk
+    of their own."""
+    bad = []
+    for f in ROOT.rglob("*.py"):
+        rel = f.relative_to(ROOT)
+        if rel.parts[0] in ("test", ".venv", "build") or rel == Path("analysis/nest.py"):
+            continue
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            if ".walk()" in line and "isinstance" in line and "tile.KernelOp" in line:
+                bad.append(f"{rel}:{i}")
+    assert not bad, "\n".join(bad)
+
+
+def test_size_report_runs() -> None:
+    from deplo.tools.size import report
+
+    lines = report()
+    assert lines[0].startswith("package") and any(line.startswith("total") for line in lines)

@@ -1,0 +1,137 @@
+"""Plans as a user handles them: `deplo compile --plans`, `--schedule-out` then `--schedule` give
+the same `.cu`; a changed knob changes what it controls and still checks; an illegal value or a
+bad file is one line naming the kernel and the knob; `deplo.compile(..., schedule=dict)`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_cli import assert_clean_error, run
+
+import deplo
+from deplo.dialects.tile_plan import retarget
+from deplo.passes.tile.planner import matmul_facts
+
+MM = "torch.matmul(torch.randn(200,300), torch.randn(300,100))"
+PROGRAMS = {
+    "matmul": MM,
+    "rms_norm": "torch.nn.RMSNorm(96)(torch.randn(2,5,96))",
+    "softmax": "torch.softmax(torch.randn(4,200), -1)",
+    "attention": "torch.nn.functional.scaled_dot_product_attention(torch.randn(1,2,9,64), "
+                 "torch.randn(1,2,9,64), torch.randn(1,2,9,64), is_causal=True)",
+}
+# one knob per program that changes the code, with a legal new value
+CHANGES = {
+    "matmul": [("threads_m", 8), ("reg_n", 2), ("k_chunk", 16)],
+    "rms_norm": [("threads", 64)],
+    "softmax": [("threads", 128)],
+    "attention": [("threads", 32)],
+}
+
+
+def _compile(expr: str, tmp_path, name: str, *extra: str) -> str:
+    out = tmp_path / f"{name}.cu"
+    p = run("deplo", "compile", "-c", expr, "--ir", "cuda", "-o", str(out), *extra)
+    assert p.returncode == 0, p.stderr
+    return out.read_text()
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_written_plans_reproduce_the_cu_and_a_changed_knob_changes_it(program, tmp_path):
+    expr = PROGRAMS[program]
+    plans = tmp_path / "p.json"
+    first = _compile(expr, tmp_path, "a", "--schedule-out", str(plans))
+    assert _compile(expr, tmp_path, "b", "--schedule", str(plans)) == first
+    data = json.loads(plans.read_text())
+    (entry,) = data["kernels"].values()
+    for knob, value in CHANGES[program]:
+        assert entry["knobs"][knob] != value
+        changed = json.loads(json.dumps(data))
+        next(iter(changed["kernels"].values()))["knobs"][knob] = value
+        edited = tmp_path / f"{knob}.json"
+        edited.write_text(json.dumps(changed))
+        assert _compile(expr, tmp_path, knob, "--schedule", str(edited)) != first, knob
+        p = run("deplo", "run", "-c", expr, "--schedule", str(edited), "--check")
+        assert p.returncode == 0 and "PASS" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize(
+    "knobs, needles",
+    [
+        ({"threads_m": 4096}, ["kernel @matmul", "knob threads_m", "1024"]),
+        ({"mma": True}, ["knob mma", "f16 or bf16"]),
+        ({"k_chunk": 300}, ["knob k_chunk"]),
+        ({"splits": 7}, ["knob splits", "divisor of K = 300"]),
+        ({"k_chunk": 128, "threads_m": 32, "threads_n": 32, "reg_m": 4, "reg_n": 4},
+         ["knob k_chunk", "shared memory"]),
+        ({"wobble": 1}, ["knob wobble", "unknown knob"]),
+        ({"k_chunk": "32"}, ["knob k_chunk", "expected an integer"]),
+    ],
+)
+def test_an_illegal_plan_is_one_line_naming_the_kernel_and_the_knob(knobs, needles, tmp_path):
+    plans = tmp_path / "p.json"
+    _compile(MM, tmp_path, "a", "--schedule-out", str(plans))
+    data = json.loads(plans.read_text())
+    next(iter(data["kernels"].values()))["knobs"].update(knobs)
+    plans.write_text(json.dumps(data))
+    p = run("deplo", "compile", "-c", MM, "--schedule", str(plans))
+    assert_clean_error(p, str(plans), *needles)
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("{", "not JSON"),
+        ('{"format": "deplo-plans/1", "kernels": {"0123456789abcdef": {"kind": "matmul"}}}',
+         "matches no kernel"),
+        ('{"format": "deplo-plans/1", "kernels": {}, "extra": 1}', "unknown field 'extra'"),
+        ('{"format": "other"}', "deplo-plans/1"),
+    ],
+)
+def test_a_bad_plan_file_is_one_line(text, needle, tmp_path):
+    plans = tmp_path / "p.json"
+    plans.write_text(text)
+    assert_clean_error(run("deplo", "compile", "-c", MM, "--schedule", str(plans)), needle)
+
+
+def test_plans_lists_each_kernel_with_its_space():
+    p = run("deplo", "compile", "-c", MM, "--plans")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("@matmul [") and "plan   matmul(chain = [200, 100]" in lines[1]
+    assert lines[2].startswith("  space  matmul ") and "pointwise" in lines[2]
+
+
+def test_the_api_takes_plans_as_a_dict():
+    mod = torch.nn.Linear(64, 48)
+    x = torch.randn(37, 64)
+    plans = deplo.compile(mod, [x]).plans()
+    entry = next(iter(plans["kernels"].values()))
+    entry["knobs"] = {"reg_m": 1, "reg_n": 1}  # the rest: the heuristic's around them
+    c = deplo.compile(mod, [x], schedule=plans)
+    assert "reg_m = 1, reg_n = 1" in c.text("tile")
+    assert c.check().ok
+
+
+def test_fiber_schedules_flag_and_no_abbreviations():
+    p = run("deplo", "run", "-c", "torch.relu(torch.randn(8, 8))", "--fiber-schedules", "all",
+            "--check")
+    assert p.returncode == 0 and p.stdout.count("PASS") == 4, p.stdout
+    bad = run("deplo", "run", "-c", "torch.relu(torch.randn(8, 8))", "--fiber", "all")
+    assert bad.returncode == 2 and "unrecognized arguments: --fiber" in bad.stderr
+
+
+def test_a_plan_retargets_to_a_smaller_shape():
+    c = deplo.compile("torch.matmul(torch.randn(200,300), torch.randn(300,100))")
+    from deplo.analysis.nest import tile_kernels
+
+    kernel = tile_kernels(c.planned())[0]
+    plan = kernel.the_plan
+    small = deplo.compile("torch.matmul(torch.randn(20,30), torch.randn(30,10))")
+    facts = matmul_facts(tile_kernels(small.planned())[0])
+    moved = retarget(plan, facts)
+    assert moved.facts == facts and not moved.violations()
+    assert moved.knob("reg_m") <= 20 and moved.knob("k_chunk") < 30

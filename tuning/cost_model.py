@@ -1,0 +1,399 @@
+"""An analytical model of sm_90 (H100 SXM; H200 as a second parameter set): from the Kernel IR
+of a kernel, what it asks of each unit of the GPU, and a predicted time in microseconds.
+
+How a kernel is read (`work`): its ops are evaluated for every thread of one block at once
+(numpy arrays over the block's threads), loops not iterated but counted — each op weighs the
+trip counts of the loops around it, per thread, and `scf.if` masks the threads that skip it.
+Index values are exact for the first iteration of every loop, which is where the addresses of
+one warp access are read: the 32 lanes' byte addresses give the 32-byte sectors the access
+touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
+of the 32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,
+warp instructions per pipe (FP32, special functions, tensor-core mma.sync), all instructions
+issued, and the bytes one warp has in flight.
+
+How a time is predicted (`predict`): occupancy from ptxas's registers, the static shared memory
+and the block size; the busiest SM's share of the blocks (waves); per unit, that SM's work
+over the unit's rate; memory at the bandwidth the GPU reaches with this many SMs busy and this
+many bytes in flight (Little's law: bytes in flight / latency); the slowest unit bounds the
+kernel, plus one launch. DRAM bytes are the buffers' footprints (L2 keeps what a kernel reuses,
+unless the footprints exceed it). The model is validated on kernels whose behaviour is known
+from first principles (test/python/cost_model) and refit only from GPU measurements.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import arith, math as xmath, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from deplo.dialects import kernel
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU's parameters. Sources beside each value; "measured" figures are from the
+    microbenchmark papers, the rest from NVIDIA's datasheet and programming guide."""
+
+    name: str
+    sms: int  # H100 SXM5: 132 SMs (NVIDIA H100 datasheet)
+    clock_ghz: float  # boost clock at which the peaks are quoted (Hopper whitepaper)
+    dram_bw: float  # bytes/s, spec (datasheet: H100 SXM 3.35 TB/s, H200 4.8 TB/s)
+    dram_efficiency: float  # fraction of the spec a streaming kernel reaches (measured)
+    l2_bytes: int  # 50 MB (Hopper whitepaper)
+    l2_bw: float  # bytes/s (measured)
+    dram_latency: float  # cycles, a global load that misses L2 (measured)
+    fp32_per_sm: int  # FP32 results per clock per SM (CUDA Programming Guide, throughput table)
+    sfu_per_sm: int  # special-function results (exp2, rsqrt, sin, ...) per clock per SM (idem)
+    mma_flops: float  # FLOP/s of mma.sync m16n8k16 fp16/bf16 with fp32 accumulation (measured)
+    dense_tensor_flops: float  # FLOP/s, dense fp16/bf16 tensor peak (datasheet; wgmma only)
+    issue_per_sm: int  # warp instructions issued per clock per SM (4 schedulers)
+    smem_wavefronts_per_sm: int  # shared-memory wavefronts (32 banks x 4 B) per clock per SM
+    launch_us: float  # one kernel launch, host + device, without CUDA graphs (measured)
+    max_threads_per_sm: int = 2048  # CUDA Programming Guide, compute capability 9.0
+    max_blocks_per_sm: int = 32
+    registers_per_sm: int = 65536
+    smem_per_sm: int = 228 * 1024
+    mlp: int = 2  # independent global loads a warp keeps in flight (a modelling assumption)
+
+    @property
+    def fp32_flops(self) -> float:
+        return 2 * self.fp32_per_sm * self.sms * self.clock_ghz * 1e9
+
+
+H100_SXM = Gpu(
+    name="H100 SXM5",
+    sms=132,
+    clock_ghz=1.98,
+    dram_bw=3.35e12,
+    dram_efficiency=0.90,
+    l2_bytes=50 * 2**20,
+    l2_bw=7.0e12,
+    dram_latency=800,
+    fp32_per_sm=128,
+    sfu_per_sm=16,
+    mma_flops=0.62 * 989e12,
+    dense_tensor_flops=989e12,
+    issue_per_sm=4,
+    smem_wavefronts_per_sm=1,
+    launch_us=4.0,
+)
+H200 = Gpu(**{**H100_SXM.__dict__, "name": "H200 SXM", "dram_bw": 4.8e12})
+GPUS = {"h100": H100_SXM, "h200": H200}
+
+
+# --------------------------------------------------------------------------------------------
+# what a kernel asks of the GPU
+
+
+@dataclass
+class Work:
+    """Per block (warp instructions and bytes), and the buffers it touches."""
+
+    sectors: float = 0.0  # 32-byte global sectors requested (L2 traffic / 32)
+    smem_wavefronts: float = 0.0
+    fp32: float = 0.0  # warp instructions on the FP32 pipe
+    sfu: float = 0.0
+    mma: float = 0.0  # mma.sync m16n8k16 per block
+    issued: float = 0.0  # all warp instructions
+    flops: float = 0.0  # floating-point operations (mma: 2 * 16 * 8 * 16)
+    inflight_bytes: float = 0.0  # useful bytes of one warp's largest global access
+    touched: dict[str, int] = field(default_factory=dict)  # buffer -> bytes of its memref
+
+
+WARP = 32
+SECTOR = 32
+FLOAT_FP32 = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp,
+              arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp, arith.CmpfOp, arith.SelectOp,
+              arith.ExtFOp, arith.TruncFOp)
+SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, xmath.CosOp,
+           xmath.LogOp, xmath.ErfOp, xmath.PowFOp, arith.DivfOp)
+
+
+class _Block:
+    """Index values of every thread of one block, evaluated op by op."""
+
+    def __init__(self, func: kernel.FuncOp):
+        bx, by, bz = func.block_dims
+        t = np.arange(bx * by * bz)
+        self.tid = (t % bx, (t // bx) % by, t // (bx * by))
+        self.threads = len(t)
+        self.block = func.block_dims
+        self.grid = func.grid_dims
+        self.vals: dict[SSAValue, np.ndarray] = {}
+
+    def get(self, v: SSAValue) -> np.ndarray:
+        return self.vals.get(v, np.zeros(self.threads, np.int64))
+
+    def eval(self, op: Operation) -> None:
+        g = self.get
+        axis = {"x": 0, "y": 1, "z": 2}
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            self.vals[op.result] = np.full(self.threads, op.value.value.data, np.int64)
+        elif isinstance(op, kernel.ThreadIdOp):
+            self.vals[op.result] = self.tid[axis[op.dimension.data.value]].astype(np.int64)
+        elif isinstance(op, kernel.BlockIdOp):
+            self.vals[op.result] = np.zeros(self.threads, np.int64)
+        elif isinstance(op, kernel.BlockDimOp | kernel.GridDimOp):
+            dims = self.block if isinstance(op, kernel.BlockDimOp) else self.grid
+            self.vals[op.result] = np.full(self.threads, dims[axis[op.dimension.data.value]], np.int64)
+        elif type(op) in _INT_OPS and op.results:
+            with np.errstate(all="ignore"):
+                out = _INT_OPS[type(op)](*(g(o) for o in op.operands), op)
+            self.vals[op.results[0]] = np.asarray(out, np.int64)
+
+
+def _div(a, b, op):
+    return np.where(b != 0, a // np.where(b == 0, 1, b), 0)
+
+
+def _cmp(a, b, op):
+    pred = op.predicate.value.data
+    return [a == b, a != b, a < b, a <= b, a > b, a >= b, a < b, a <= b, a > b, a >= b][pred]
+
+
+_INT_OPS = {
+    arith.AddiOp: lambda a, b, op: a + b,
+    arith.SubiOp: lambda a, b, op: a - b,
+    arith.MuliOp: lambda a, b, op: a * b,
+    arith.DivSIOp: _div,
+    arith.FloorDivSIOp: _div,
+    arith.CeilDivSIOp: lambda a, b, op: -_div(-a, b, op),
+    arith.RemSIOp: lambda a, b, op: np.where(b != 0, a % np.where(b == 0, 1, b), 0),
+    arith.MinSIOp: lambda a, b, op: np.minimum(a, b),
+    arith.MaxSIOp: lambda a, b, op: np.maximum(a, b),
+    arith.CmpiOp: _cmp,
+    arith.AndIOp: lambda a, b, op: a & b,
+    arith.OrIOp: lambda a, b, op: a | b,
+    arith.IndexCastOp: lambda a, op: a,
+    arith.SelectOp: lambda c, a, b, op: np.where(c != 0, a, b),
+}
+
+
+def _is_shared(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t, MemRefType) and not isinstance(t.memory_space, type(None)) and \
+        str(t.memory_space) == "3 : i64"
+
+
+def _address(blk: _Block, buf: SSAValue, indices) -> tuple[np.ndarray, int]:
+    """Byte address of each thread's access (row-major strides) and the element size."""
+    t = buf.type
+    assert isinstance(t, MemRefType)
+    shape = t.get_shape()
+    eb = max(1, t.element_type.bitwidth // 8) if hasattr(t.element_type, "bitwidth") else 4
+    offset = np.zeros(blk.threads, np.int64)
+    for i, d in zip(indices, shape):
+        offset = offset * d + blk.get(i)
+    return offset * eb, eb
+
+
+def _per_warp(mask: np.ndarray):
+    return [slice(w, w + WARP) for w in range(0, len(mask), WARP)]
+
+
+def work(func: kernel.FuncOp) -> Work:
+    """What one block of `func` asks of the GPU (see the module docstring)."""
+    blk = _Block(func)
+    w = Work()
+    for a in func.body.block.args:
+        if isinstance(a.type, MemRefType):
+            n = math.prod(a.type.get_shape())
+            w.touched[a.name_hint or f"arg{a.index}"] = n * max(1, getattr(
+                a.type.element_type, "bitwidth", 32) // 8)
+    _walk(func.body.block, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
+    return w
+
+
+def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: Work) -> None:
+    for op in block.ops:
+        blk.eval(op)
+        weight = trips * active
+        warps = [weight[s] for s in _per_warp(weight)]
+        per_warp = sum(float(x.max()) for x in warps if len(x))  # a warp runs if a lane does
+        if isinstance(op, scf.ForOp):
+            lb, ub, step = blk.get(op.lb), blk.get(op.ub), blk.get(op.step)
+            n = np.maximum(0, -(-(ub - lb) // np.maximum(step, 1)))
+            blk.vals[op.body.block.args[0]] = lb
+            _walk(op.body.block, blk, trips * n, active & (n > 0), w)
+            w.issued += per_warp * 2  # the loop's compare and branch (once per iteration: below)
+            continue
+        if isinstance(op, scf.IfOp):
+            cond = blk.get(op.cond) != 0
+            _walk(op.true_region.block, blk, trips, active & cond, w)
+            if op.false_region.blocks:
+                _walk(op.false_region.block, blk, trips, active & ~cond, w)
+            w.issued += per_warp
+            continue
+        if not _free(op):
+            w.issued += per_warp
+        if isinstance(op, memref.LoadOp | memref.StoreOp):
+            buf = op.memref
+            _access(w, blk, buf, op.indices, 1, weight, active)
+        elif isinstance(op, kernel.VectorLoadOp | kernel.VectorStoreOp):
+            n = len(op.res) if isinstance(op, kernel.VectorLoadOp) else len(op.values)
+            _access(w, blk, op.memref, op.indices, n, weight, active)
+        elif isinstance(op, kernel.CpAsyncOp):
+            n = op.bytes.value.data // _elt_bytes(op.src)
+            _access(w, blk, op.src, op.src_indices, n, weight, active)
+            _access(w, blk, op.dst, op.dst_indices, n, weight, active)
+        elif isinstance(op, kernel.LdmatrixOp):
+            w.smem_wavefronts += per_warp * len(op.res)  # one 8x8 matrix per wavefront
+        elif isinstance(op, kernel.MmaOp):
+            w.mma += per_warp
+            w.flops += per_warp * 2 * 16 * 8 * 16
+        elif isinstance(op, SPECIAL):
+            w.sfu += per_warp
+            w.flops += float(weight.sum())
+        elif isinstance(op, FLOAT_FP32) and op.results and _is_float(op.results[0]):
+            if not _fused(op):
+                w.fp32 += per_warp
+            if isinstance(op, arith.AddfOp | arith.SubfOp | arith.MulfOp):
+                w.flops += float(weight.sum())
+        for region in op.regions:  # other region ops: their bodies as straight-line code
+            for b in region.blocks:
+                _walk(b, blk, trips, active, w)
+
+
+def _free(op: Operation) -> bool:
+    """Ops that cost no issue slot of their own once compiled: integer index arithmetic (folded
+    into addressing and strength-reduced by nvcc), constants, ids, and a multiply fused into
+    the add that uses it (FFMA)."""
+    return (type(op) in _INT_OPS or isinstance(op, arith.ConstantOp | kernel.ThreadIdOp
+                                                    | kernel.BlockIdOp | kernel.SharedOp)
+            or _fused(op))
+
+
+def _fused(op: Operation) -> bool:
+    if not isinstance(op, arith.MulfOp) or not op.result.has_one_use():
+        return False
+    return isinstance(op.result.get_user_of_unique_use(), arith.AddfOp | arith.SubfOp)
+
+
+def _is_float(v: SSAValue) -> bool:
+    return "f" in str(v.type) and "i" not in str(v.type)[:1]
+
+
+def _elt_bytes(buf: SSAValue) -> int:
+    t = buf.type
+    return max(1, getattr(t.element_type, "bitwidth", 32) // 8)
+
+
+def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active) -> None:
+    """Sectors (global) or wavefronts (shared) of one access of `n` consecutive elements per
+    thread, for every warp, times each warp's trip count."""
+    addr, eb = _address(blk, buf, indices)
+    width = n * eb
+    shared = _is_shared(buf)
+    for s in _per_warp(weight):
+        lanes = active[s]
+        times = float(weight[s].max()) if len(weight[s]) else 0.0
+        if not times or not lanes.any():
+            continue
+        a = addr[s][lanes]
+        if shared:
+            words = np.unique((a[:, None] + np.arange(0, width, 4)[None, :]).ravel() // 4)
+            conflict = max(np.bincount(words % 32).max(), 1)
+            w.smem_wavefronts += times * max(conflict, -(-len(words) * 4 // 128))
+        else:
+            sectors = np.unique((a[:, None] + np.arange(0, width, SECTOR)[None, :]).ravel()
+                                // SECTOR)
+            w.sectors += times * len(sectors)
+            w.inflight_bytes = max(w.inflight_bytes, float(len(a) * width))
+
+
+# --------------------------------------------------------------------------------------------
+# occupancy, waves, time
+
+
+@dataclass
+class Prediction:
+    us: float
+    bound: str  # the unit that dominates: dram, l2, smem, fp32, sfu, mma, issue, launch
+    units: dict[str, float]  # microseconds each unit would take alone
+    blocks_per_sm: int
+    waves: int
+    dram_bytes: float
+    l2_bytes: float
+    flops: float
+
+
+def occupancy(gpu: Gpu, threads: int, registers: int, smem: int) -> int:
+    """Resident blocks per SM: the least of the thread, block, register and shared-memory
+    limits (registers allocated per warp in units of 256, CUDA occupancy calculator)."""
+    warps = -(-threads // WARP)
+    regs_per_warp = -(-max(registers, 16) * WARP // 256) * 256
+    limits = [gpu.max_threads_per_sm // (warps * WARP), gpu.max_blocks_per_sm,
+              gpu.registers_per_sm // max(1, regs_per_warp * warps)]
+    if smem:
+        limits.append(gpu.smem_per_sm // smem)
+    return max(0, min(limits))
+
+
+def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
+            gpu: Gpu = H100_SXM, footprint_scale: float = 1.0) -> Prediction:
+    """Time of one launch of a kernel whose blocks each do `w`."""
+    blocks = math.prod(grid)
+    threads = math.prod(block)
+    bps = max(1, occupancy(gpu, threads, registers, smem))
+    per_sm = -(-blocks // gpu.sms)  # blocks on the busiest SM
+    waves = -(-blocks // (bps * gpu.sms))
+    active_sms = min(gpu.sms, blocks)
+    clock = gpu.clock_ghz * 1e9
+    l2_bytes = w.sectors * SECTOR * blocks
+    footprint = sum(w.touched.values()) * footprint_scale
+    dram = min(l2_bytes, footprint) if footprint <= gpu.l2_bytes else \
+        footprint + max(0.0, l2_bytes - footprint) * (1 - gpu.l2_bytes / footprint)
+    resident_warps = min(bps, per_sm) * -(-threads // WARP)
+    inflight = resident_warps * gpu.mlp * max(w.inflight_bytes, SECTOR)  # per SM
+    per_sm_bw = inflight / (gpu.dram_latency / clock)
+    dram_bw = min(gpu.dram_bw * gpu.dram_efficiency, per_sm_bw * active_sms)
+    l2_bw = min(gpu.l2_bw, per_sm_bw * active_sms * 2)
+    units = {
+        "dram": dram / dram_bw,
+        "l2": l2_bytes / l2_bw,
+        "smem": per_sm * w.smem_wavefronts / (gpu.smem_wavefronts_per_sm * clock),
+        "fp32": per_sm * w.fp32 * WARP / (gpu.fp32_per_sm * clock),
+        "sfu": per_sm * w.sfu * WARP / (gpu.sfu_per_sm * clock),
+        "mma": per_sm * w.mma * 2 * 16 * 8 * 16 / (gpu.mma_flops / gpu.sms),
+        "issue": per_sm * w.issued / (gpu.issue_per_sm * clock),
+    }
+    units = {k: v * 1e6 for k, v in units.items()}
+    bound = max(units, key=units.get)
+    us = gpu.launch_us + units[bound]
+    return Prediction(us, bound if units[bound] > 0 else "launch", units, bps, waves, dram,
+                      l2_bytes, w.flops * blocks)
+
+
+def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H100_SXM) -> float:
+    """The physical limit of a case: its algorithm's minimum bytes over DRAM bandwidth or its
+    FLOPs over the peak of the fastest unit its dtype may use (dense tensor peak for f16/bf16,
+    FP32 CUDA cores otherwise), plus one launch."""
+    peak = gpu.dense_tensor_flops if tensor_cores else gpu.fp32_flops
+    return gpu.launch_us + max(min_bytes / gpu.dram_bw, flops / peak) * 1e6
+
+
+def predict_module(module: ModuleOp, ptxas: dict | None = None,
+                   gpu: Gpu = H100_SXM) -> dict[str, Prediction]:
+    """Prediction per kernel.func of a Kernel IR module (ptxas: name -> report)."""
+    out = {}
+    for op in module.ops:
+        if isinstance(op, kernel.FuncOp):
+            rep = (ptxas or {}).get(op.sym_name.data)
+            regs = rep.registers if rep else 32
+            smem = rep.smem_bytes if rep else _static_smem(op)
+            out[op.sym_name.data] = predict(work(op), op.grid_dims, op.block_dims, regs, smem,
+                                            gpu)
+    return out
+
+
+def _static_smem(func: kernel.FuncOp) -> int:
+    total = 0
+    for op in func.walk():
+        if isinstance(op, kernel.SharedOp):
+            t = op.result.type
+            total += math.prod(t.get_shape()) * max(1, getattr(t.element_type, "bitwidth", 32) // 8)
+    return total

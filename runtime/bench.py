@@ -154,13 +154,44 @@ class _RmsNorm:
         return F.rms_norm(x, (x.shape[-1],), w, self.eps)
 
 
+class _DecoderLayer:
+    """A whole Llama / Qwen2 decoder layer, its weights and rotary tables as inputs: where the
+    fused RMSNorm + projection kernels live (as in transformers' LlamaDecoderLayer)."""
+
+    def __init__(self, m: ModelShape):
+        self.m = m
+
+    def __call__(self, x, ln1, wq, wk, wv, wo, ln2, wg, wu, wd, cos, sin, *bias):
+        m = self.m
+        b, s, h = x.shape
+
+        def heads(t, n):
+            return t.view(b, s, n, m.head_dim).transpose(1, 2)
+
+        def rope(t):
+            half = t.shape[-1] // 2
+            rotated = torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+            return t * cos + rotated * sin
+
+        y = F.rms_norm(x, (h,), ln1, m.eps)
+        bq, bk, bv = bias or (None, None, None)
+        q = rope(heads(F.linear(y, wq, bq), m.heads))
+        k = rope(heads(F.linear(y, wk, bk), m.kv_heads))
+        v = heads(F.linear(y, wv, bv), m.kv_heads)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + F.linear(a.transpose(1, 2).reshape(b, s, -1), wo)
+        y = F.rms_norm(x, (h,), ln2, m.eps)
+        return x + F.linear(F.silu(F.linear(y, wg)) * F.linear(y, wu), wd)
+
+
 KERNELS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
            "o_proj_residual", "rmsnorm", "softmax", "silu_mul", "silu_mul_down",
-           "sdpa_causal_gqa", "attention_naive")
+           "sdpa_causal_gqa", "attention_naive", "decoder_layer")
 
 
 def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list[Case]:
-    """The 14 kernels of one decoder layer of `m` at batch 1 and sequence `seq`."""
+    """The 14 kernels of one decoder layer of `m`, and the whole layer, at batch 1 and
+    sequence `seq`."""
     h, i, s = m.hidden, m.intermediate, seq
     q_dim, kv_dim = m.heads * m.head_dim, m.kv_heads * m.head_dim
     x = Arg("x", (1, s, h))
@@ -189,6 +220,13 @@ def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list
         "silu_mul_down": (silu_mul_down, (gate, up, Arg("w", (h, i)))),
         "sdpa_causal_gqa": (sdpa_causal_gqa, (q, k, v)),
         "attention_naive": (attention_naive, (q, k, v, Arg("mask", (1, 1, s, s), "causal_mask"))),
+        "decoder_layer": (_DecoderLayer(m), (
+            x, Arg("ln1", (h,)), Arg("wq", (q_dim, h)), Arg("wk", (kv_dim, h)),
+            Arg("wv", (kv_dim, h)), Arg("wo", (h, q_dim)), Arg("ln2", (h,)), Arg("wg", (i, h)),
+            Arg("wu", (i, h)), Arg("wd", (h, i)), Arg("cos", (s, m.head_dim)),
+            Arg("sin", (s, m.head_dim)),
+            *((Arg("bq", (q_dim,)), Arg("bk", (kv_dim,)), Arg("bv", (kv_dim,)))
+              if m.qkv_bias else ()))),
     }
     assert tuple(table) == KERNELS
     return [Case(suite, m.name, name, seq, dtype, fn, args) for name, (fn, args) in table.items()]
@@ -196,7 +234,7 @@ def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list
 
 def llm_suite(dtypes: Sequence[str] = ("fp32", "bf16"), seqs: Sequence[int] | None = None,
               models: Sequence[ModelShape] | None = None, suite: str = "llm") -> list[Case]:
-    """Every case of a suite: models × seqs × dtypes × KERNELS (`llm`: 2 × 3 × 2 × 14 = 168)."""
+    """Every case of a suite: models × seqs × dtypes × KERNELS (`llm`: 2 × 3 × 2 × 15 = 180)."""
     default_models, default_seqs = SUITES[suite]
     for d in dtypes:
         if d not in DTYPES:

@@ -35,7 +35,11 @@ SCHEMA = "deplo-bench/1"
 NOTES = {
     "min_bytes": "analytic: every input of @main read once, every output written once",
     "loop_bytes": "counted in the fused Loop IR: loads and stores x loop trip counts (no reuse)",
-    "flops": "counted in the fused Loop IR: float arith/math ops x trip counts (fma = 2)",
+    "flops": "the algorithm's, from the Torch IR (2MNK for products, attention's unmasked part)",
+    "loop_flops": "counted in the fused Loop IR: float arith/math ops x trip counts (fma = 2)",
+    "predicted_us": "the sm_90 model (tuning/cost_model.py), H100 SXM, sum over launches",
+    "roofline_us": "max(min_bytes / HBM bandwidth, flops / peak of the dtype's fastest unit) "
+                   "+ one launch",
     "ptxas": "NVRTC -Xptxas=-v for the arch; smem_bytes is static shared memory per block",
     "deplo_ms": "sum over launches of the median of GpuModule.time (CUDA events) per launch",
     "eager_ms/inductor_ms": "median of CUDA events around each call, after warmup",
@@ -57,14 +61,18 @@ def _unsupported(entry: dict, stage: str, e: BaseException) -> dict:
 
 
 def static_figures(compiled, arch: str) -> dict:
-    """Kernel count, per-kernel ptxas report and launch shape, predicted bytes and FLOPs."""
+    """Kernel count, per-kernel ptxas report and launch shape, bytes and FLOPs, and the sm_90
+    model's prediction against the roofline (tools/profile.py), per kernel and for the case."""
     from deplo.lowering.emit_cuda import launch_plan
+    from deplo.tools.profile import profile
 
     loop_mod = compiled.module("loop")
     counts = loop_counts(loop_mod)
     plan = launch_plan(compiled.module("cuda"))
     reports = compiled.ptxas(arch)
     order = {la.kernel: i for i, la in reversed(list(enumerate(plan)))}  # first launch first
+    model = profile(compiled)
+    predicted = {k["name"]: k for k in model["kernels"]}
     kernels = []
     for name, rep in sorted(reports.items(), key=lambda kv: order.get(kv[0], len(plan))):
         launches = [la for la in plan if la.kernel == name]
@@ -82,7 +90,9 @@ def static_figures(compiled, arch: str) -> dict:
             "stack_bytes": rep.stack_bytes,
             "barriers": rep.barriers,
             "loop_bytes": c.bytes if c else None,
-            "flops": c.flops if c else None,
+            "loop_flops": c.flops if c else None,
+            **{k: predicted[name][k] for k in ("predicted_us", "roofline_us", "bound")
+               if name in predicted},
         })
     return {
         "arch": arch,
@@ -91,7 +101,10 @@ def static_figures(compiled, arch: str) -> dict:
         "spills": any(k["spill_stores"] or k["spill_loads"] for k in kernels),
         "min_bytes": min_bytes(loop_mod),
         "loop_bytes": sum(c.bytes for c in counts.values()),
-        "flops": sum(c.flops for c in counts.values()),
+        "flops": model["flops"],
+        "loop_flops": sum(c.flops for c in counts.values()),
+        "predicted_us": model["predicted_us"],
+        "roofline_us": model["roofline_us"],
         "per_kernel": kernels,
     }
 
@@ -167,6 +180,21 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
     return entry
 
 
+def _model_geomeans(cases: list[dict]) -> dict:
+    """Geomean of predicted / roofline per suite and dtype, and the worst case of each."""
+    groups: dict[str, list[dict]] = {}
+    for c in cases:
+        if c["status"] == "ok" and c["static"].get("roofline_us"):
+            groups.setdefault(f"{c['suite']}/{c['dtype']}", []).append(c)
+    out = {}
+    for key, cs in sorted(groups.items()):
+        ratios = [c["static"]["predicted_us"] / c["static"]["roofline_us"] for c in cs]
+        worst = max(range(len(cs)), key=lambda i: ratios[i])
+        out[key] = {"cases": len(cs), "predicted_over_roofline": geomean(ratios),
+                    "worst": cs[worst]["name"], "worst_ratio": ratios[worst]}
+    return out
+
+
 def _geomeans(cases: list[dict]) -> dict:
     groups: dict[str, list[dict]] = {}
     for c in cases:
@@ -212,7 +240,7 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
         "seconds": round(time.perf_counter() - t0, 2),
         "notes": NOTES,
         "summary": {"cases": len(entries), "ok": n_ok, "unsupported": len(entries) - n_ok,
-                    "geomean": _geomeans(entries)},
+                    "geomean": _geomeans(entries), "model": _model_geomeans(entries)},
         "cases": entries,
     }
 
@@ -231,7 +259,8 @@ def _mb(x) -> str:
 def format_table(report: dict) -> str:
     """A plain-text table, one row per case, then the summary and geomeans."""
     gpu = report["gpu"] is not None
-    head = ["case", "status", "kern", "regs", "smem", "spill", "minMB", "loopMB", "GFLOP"]
+    head = ["case", "status", "kern", "regs", "smem", "spill", "minMB", "loopMB", "GFLOP",
+            "pred us", "roof us", "x roof"]
     if gpu:
         head += ["deplo ms", "eager ms", "ind. ms", "x eager", "x ind."]
     rows = [head]
@@ -244,7 +273,8 @@ def format_table(report: dict) -> str:
         row = [c["name"], "ok", str(s["kernels"]), "/".join(str(k["registers"]) for k in ks),
                str(max((k["smem_bytes"] + k["dynamic_smem_bytes"] for k in ks), default=0)),
                "yes" if s["spills"] else "no", _mb(s["min_bytes"]), _mb(s["loop_bytes"]),
-               f"{s['flops'] / 1e9:.3g}"]
+               f"{s['flops'] / 1e9:.3g}", _fmt(s.get("predicted_us")), _fmt(s.get("roofline_us")),
+               _fmt(s["predicted_us"] / s["roofline_us"], 3) if s.get("roofline_us") else "-"]
         if gpu:
             g = c.get("gpu", {})
             if "error" in g:
@@ -267,6 +297,9 @@ def format_table(report: dict) -> str:
                  f"in {report['seconds']:.1f}s; "
                  + (f"timed on {report['gpu']}" if gpu else f"no GPU ({report['no_gpu_reason']}): "
                     "static figures only"))
+    for key, g in sm.get("model", {}).items():
+        lines.append(f"model {key}: predicted / roofline geomean x{_fmt(g['predicted_over_roofline'], 3)}"
+                     f" ({g['cases']} cases; worst {g['worst']} x{_fmt(g['worst_ratio'], 3)})")
     for key, g in sm["geomean"].items():
         lines.append(f"geomean {key}: x{_fmt(g['speedup_vs_eager'], 2)} vs eager, "
                      f"x{_fmt(g['speedup_vs_inductor'], 2)} vs torch.compile ({g['cases']} cases)")

@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ir", choices=["torch", "tensor", "tir", "loop"], default="loop",
                    help="the level the interpreter runs (with --target interp)")
     r.add_argument("--check", action="store_true", help="compare with PyTorch eager")
+    r.add_argument("--bench", action="store_true",
+                   help="how fast it is: measured on a GPU against eager and torch.compile, "
+                        "else predicted by the sm_90 model (nothing runs)")
+    r.add_argument("--profile", action="store_true", help="with --bench: one row per kernel")
+    r.add_argument("-o", "--output", default=None, metavar="PROF.json",
+                   help="with --bench: write the profile as JSON")
+    r.add_argument("--gpu-model", choices=["h100", "h200"], default="h100",
+                   help="the parameters of the model's predictions")
     r.add_argument("--fiber-schedules", default=None, metavar="NAMES",
                    help="the CPU runtime's fiber schedules (the order CUDA threads run in), "
                         "comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
@@ -225,6 +233,8 @@ def cmd_run(args) -> int:
                   file=sys.stderr)
             return 1
     compiled = _compile(args, runnable=True)
+    if args.bench:
+        return _bench_run(compiled, args, target)
     level = "tensor" if args.ir == "tir" else args.ir
     inputs = random_inputs(compiled.program, args.seed)
     n = len(compiled.program.example_inputs)
@@ -251,6 +261,26 @@ def cmd_run(args) -> int:
     if target != "interp":
         _write_plans(compiled.plans() if args.schedule_out else {}, args.schedule_out)
     return 1 if failed else 0
+
+
+def _bench_run(compiled, args, target: str) -> int:
+    """`deplo run --bench`: predicted by the model without a GPU; measured with one."""
+    from deplo.tools.profile import format_profile, profile, write_profile
+
+    measured = None
+    if target == "gpu":
+        from deplo.tools.profile import measure
+
+        measured = measure(compiled, seed=args.seed or 0)
+    report = profile(compiled, args.gpu_model, measured and measured["per_kernel_us"])
+    if measured:
+        report["measured"] = {k: v for k, v in measured.items() if k != "per_kernel_us"}
+    print(format_profile(report, rows=args.profile), end="")
+    if args.output:
+        write_profile(report, args.output)
+        print(f"wrote {args.output}")
+    _write_plans(compiled.plans() if args.schedule_out else {}, args.schedule_out)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

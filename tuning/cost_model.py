@@ -26,7 +26,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import arith, math as xmath, memref, scf
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -46,6 +47,9 @@ class Gpu:
     l2_bytes: int  # 50 MB (Hopper whitepaper)
     l2_bw: float  # bytes/s (measured)
     dram_latency: float  # cycles, a global load that misses L2 (measured)
+    l2_latency: float  # cycles, a global load that hits L2 (measured)
+    l1_bytes: int  # L1 data cache + shared memory per SM (whitepaper: 256 KB)
+    l1_sectors_per_sm: int  # 32-byte sectors L1 serves per clock per SM (128 B/clk)
     fp32_per_sm: int  # FP32 results per clock per SM (CUDA Programming Guide, throughput table)
     sfu_per_sm: int  # special-function results (exp2, rsqrt, sin, ...) per clock per SM (idem)
     mma_flops: float  # FLOP/s of mma.sync m16n8k16 fp16/bf16 with fp32 accumulation (measured)
@@ -57,7 +61,8 @@ class Gpu:
     max_blocks_per_sm: int = 32
     registers_per_sm: int = 65536
     smem_per_sm: int = 228 * 1024
-    mlp: int = 2  # independent global loads a warp keeps in flight (a modelling assumption)
+    mlp: int = 4  # independent global loads a warp keeps in flight (nvcc unrolls streaming
+    # loops 4x; a modelling assumption, to refit from measurements)
 
     @property
     def fp32_flops(self) -> float:
@@ -73,6 +78,9 @@ H100_SXM = Gpu(
     l2_bytes=50 * 2**20,
     l2_bw=7.0e12,
     dram_latency=800,
+    l2_latency=270,
+    l1_bytes=256 * 1024,
+    l1_sectors_per_sm=4,
     fp32_per_sm=128,
     sfu_per_sm=16,
     mma_flops=0.62 * 989e12,
@@ -93,7 +101,9 @@ GPUS = {"h100": H100_SXM, "h200": H200}
 class Work:
     """Per block (warp instructions and bytes), and the buffers it touches."""
 
-    sectors: float = 0.0  # 32-byte global sectors requested (L2 traffic / 32)
+    load_sectors: float = 0.0  # 32-byte global sectors loads request (L1 traffic / 32)
+    store_sectors: float = 0.0  # stores write through to L2
+    unique_load_sectors: float = 0.0  # distinct sectors the block loads (its footprint)
     smem_wavefronts: float = 0.0
     fp32: float = 0.0  # warp instructions on the FP32 pipe
     sfu: float = 0.0
@@ -124,12 +134,18 @@ class _Block:
         self.block = func.block_dims
         self.grid = func.grid_dims
         self.vals: dict[SSAValue, np.ndarray] = {}
+        self.deps: dict[SSAValue, frozenset] = {}  # the loops a value varies with
+        self.trips: dict[Operation, float] = {}  # per loop, its most iterations on a thread
 
     def get(self, v: SSAValue) -> np.ndarray:
         return self.vals.get(v, np.zeros(self.threads, np.int64))
 
     def eval(self, op: Operation) -> None:
         g = self.get
+        if op.results:
+            dep = frozenset().union(*(self.deps.get(o, frozenset()) for o in op.operands))
+            for r in op.results:
+                self.deps[r] = dep
         axis = {"x": 0, "y": 1, "z": 2}
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
             self.vals[op.result] = np.full(self.threads, op.value.value.data, np.int64)
@@ -218,6 +234,8 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             lb, ub, step = blk.get(op.lb), blk.get(op.ub), blk.get(op.step)
             n = np.maximum(0, -(-(ub - lb) // np.maximum(step, 1)))
             blk.vals[op.body.block.args[0]] = lb
+            blk.deps[op.body.block.args[0]] = blk.deps.get(op.lb, frozenset()) | {op}
+            blk.trips[op] = float(n.max()) if len(n) else 0.0
             _walk(op.body.block, blk, trips * n, active & (n > 0), w)
             w.issued += per_warp * 2  # the loop's compare and branch (once per iteration: below)
             continue
@@ -231,15 +249,16 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
         if not _free(op):
             w.issued += per_warp
         if isinstance(op, memref.LoadOp | memref.StoreOp):
-            buf = op.memref
-            _access(w, blk, buf, op.indices, 1, weight, active)
+            store = isinstance(op, memref.StoreOp)
+            _access(w, blk, op.memref, op.indices, 1, weight, active, store)
         elif isinstance(op, kernel.VectorLoadOp | kernel.VectorStoreOp):
-            n = len(op.res) if isinstance(op, kernel.VectorLoadOp) else len(op.values)
-            _access(w, blk, op.memref, op.indices, n, weight, active)
+            store = isinstance(op, kernel.VectorStoreOp)
+            n = len(op.values) if store else len(op.res)
+            _access(w, blk, op.memref, op.indices, n, weight, active, store)
         elif isinstance(op, kernel.CpAsyncOp):
             n = op.bytes.value.data // _elt_bytes(op.src)
             _access(w, blk, op.src, op.src_indices, n, weight, active)
-            _access(w, blk, op.dst, op.dst_indices, n, weight, active)
+            _access(w, blk, op.dst, op.dst_indices, n, weight, active, True)
         elif isinstance(op, kernel.LdmatrixOp):
             w.smem_wavefronts += per_warp * len(op.res)  # one 8x8 matrix per wavefront
         elif isinstance(op, kernel.MmaOp):
@@ -282,12 +301,14 @@ def _elt_bytes(buf: SSAValue) -> int:
     return max(1, getattr(t.element_type, "bitwidth", 32) // 8)
 
 
-def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active) -> None:
+def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active,
+            store: bool = False) -> None:
     """Sectors (global) or wavefronts (shared) of one access of `n` consecutive elements per
     thread, for every warp, times each warp's trip count."""
     addr, eb = _address(blk, buf, indices)
     width = n * eb
     shared = _is_shared(buf)
+    first: set[int] = set()
     for s in _per_warp(weight):
         lanes = active[s]
         times = float(weight[s].max()) if len(weight[s]) else 0.0
@@ -301,8 +322,15 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
         else:
             sectors = np.unique((a[:, None] + np.arange(0, width, SECTOR)[None, :]).ravel()
                                 // SECTOR)
-            w.sectors += times * len(sectors)
-            w.inflight_bytes = max(w.inflight_bytes, float(len(a) * width))
+            if store:
+                w.store_sectors += times * len(sectors)
+            else:
+                w.load_sectors += times * len(sectors)
+                first.update(sectors.tolist())
+            w.inflight_bytes = max(w.inflight_bytes, float(len(sectors) * SECTOR))
+    if first:  # the block's distinct sectors: one iteration's, times the loops it moves with
+        varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
+        w.unique_load_sectors += len(first) * math.prod(blk.trips.get(lp, 1.0) for lp in varying)
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,38 +362,43 @@ def occupancy(gpu: Gpu, threads: int, registers: int, smem: int) -> int:
 
 
 def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
-            gpu: Gpu = H100_SXM, footprint_scale: float = 1.0) -> Prediction:
+            gpu: Gpu = H100_SXM) -> Prediction:
     """Time of one launch of a kernel whose blocks each do `w`."""
     blocks = math.prod(grid)
     threads = math.prod(block)
     bps = max(1, occupancy(gpu, threads, registers, smem))
     per_sm = -(-blocks // gpu.sms)  # blocks on the busiest SM
     waves = -(-blocks // (bps * gpu.sms))
+    resident = min(bps, per_sm)
     active_sms = min(gpu.sms, blocks)
     clock = gpu.clock_ghz * 1e9
-    l2_bytes = w.sectors * SECTOR * blocks
-    footprint = sum(w.touched.values()) * footprint_scale
+    # L1 keeps what a block reloads when the resident blocks' footprints fit beside shared memory
+    l1_room = gpu.l1_bytes - resident * smem
+    cached = w.unique_load_sectors * SECTOR * resident <= l1_room
+    l2_sectors = (w.unique_load_sectors if cached else w.load_sectors) + w.store_sectors
+    l2_bytes = l2_sectors * SECTOR * blocks
+    footprint = sum(w.touched.values())
     dram = min(l2_bytes, footprint) if footprint <= gpu.l2_bytes else \
         footprint + max(0.0, l2_bytes - footprint) * (1 - gpu.l2_bytes / footprint)
-    resident_warps = min(bps, per_sm) * -(-threads // WARP)
-    inflight = resident_warps * gpu.mlp * max(w.inflight_bytes, SECTOR)  # per SM
-    per_sm_bw = inflight / (gpu.dram_latency / clock)
-    dram_bw = min(gpu.dram_bw * gpu.dram_efficiency, per_sm_bw * active_sms)
-    l2_bw = min(gpu.l2_bw, per_sm_bw * active_sms * 2)
+    # Little's law: an SM moves at most the bytes its warps keep in flight, per latency
+    inflight = resident * -(-threads // WARP) * gpu.mlp * max(w.inflight_bytes, SECTOR)
+    dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
+                  active_sms * inflight / (gpu.dram_latency / clock))
+    l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))
     units = {
         "dram": dram / dram_bw,
         "l2": l2_bytes / l2_bw,
+        "l1": per_sm * (w.load_sectors + w.store_sectors) / (gpu.l1_sectors_per_sm * clock),
         "smem": per_sm * w.smem_wavefronts / (gpu.smem_wavefronts_per_sm * clock),
         "fp32": per_sm * w.fp32 * WARP / (gpu.fp32_per_sm * clock),
         "sfu": per_sm * w.sfu * WARP / (gpu.sfu_per_sm * clock),
         "mma": per_sm * w.mma * 2 * 16 * 8 * 16 / (gpu.mma_flops / gpu.sms),
         "issue": per_sm * w.issued / (gpu.issue_per_sm * clock),
     }
-    units = {k: v * 1e6 for k, v in units.items()}
+    units = {k: float(v) * 1e6 for k, v in units.items()}
     bound = max(units, key=units.get)
-    us = gpu.launch_us + units[bound]
-    return Prediction(us, bound if units[bound] > 0 else "launch", units, bps, waves, dram,
-                      l2_bytes, w.flops * blocks)
+    return Prediction(gpu.launch_us + units[bound], bound if units[bound] > 0 else "launch",
+                      units, bps, waves, dram, l2_bytes, w.flops * blocks)
 
 
 def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H100_SXM) -> float:
@@ -397,3 +430,75 @@ def _static_smem(func: kernel.FuncOp) -> int:
             t = op.result.type
             total += math.prod(t.get_shape()) * max(1, getattr(t.element_type, "bitwidth", 32) // 8)
     return total
+
+
+# --------------------------------------------------------------------------------------------
+# programs: launches, the algorithm's FLOPs
+
+
+def launch_counts(module: ModuleOp, entry: str = "main") -> dict[str, int]:
+    """Launches of each kernel per call of `entry`, through func.call (a decoder layer called
+    once per layer counts once per call), at any level (loop/tile/kernel/cuda launch ops)."""
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+
+    def count(name: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for op in funcs[name].walk():
+            if op.name.endswith(".launch"):
+                k = op.callee.root_reference.data if hasattr(op.callee, "root_reference") \
+                    else op.callee.string_value()
+                out[k] = out.get(k, 0) + 1
+            elif isinstance(op, func.CallOp) and op.callee.root_reference.data in funcs:
+                for k, n in count(op.callee.root_reference.data).items():
+                    out[k] = out.get(k, 0) + n
+        return out
+
+    return count(entry) if entry in funcs else {}
+
+
+def _shape(v: SSAValue) -> list[int]:
+    return list(v.type.get_shape()) if hasattr(v.type, "get_shape") else []
+
+
+_NO_FLOPS = {"constant", "reshape", "permute", "transpose", "expand", "unsqueeze", "squeeze",
+             "slice", "select", "cat", "embedding", "index", "arange", "full", "to"}
+_PER_ELEMENT = {"rms_norm": 4, "layer_norm": 8, "softmax": 5, "gelu": 8}
+
+
+def torch_op_flops(op: Operation) -> float:
+    """The FLOPs of one Torch IR op as the algorithm needs them: 2MNK for products, the
+    unmasked part of attention (a causal mask halves it), a few per element for norms and
+    softmax, one per element for the rest; none for views and data movement."""
+    kind = op.name.split(".", 1)[1] if "." in op.name else op.name
+    if kind in _NO_FLOPS or not op.results:
+        return 0.0
+    out = math.prod(_shape(op.results[0]))
+    if kind == "matmul":
+        return 2.0 * out * _shape(op.operands[0])[-1]
+    if kind == "linear":
+        return 2.0 * out * _shape(op.operands[0])[-1] + (out if len(op.operands) > 2 else 0)
+    if kind == "sdpa":
+        q, k, v = (_shape(o) for o in op.operands[:3])
+        sq, sk = q[-2], k[-2]
+        pairs = sq * sk
+        if "is_causal" in op.properties or "is_causal" in op.attributes:
+            pairs = sum(min(sk, max(0, i + 1 + sk - sq)) for i in range(sq))
+        return 2.0 * math.prod(q[:-2]) * pairs * (q[-1] + v[-1])
+    reduced = max((math.prod(_shape(o)) for o in op.operands), default=out)
+    return float(_PER_ELEMENT.get(kind, 1) * max(out, reduced))
+
+
+def algorithm_flops(torch_module: ModuleOp, entry: str = "main") -> float:
+    """The FLOPs of a Torch IR program per call of `entry` (decoder layers once per call)."""
+    funcs = {f.sym_name.data: f for f in torch_module.ops if isinstance(f, func.FuncOp)}
+
+    def total(name: str) -> float:
+        s = 0.0
+        for op in funcs[name].body.walk():
+            if isinstance(op, func.CallOp) and op.callee.root_reference.data in funcs:
+                s += total(op.callee.root_reference.data)
+            elif op.name.startswith("torch."):
+                s += torch_op_flops(op)
+        return s
+
+    return total(entry) if entry in funcs else 0.0

@@ -1,0 +1,141 @@
+"""`deplo run --bench [--profile] [-o prof.json]`: how fast a program is — per kernel the sm_90
+model's prediction (always) and, on a GPU, the measured time; the program against its roofline
+and, on a GPU, against PyTorch eager and `torch.compile` on the same inputs.
+
+    report = profile(compiled, gpu="h100")     # {"predicted_us": ..., "kernels": [...], ...}
+    print(format_profile(report, rows=True))
+
+JSON: `predicted_us`, `roofline_us`, `min_bytes`, `flops` (the algorithm's, from the Torch IR),
+`measured` (null without a GPU) at the top level; `kernels`: one entry per kernel with `name`,
+`launches`, `grid`, `block`, `registers`, `smem_bytes`, `l2_bytes`, `dram_bytes`, `flops`,
+`predicted_us` (one launch), `roofline_us`, `bound`, `measured_us` (GPU only).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from io import StringIO
+
+from deplo.tuning import cost_model as cm
+
+SCHEMA = "deplo-profile/1"
+
+
+def _kernel_roofline(w: cm.Work, pred: cm.Prediction, tensor_cores: bool, gpu: cm.Gpu) -> float:
+    """A kernel's own floor: each buffer it touches moved once, its FLOPs at the peak."""
+    return cm.roofline_us(sum(w.touched.values()), pred.flops, tensor_cores, gpu)
+
+
+def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = None) -> dict:
+    """The profile of a compiled program (deplo.tools.api.Compiled); `measured`: microseconds
+    per kernel launch from a GPU run, when there was one."""
+    from deplo.dialects import kernel
+    from deplo.runtime.bench import min_bytes
+
+    hw = cm.GPUS[gpu]
+    kmod = compiled.module("kernel")
+    try:
+        ptxas = compiled.ptxas("sm_90")
+    except Exception:  # noqa: BLE001 - the model then assumes 32 registers a thread
+        ptxas = {}
+    counts = cm.launch_counts(kmod)
+    half = any(t in ("f16", "bf16") for t in compiled.output_element_types())
+    rows = []
+    for f in kmod.ops:
+        if not isinstance(f, kernel.FuncOp):
+            continue
+        name = f.sym_name.data
+        rep = ptxas.get(name)
+        w = cm.work(f)
+        p = cm.predict(w, f.grid_dims, f.block_dims, rep.registers if rep else 32,
+                       rep.smem_bytes if rep else cm._static_smem(f), hw)
+        roof = _kernel_roofline(w, p, half, hw)
+        rows.append({
+            "name": name, "launches": counts.get(name, 1), "grid": list(f.grid_dims),
+            "block": list(f.block_dims), "registers": rep.registers if rep else None,
+            "smem_bytes": rep.smem_bytes if rep else None, "l2_bytes": p.l2_bytes,
+            "dram_bytes": p.dram_bytes, "flops": p.flops, "predicted_us": round(p.us, 3),
+            "roofline_us": round(roof, 3), "roofline_pct": round(100 * roof / p.us, 1),
+            "bound": p.bound, "blocks_per_sm": p.blocks_per_sm, "waves": p.waves,
+            "units_us": {k: round(float(v), 3) for k, v in p.units.items()},
+            "measured_us": (measured or {}).get(name),
+        })
+    torch_mod = compiled.program.module
+    flops = cm.algorithm_flops(torch_mod)
+    nbytes = min_bytes(kmod)
+    predicted = sum(r["predicted_us"] * r["launches"] for r in rows)
+    roofline = cm.roofline_us(nbytes, flops, half, hw)
+    return {
+        "schema": SCHEMA, "gpu_model": hw.name, "predicted_us": round(predicted, 3),
+        "roofline_us": round(roofline, 3), "predicted_over_roofline": round(predicted / roofline, 3),
+        "min_bytes": nbytes, "flops": flops, "launches": sum(r["launches"] for r in rows),
+        "measured": None, "kernels": rows,
+    }
+
+
+def format_profile(report: dict, rows: bool = True) -> str:
+    """The summary line(s) and, with `rows`, one row per kernel (rich table)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    source = "measured" if report.get("measured") else "predicted (sm_90 model, no GPU run)"
+    lines = [f"{report['gpu_model']}: {source}: {report['predicted_us']:.2f} us over "
+             f"{report['launches']} launch(es); roofline {report['roofline_us']:.2f} us "
+             f"({report['predicted_over_roofline']:.2f}x)"]
+    m = report.get("measured")
+    if m:
+        lines.append(f"measured {m['deplo_us']:.2f} us; eager {m.get('eager_us')} us; "
+                     f"torch.compile {m.get('inductor_us')} us")
+    if not rows:
+        return "\n".join(lines) + "\n"
+    table = Table(title=None, show_edge=False, pad_edge=False)
+    for col in ("kernel", "launches", "grid", "block", "regs", "smem", "L2 MB", "GFLOP",
+                "meas us", "pred us", "roof %", "bound"):
+        table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
+    for r in report["kernels"]:
+        table.add_row(r["name"], str(r["launches"]), "x".join(map(str, r["grid"])),
+                      "x".join(map(str, r["block"])), str(r["registers"] or "-"),
+                      str(r["smem_bytes"] if r["smem_bytes"] is not None else "-"),
+                      f"{r['l2_bytes'] / 1e6:.2f}", f"{r['flops'] / 1e9:.3f}",
+                      f"{r['measured_us']:.2f}" if r.get("measured_us") else "-",
+                      f"{r['predicted_us']:.2f}", f"{r['roofline_pct']:.0f}", r["bound"])
+    out = StringIO()
+    Console(file=out, width=160, color_system=None).print(table)
+    return "\n".join(lines) + "\n" + out.getvalue()
+
+
+def write_profile(report: dict, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1, default=lambda x: None if isinstance(x, float)
+                  and not math.isfinite(x) else x)
+        f.write("\n")
+
+
+def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50) -> dict:
+    """On the GPU: each launch timed (CUDA events, warm-up, median; runtime/bench.py) on fresh
+    random inputs, and the program as PyTorch eager and torch.compile on the same inputs."""
+    import torch
+
+    from deplo.runtime.bench import time_cuda_program, time_torch
+    from deplo.runtime.gpu import device_arch
+    from deplo.runtime.program import CudaExecutable
+    from deplo.tools.api import random_inputs
+
+    inputs = random_inputs(compiled.program, seed)
+    exe = CudaExecutable(compiled.module("cuda"), target="gpu", arch=device_arch())
+    total_ms, per_launch, _ = time_cuda_program(exe, inputs, warmup, iters)
+    per_kernel: dict[str, list[float]] = {}
+    for p in per_launch:
+        per_kernel.setdefault(p["kernel"], []).append(p["ms"] * 1e3)
+    out = {"deplo_us": total_ms * 1e3,
+           "per_kernel_us": {k: sum(v) / len(v) for k, v in per_kernel.items()}}
+    module = compiled.program.torch_module.to("cuda")
+    n = len(compiled.program.example_inputs)
+    args = [torch.from_numpy(x).to("cuda") for x in inputs[:n]]
+    for name, fn in (("eager", module), ("inductor", torch.compile(module, dynamic=False))):
+        try:
+            out[f"{name}_us"] = time_torch(fn, args, warmup, iters) * 1e3
+        except Exception as e:  # noqa: BLE001 - a baseline that fails is reported, not fatal
+            out[f"{name}_error"] = str(e).splitlines()[0][:200]
+    return out

@@ -160,12 +160,16 @@ def span(v: SSAValue, ctx: SpanContext) -> Span | None:
     if isinstance(op, arith.MinSIOp) and const_value(op.rhs) is not None:
         return span(op.lhs, ctx)  # a clamp: see the module docstring
     if isinstance(op, arith.DivSIOp | arith.RemSIOp) and (d := const_value(op.rhs)):
-        s = span(op.lhs, ctx)  # a warp's row / column in a block of warps
-        if s is None or s.uniform or s.lo < 0 or d < 0:
+        # a warp's row / column in a block of warps; an interleaved register tile's group and
+        # lane (block * T + thread, divided by or modulo T)
+        s = span(op.lhs, ctx)
+        if s is None or s.lo < 0 or d <= 0 or any(k % d for k in s.uniform.values()):
             return None
         if isinstance(op, arith.DivSIOp):
-            return Span({}, s.lo // d, s.hi // d, s.deps)
-        return Span({}, 0, min(d - 1, s.hi), s.deps)
+            return Span({v: k // d for v, k in s.uniform.items()}, s.lo // d, s.hi // d, s.deps)
+        if s.hi - s.lo >= d or s.lo // d != s.hi // d:
+            return Span({}, 0, d - 1, s.deps)
+        return Span({}, s.lo % d, s.hi % d, s.deps)
     return None
 
 

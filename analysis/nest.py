@@ -489,6 +489,7 @@ class Product:
     b: loop.LoadOp
     b_kind: tile.FragmentKind
     type: object
+    k_base: SSAValue | None = None  # K is read at k_base + k (a slice of tile-split-k)
 
 
 def match_product(
@@ -497,6 +498,12 @@ def match_product(
     if len(lp.inits) != 1 or lp.static_lb != 0 or lp.step.data != 1:
         return None
     body = [o for o in lp.body.block.ops if not isinstance(o, tile.YieldOp)]
+    k, base = lp.iv, None
+    first = body[0] if body else None
+    if isinstance(first, arith.AddiOp) and first.rhs is lp.iv \
+            and not defined_inside(first.lhs, lp.body.block):
+        k, base = first.result, first.lhs  # K at an offset: a split-K slice
+        body = body[1:]
     (nxt,) = lp.body.block.last_op.operands
     add = nxt.owner
     if not isinstance(add, arith.AddfOp) or lp.accs[0] not in add.operands:
@@ -516,7 +523,6 @@ def match_product(
     t = loads[0].buffer.type.element_type
     if t not in tile.HALF_TYPES:
         return None
-    k = lp.iv
     a = b = None
     kind = None
     for ld in loads:
@@ -534,4 +540,4 @@ def match_product(
             b, kind = ld, tile.FragmentKind.B_NK
     if a is None or b is None or a is b:
         return None
-    return Product(lp, a, b, kind, t)
+    return Product(lp, a, b, kind, t, base)

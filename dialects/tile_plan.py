@@ -89,6 +89,9 @@ KNOBS: dict[str, Knob] = {
         Knob("frags_n", int, "8-column fragments per warp (mma)"),
         Knob("reg_m", int, "rows of outputs per thread (register tile)"),
         Knob("reg_n", int, "columns of outputs per thread (register tile)"),
+        Knob("interleave", bool, "a thread's register-tile rows and columns are strided by the "
+                                 "threads (neighbouring lanes, neighbouring outputs) rather than "
+                                 "contiguous"),
         Knob("threads_m", int, "threads per block along the rows (thread.y)"),
         Knob("threads_n", int, "threads per block along the columns (thread.x)"),
         Knob("k_chunk", int, "K walked in chunks of this many elements (0: not chunked)"),
@@ -378,9 +381,9 @@ class MatmulClass(KernelClass):
             if not facts["tensor_cores"]:
                 bad.append(("mma", "tensor cores need a plain product of f16 or bf16 inputs "
                                    "(acc + A * B, fp32 accumulation); this kernel has none"))
-            elif splits > 1:
-                bad.append(("mma", "tensor cores and a split K are not combined (a slice's K "
-                                   "loop is no longer a plain product)"))
+            elif splits > 1 and (k // splits) % 16:
+                bad.append(("mma", f"with tensor cores a K slice must be a multiple of 16 "
+                                   f"(K = {k} in {splits} slices)"))
             for name, n, unit in (("m", rows, 16), ("n", cols, 8)):
                 w, f = knobs[f"warps_{name}"], knobs[f"frags_{name}"]
                 if w < 1 or f < 1:
@@ -440,7 +443,8 @@ class MatmulClass(KernelClass):
             more = [d for d in range(2, 65) if k % d == 0 and k // d >= 128]
             return (1, *more) if facts["splittable"] else (1,)
         if knob == "mma":
-            return (False, True) if facts["tensor_cores"] and splits == 1 else (False,)
+            ok = facts["tensor_cores"] and (facts["k"] // splits) % 16 == 0
+            return (False, True) if ok else (False,)
         if knob in ("warps_m", "warps_n"):
             n, unit = (rows, 16) if knob == "warps_m" else (cols, 8)
             return tuple(w for w in (1, 2, 4) if w * unit <= max(unit, _pow2_ceil(n)))
@@ -460,6 +464,8 @@ class MatmulClass(KernelClass):
                 fit = [t for t in options if least <= tm * t <= 512]
                 return tuple(fit) or (options[-1],)
             return tuple(options)
+        if knob == "interleave":
+            return (False, True)
         if knob == "k_chunk":
             return (0, *(c for c in (16, 32, 64) if c < reduce_length(facts, knobs)))
         if knob == "stage":
@@ -476,7 +482,7 @@ class MatmulClass(KernelClass):
 
 
 MMA_TILE = ("warps_m", "warps_n", "frags_m", "frags_n")
-SIMT_TILE = ("reg_m", "reg_n", "threads_m", "threads_n")
+SIMT_TILE = ("reg_m", "reg_n", "interleave", "threads_m", "threads_n")
 
 
 def block_tile(knobs: dict) -> tuple[int, int]:
@@ -543,7 +549,7 @@ CLASSES: dict[str, KernelClass] = {
             (
                 ("tile-split-k", ("splits",)),
                 ("tile-tensor-core", ("mma", "warps_m", "warps_n", "frags_m", "frags_n")),
-                ("tile-register-tile", ("reg_m", "reg_n")),
+                ("tile-register-tile", ("reg_m", "reg_n", "interleave")),
                 ("tile-map-2d", ("threads_m", "threads_n")),
                 ("tile-chunk-reduce", ("k_chunk",)),
                 ("tile-stage-chunks", ("stage",)),

@@ -111,6 +111,7 @@ class Work:
     issued: float = 0.0  # all warp instructions
     flops: float = 0.0  # floating-point operations (mma: 2 * 16 * 8 * 16)
     inflight_bytes: float = 0.0  # useful bytes of one warp's largest global access
+    async_bytes: float = 0.0  # bytes one warp's cp.async copies put in flight at once (a stage)
     touched: dict[str, int] = field(default_factory=dict)  # buffer -> bytes of its memref
 
 
@@ -258,6 +259,10 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
         elif isinstance(op, kernel.CpAsyncOp):
             n = op.bytes.value.data // _elt_bytes(op.src)
             _access(w, blk, op.src, op.src_indices, n, weight, active)
+            # a stage's copies go out back to back: its loop's trips, in flight together
+            copy_loop = op.parent_op()
+            per = blk.trips.get(copy_loop, 1.0) if isinstance(copy_loop, scf.ForOp) else 1.0
+            w.async_bytes += per * WARP * op.bytes.value.data
             _access(w, blk, op.dst, op.dst_indices, n, weight, active, True)
         elif isinstance(op, kernel.LdmatrixOp):
             w.smem_wavefronts += per_warp * len(op.res)  # one 8x8 matrix per wavefront
@@ -381,7 +386,8 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     dram = min(l2_bytes, footprint) if footprint <= gpu.l2_bytes else \
         footprint + max(0.0, l2_bytes - footprint) * (1 - gpu.l2_bytes / footprint)
     # Little's law: an SM moves at most the bytes its warps keep in flight, per latency
-    inflight = resident * -(-threads // WARP) * gpu.mlp * max(w.inflight_bytes, SECTOR)
+    per_warp = max(gpu.mlp * max(w.inflight_bytes, SECTOR), w.async_bytes)
+    inflight = resident * -(-threads // WARP) * per_warp
     dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
                   active_sms * inflight / (gpu.dram_latency / clock))
     l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))

@@ -14,7 +14,10 @@ kernel C reads it:
    inside the down projection reads gate and up per MAC instead of one product). Small broadcast
    inputs (a bias, a norm weight) and pointwise producers (inlined in turn) do not count.
    Recomputed arithmetic alone is accepted (a softmax numerator's exp per head-dim column is
-   restructured by loop-online-softmax).
+   restructured by loop-online-softmax), except in the K loop of a matmul (>= 32 x 32 outputs,
+   K >= 32): there only casts are inlined, so the product stays a plain product (tensor cores,
+   one FMA per MAC) and the producer — RMSNorm's scaling before q/k/v — writes its small
+   output once.
 2. P with a reduction moves into C only where each element of T is needed once: every load of
    T indexes it by distinct loop variables of C (or 0 along a size-1 dim), and every loop around
    the insertion point — the start of the innermost of those loops — is one of them. RMSNorm's
@@ -55,7 +58,7 @@ import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import FlatSymbolRefAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
@@ -237,6 +240,51 @@ def _recompute_factor(load: loop.LoadOp) -> int:
     return factor
 
 
+def _is_matmul(kernel: loop.KernelOp) -> bool:
+    """A contraction that will run on 2-D tiles: a chain of free loops (each its parent's only
+    loop) of at least 32 x 32 outputs around a reduce loop of at least 32 iterations."""
+    outputs, block = 1, kernel.body.block
+    while True:
+        loops = [o for o in block.ops if isinstance(o, loop.ForOp)]
+        if len(loops) != 1 or loops[0].kind.data != loop.LoopKind.FREE:
+            break
+        outputs *= loops[0].extent
+        block = loops[0].body.block
+    k = max((f.extent for f in loops if f.kind.data == loop.LoopKind.REDUCE), default=0)
+    return outputs >= 1024 and k >= 32 and block is not kernel.body.block
+
+
+def _only_casts(nest: ProducerNest) -> bool:
+    """A producer that only loads and converts (a dtype cast of an input)."""
+    return all(isinstance(o, loop.LoadOp | arith.ExtFOp | arith.TruncFOp | arith.ConstantOp)
+               for o in nest.body)
+
+
+def _softmax(consumer: loop.KernelOp, p_launch: loop.LaunchOp, depth: int = 8) -> bool:
+    """Whether the consumer or the producer chain computes exponentials: attention's P·V,
+    which loop-online-softmax turns into a flash loop (its probabilities must be inlined)."""
+    def exp_in_k_loop(kernel: loop.KernelOp) -> bool:
+        return any(isinstance(o, math.ExpOp) and any(
+            f.kind.data == loop.LoopKind.REDUCE for f in loop.enclosing_ops(o, loop.ForOp))
+            for o in kernel.walk())
+
+    kernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
+    if exp_in_k_loop(consumer) or any(isinstance(o, math.ExpOp) for o in kernel.walk()):
+        return True
+    writers = [w for v in p_launch.args if (w := _any_writer(v, p_launch)) is not None]
+    return depth > 0 and any(_softmax(consumer, w, depth - 1) for w in writers)
+
+
+def _any_writer(value: SSAValue, reader: loop.LaunchOp) -> loop.LaunchOp | None:
+    for u in value.uses:
+        op = u.operation
+        if isinstance(op, loop.LaunchOp) and op is not reader and _before(op, reader):
+            callee = SymbolTable.lookup_symbol(op, op.callee)
+            if isinstance(callee, loop.KernelOp) and u.index in written_args(callee):
+                return op
+    return None
+
+
 def _multiplies_reads(nest: ProducerNest, p_launch: loop.LaunchOp) -> bool:
     """Inlining P would read two or more buffers about as large as T where T was read once.
 
@@ -354,8 +402,13 @@ class FuseProducer(RewritePattern):
         if len(loads) != len(list(arg.uses)):
             return False
         points = {}
-        if (not nest.has_reduction and any(_recompute_factor(ld) > 1 for ld in loads)
-                and _multiplies_reads(nest, p_launch)):
+        recomputed = any(_recompute_factor(ld) > 1 for ld in loads)
+        in_k_loop = any(f.kind.data == loop.LoopKind.REDUCE
+                        for ld in loads for f in loop.enclosing_ops(ld, loop.ForOp))
+        if not nest.has_reduction and recomputed and (
+                _multiplies_reads(nest, p_launch)
+                or (in_k_loop and _is_matmul(consumer) and not _only_casts(nest)
+                    and not _softmax(consumer, p_launch))):
             return False
         if nest.has_reduction:
             # read by other kernels too, it is computed again here (and written out for them)

@@ -50,6 +50,7 @@ from deplo.dialects.tile_plan import (
     slab_parts,
     staged_slabs,
 )
+from deplo.tuning.cost_model import H100_SXM
 
 Facts = tuple[tuple[str, Value], ...]
 
@@ -219,6 +220,13 @@ def _pow2_at_most(n: int, cap: int) -> int:
     return p
 
 
+SMS = 132  # H100 SXM: the blocks of one wave (with one block an SM)
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
 def _splits(f: dict) -> int:
     if not f["splittable"]:
         return 1
@@ -237,9 +245,48 @@ def _matmul_sized(f: dict, splits: int) -> bool:
     return math.prod(f["chain"]) * splits >= 1024 and f["k"] // splits >= 32
 
 
+MMA_TILES = ((2, 2, 2, 4), (1, 2, 2, 4), (2, 1, 2, 4), (1, 1, 2, 4), (1, 1, 2, 2),
+             (1, 1, 1, 2), (1, 1, 1, 1))
+"""Tensor-core tiles, largest first: warps_m, warps_n, frags_m, frags_n (64 x 64 down to 16 x 8
+outputs a block; 2 x 4 fragments keep a lane's 32 accumulators in registers)."""
+SIMT_TILES = ((8, 8, 16, 16), (8, 8, 8, 16), (8, 8, 16, 8), (8, 8, 8, 8), (4, 4, 16, 16),
+              (4, 4, 8, 16), (4, 4, 8, 8))
+"""Register tiles x threads, largest first: 8 x 8 outputs a thread need 16 shared-memory loads
+per 64 FMAs (4 x 4: 8 per 16, twice the shared-memory traffic per FMA)."""
+
+
+def _blocks(f: dict, bm: int, bn: int) -> int:
+    chain = f["chain"]
+    return math.prod(chain[:-2]) * -(-chain[-2] // bm) * -(-chain[-1] // bn)
+
+
+def _fill_splits(f: dict, blocks: int, mma: bool) -> int:
+    """How many slices of K: the one the sm_90 model's peaks say is fastest, counting the
+    SMs the blocks leave idle, one more launch and the partial sums' round trip through
+    memory (slices of at least 128 and, with tensor cores, a multiple of 16; at most 32)."""
+    k, outputs = f["k"], math.prod(f["chain"])
+    if not f["splittable"] or blocks >= SMS or k < 512:
+        return 1
+    gpu = H100_SXM
+    peak = gpu.mma_flops if mma else gpu.fp32_flops
+    flops = 2.0 * outputs * k
+
+    def seconds(d: int) -> float:
+        busy = min(1.0, blocks * d / SMS)
+        extra = 0.0 if d == 1 else gpu.launch_us * 1e-6 + 8.0 * d * outputs / gpu.dram_bw
+        return flops / (busy * peak) + extra
+
+    ok = [d for d in range(1, 33) if k % d == 0 and k // d >= 128
+          and (not mma or (k // d) % 16 == 0)]
+    return min(ok, key=seconds, default=1)
+
+
 def matmul_knobs(f: dict, fixed: dict) -> dict:
     """The matmul heuristic, decision by decision in the class's order; each decision in
-    `fixed` is taken as given and the later ones are made around it."""
+    `fixed` is taken as given and the later ones are made around it. Tiles: the largest whose
+    blocks fill a quarter of the SMs, K split until they fill all (the sm_90 model prefers a
+    split 8 x 8 register tile to an unsplit 4 x 4 one: half the shared-memory loads per FMA);
+    small outputs keep the small register tiles of the first heuristic."""
     knobs: dict[str, Value] = {}
 
     def pick(name: str, default: Value) -> Value:
@@ -247,31 +294,49 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         return knobs[name]
 
     rows, cols = f["chain"][-2], f["chain"][-1]
-    splits = pick("splits", _splits(f))
-    sized = _matmul_sized(f, splits)
+    sized = _matmul_sized(f, 1)
     implied = CLASSES["matmul"].implied(fixed).get("mma")
-    default = bool(f["tensor_cores"]) and sized and splits == 1
-    mma = pick("mma", default if implied is None else implied)
+    mma = bool(f["tensor_cores"]) and sized if implied is None else implied
     if mma:
-        fm = pick("frags_m", 2 if rows > 16 else 1)
-        fn = pick("frags_n", 4 if cols > 16 else 2 if cols > 8 else 1)
-        pick("warps_m", 2 if rows > 16 * fm else 1)
-        pick("warps_n", 2 if cols > 8 * fn else 1)
+        tiles = [(t, t[0] * 16 * t[2], t[1] * 8 * t[3]) for t in MMA_TILES
+                 if t[0] * 16 * t[2] <= max(16, _pow2_ceil(rows))
+                 and t[1] * 8 * t[3] <= max(8, _pow2_ceil(cols))]
+    elif rows >= 64 and cols >= 64:
+        tiles = [(t, t[0] * t[2], t[1] * t[3]) for t in SIMT_TILES]
+    else:  # small outputs: a register tile and threads sized to the extents
+        m = 4 if rows >= 64 else 2 if rows >= 8 else 1
+        n = 4 if cols >= 64 else 2 if cols >= 8 else 1
+        tm, tn = _pow2_at_most(-(-rows // m), 16), _pow2_at_most(-(-cols // n), 16)
+        tiles = [((m, n, tm, tn), m * tm, n * tn)]
+    part = [t for t in tiles if _blocks(f, t[1], t[2]) >= SMS // 4]
+    tile, bm, bn = (part or tiles[-1:])[0]
+    splits = pick("splits", _fill_splits(f, _blocks(f, bm, bn), mma) if sized else 1)
+    pick("mma", mma and (f["k"] // splits) % 16 == 0)
+    if knobs["mma"]:
+        for name, v in zip(("warps_m", "warps_n", "frags_m", "frags_n"), tile):
+            pick(name, v)
     else:
-        m = pick("reg_m", 4 if rows >= 64 else 2 if rows >= 8 else 1)
-        n = pick("reg_n", 4 if cols >= 64 else 2 if cols >= 8 else 1)
-        pick("threads_m", _pow2_at_most(-(-rows // max(1, m)), 16))
-        pick("threads_n", _pow2_at_most(-(-cols // max(1, n)), 16))
+        if mma:  # tensor cores were wanted but the split does not allow them
+            tile = (4, 4, 16, 16)
+        m, n, tm, tn = tile
+        m, n = pick("reg_m", min(m, rows)), pick("reg_n", min(n, cols))
+        # a linear layer's weight (a [n][k] slab): neighbouring lanes take neighbouring rows
+        pick("interleave", any(slab_parts(code)[0] == "jk" for code in f["slabs"]))
+        pick("threads_m", tm if m == tile[0] else _pow2_at_most(-(-rows // max(1, m)), 16))
+        pick("threads_n", tn if n == tile[1] else _pow2_at_most(-(-cols // max(1, n)), 16))
     k = reduce_length(f, knobs)
-    chunk = (32 if k >= 64 else 16) if sized else 0
+    chunk = (32 if k >= 64 else 16) if _matmul_sized(f, knobs["splits"]) else 0
     kc = pick("k_chunk", chunk if chunk < k else 0)
     stage = pick("stage", bool(kc))
     pad = 0
     if stage and kc:
         rows_bytes = [s[-2] * s[-1] for s in staged_slabs(f, {**knobs, "pad": 0, "buffers": 1})
                       if len(s) > 2]
-        if any(b % 64 == 0 for b in rows_bytes):
-            pad = 16 // min(slab_parts(code)[1] for code in f["slabs"])
+        eb = min(slab_parts(code)[1] for code in f["slabs"])
+        if knobs.get("interleave"):  # lanes a row apart: an odd row stride, every lane a bank
+            pad = 1 if eb == 4 else 0
+        elif any(b % 64 == 0 for b in rows_bytes):
+            pad = 16 // eb
     fits = [(2, pad, stage), (1, pad, stage), (1, 0, stage), (1, 0, False)]
     for buffers, pad_, stage_ in fits:
         trial = {**knobs, "stage": stage_, "pad": pad_, "buffers": buffers}

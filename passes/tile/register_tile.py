@@ -54,20 +54,31 @@ from deplo.passes.tile.rewrite import (
 )
 
 
-def split_axis(b: Builder, lp: tile.ForOp, f: int) -> tuple[list[SSAValue], list[SSAValue | None]]:
-    """Strip-mine `lp` (0 to N) by f: its iv now counts groups of f; returns, per r < f, the
-    (clamped) index f * iv + r and the guard `f * iv + r < N` (None when f divides N)."""
+def split_axis(b: Builder, lp: tile.ForOp, f: int, threads: int = 1
+               ) -> tuple[list[SSAValue], list[SSAValue | None]]:
+    """Strip-mine `lp` (0 to N) by f: its iv now counts tiles of f; returns, per r < f, the
+    (clamped) index and the guard `index < N` (None when nothing passes N). Blocked, tile t
+    holds f t + r; interleaved among `threads` (> 1) tiles, tile t holds
+    (t / T) T f + r T + t % T — the tiles of T neighbouring threads alternate, so a warp's
+    lanes read neighbouring rows (a linear weight's rows: no shared-memory bank conflicts)."""
     if f == 1:
         return [lp.iv], [None]
     extent = lp.ub.data
-    lp.ub = IntAttr(-(-extent // f))
-    base = mul(b, lp.iv, f)
+    group = f * threads
+    lp.ub = IntAttr(-(-extent // f) if threads == 1 else -(-extent // group) * threads)
+    if threads == 1:
+        base, lane = mul(b, lp.iv, f), None
+    else:
+        q = b.insert(arith.DivSIOp(lp.iv, const(b, threads))).result
+        lane = b.insert(arith.RemSIOp(lp.iv, const(b, threads))).result
+        base = add(b, mul(b, q, group), lane)
     values: list[SSAValue] = []
     guards: list[SSAValue | None] = []
     hint = lp.iv.name_hint or "i"
     for r in range(f):
-        raw = base if r == 0 else add(b, base, const(b, r))
-        if extent % f:
+        step = r if lane is None else r * threads
+        raw = base if r == 0 else add(b, base, const(b, step))
+        if extent % group:
             guards.append(below(b, raw, extent))
             raw = clamp(b, raw, extent)
         else:
@@ -86,6 +97,7 @@ class TileRegisterTilePass(KernelPass):
 
     reg_m: int | None = None
     reg_n: int | None = None
+    interleave: bool | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         m, n = plan.knob("reg_m"), plan.knob("reg_n")
@@ -96,8 +108,9 @@ class TileRegisterTilePass(KernelPass):
         sink_chain_ops(c.chain[c.chain.index(i) :], c.cell)
         ops = [o for o in c.cell.ops if not isinstance(o, tile.YieldOp)]
         b = Builder(InsertPoint.before(ops[0]))
-        rows, row_guards = split_axis(b, i, m)
-        cols, col_guards = split_axis(b, j, n)
+        spread = plan.knob("interleave")
+        rows, row_guards = split_axis(b, i, m, plan.knob("threads_m") if spread else 1)
+        cols, col_guards = split_axis(b, j, n, plan.knob("threads_n") if spread else 1)
         replicas = []
         for (r, gr), (s, gs) in itertools.product(zip(rows, row_guards), zip(cols, col_guards)):
             guard = gr if gs is None else gs if gr is None else None

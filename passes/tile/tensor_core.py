@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.nest import coords, find_contraction, match_product, stored_buffers
@@ -90,6 +90,7 @@ class TileTensorCorePass(KernelPass):
         row0 = rw.add(b, rw.mul(b, i.iv, bm), rw.mul(b, wi, 16 * fm))
         col0 = rw.add(b, rw.mul(b, j.iv, bn), rw.mul(b, wj, 8 * fn))
         row0.name_hint, col0.name_hint = "row0", "col0"
+        k_base = _copy_slice(prod.k_base, c.cell, b) if prod.k_base is not None else None
         # the K loop: steps of 16 up to a multiple of 16
         init = red.inits[0]
         zero = (
@@ -105,7 +106,7 @@ class TileTensorCorePass(KernelPass):
             x.name_hint = "c"
         b.insert(kloop)
         kb = Builder(InsertPoint.at_end(kloop.body.block))
-        kv = kloop.iv
+        kv = kloop.iv if prod.k_base is None else rw.add(kb, k_base, kloop.iv)
         lead_a = [x for x in coords(prod.a)[:-2]]
         lead_b = [x for x in coords(prod.b)[:-2]]
 
@@ -177,6 +178,19 @@ class TileTensorCorePass(KernelPass):
         j.bind = tile.BindAttr(tile.Bind.BLOCK_X)
         gz = rw.map_batch_to_z(c, i)
         kernel.set_launch(grid=(gx, gy, gz), block=(32, wm * wn, 1))
+
+
+def _copy_slice(v: SSAValue, cell, b: Builder) -> SSAValue:
+    """`v`, recomputed at `b` from what it is computed from in `cell` (the cell's ops are
+    erased: a split-K slice's K offset must survive them)."""
+    op = v.owner
+    if not isinstance(op, Operation) or op.parent_block() is not cell:
+        return v
+    new = op.clone()
+    for k, operand in enumerate(op.operands):
+        new.operands[k] = _copy_slice(operand, cell, b)
+    b.insert(new)
+    return new.results[v.index]
 
 
 def _is_zero(v: SSAValue) -> bool:

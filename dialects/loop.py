@@ -80,6 +80,14 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+INDEX_LIMIT = 2**31
+"""Loop bounds and buffer sizes stay below this: the emitted CUDA C indexes with `int`."""
+
+
+def verify_bounds(where: str, *values: int) -> None:
+    if not all(-INDEX_LIMIT < v < INDEX_LIMIT for v in values):
+        raise VerifyException(f"{where}: expected bounds within +-2^31 (CUDA C indexes with int)")
+
 
 class LoopKind(StrEnum):
     FREE = "free"
@@ -229,6 +237,7 @@ class ForOp(IRDLOperation):
     def verify_(self) -> None:
         lb, ub, step = self.lb.data, self.ub.data, self.step.data
         where = f"{self.name} {lb} to {ub}"
+        verify_bounds(where, lb, ub, step)
         if step <= 0:
             raise VerifyException(f"{where}: expected a positive step, got {step}")
         if ub <= lb:

@@ -68,7 +68,6 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
-from xdsl.traits import SymbolTable
 
 from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import (
@@ -77,6 +76,7 @@ from deplo.passes.loop.fusion_rules import (
     free_nest_order_for,
     hoist_point,
     index_constant,
+    kernel_of,
     outer_free_nest,
     permute_free_nest,
     readers,
@@ -90,12 +90,11 @@ from deplo.passes.loop.fusion_rules import (
 
 
 def written_args(kernel: loop.KernelOp) -> set[int]:
-    """Indices of the kernel arguments it stores to."""
-    return {
-        op.buffer.index
-        for op in kernel.walk()
-        if isinstance(op, loop.StoreOp) and op.buffer.owner is kernel.body.block
-    }
+    """Indices of the kernel arguments it stores to (from the arguments' uses: fusion asks
+    this ~10^5 times, a walk of the kernel each time took most of its time)."""
+    return {a.index for a in kernel.body.block.args
+            if any(isinstance(u.operation, loop.StoreOp) and u.operation.buffer is a
+                   for u in a.uses)}
 
 
 @dataclass
@@ -265,7 +264,7 @@ def _pointwise_writer(value: SSAValue, reader: loop.LaunchOp):
     for use in value.uses:
         op = use.operation
         if isinstance(op, loop.LaunchOp) and op is not reader:
-            kernel = SymbolTable.lookup_symbol(op, op.callee)
+            kernel = kernel_of(op)
             if isinstance(kernel, loop.KernelOp) and use.index in written_args(kernel):
                 nest = producer_nest(kernel)
                 if nest is not None and not nest.has_reduction:
@@ -312,7 +311,7 @@ class FuseProducer(RewritePattern):
         if host is None or not isinstance(fn, func.FuncOp):
             return False
         module = fn.parent_op()
-        consumer = SymbolTable.lookup_symbol(launch, launch.callee)
+        consumer = kernel_of(launch)
         if not isinstance(consumer, loop.KernelOp):
             return False
         returned = {v for o in host.ops if isinstance(o, func.ReturnOp) for v in o.arguments}
@@ -325,14 +324,14 @@ class FuseProducer(RewritePattern):
                 u.operation
                 for u in t.uses
                 if isinstance(u.operation, loop.LaunchOp) and u.operation is not launch
-                and u.index in written_args(SymbolTable.lookup_symbol(u.operation, u.operation.callee))
+                and u.index in written_args(kernel_of(u.operation))
             ]
             if len(writers) != 1:
                 continue
             p_launch = writers[0]
             if not _before(p_launch, launch) or _inputs_overwritten(p_launch, launch):
                 continue
-            pkernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
+            pkernel = kernel_of(p_launch)
             nest = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
             if nest is None and self.inline_concat and isinstance(pkernel, loop.KernelOp):
                 cat = concat_parts(pkernel)
@@ -498,7 +497,7 @@ def _inputs_overwritten(p_launch: loop.LaunchOp, c_launch: loop.LaunchOp) -> boo
     op = p_launch.next_op
     while op is not None and op is not c_launch:
         if isinstance(op, loop.LaunchOp):
-            k = SymbolTable.lookup_symbol(op, op.callee)
+            k = kernel_of(op)
             if any(op.args[w] in ins for w in written_args(k)):
                 return True
         op = op.next_op
@@ -513,9 +512,16 @@ def _rename(kernel: loop.KernelOp, launch: loop.LaunchOp, name: str) -> None:
         new, n = f"{name}_{n}", n + 1
     old = kernel.sym_name.data
     kernel.sym_name = type(kernel.sym_name)(new)
-    for op in module.walk():
-        if isinstance(op, loop.LaunchOp) and op.callee.root_reference.data == old:
-            op.callee = FlatSymbolRefAttr(new)
+    for op in _launches(module, old):
+        op.callee = FlatSymbolRefAttr(new)
+
+
+def _launches(module: Operation, name: str) -> list[loop.LaunchOp]:
+    """The launches of kernel @name (host functions only: a walk into every kernel body was
+    most of fusion's time)."""
+    return [o for f in module.regions[0].block.ops if not isinstance(f, loop.KernelOp)
+            for o in f.walk() if isinstance(o, loop.LaunchOp)
+            and o.callee.root_reference.data == name]
 
 
 def _cleanup(module, host: Block, t: SSAValue, p_launch, pkernel, rewriter: PatternRewriter):
@@ -523,10 +529,7 @@ def _cleanup(module, host: Block, t: SSAValue, p_launch, pkernel, rewriter: Patt
     if all(u.operation is p_launch for u in t.uses):
         rewriter.erase(p_launch)
         rewriter.erase(t.owner)
-    name = pkernel.sym_name.data
-    if not any(
-        isinstance(o, loop.LaunchOp) and o.callee.root_reference.data == name for o in module.walk()
-    ):
+    if not _launches(module, pkernel.sym_name.data):
         rewriter.erase(pkernel)
 
 
@@ -547,7 +550,7 @@ class FuseIntoEpilogue(RewritePattern):
         host, fn = r_launch.parent_block(), r_launch.parent_op()
         if host is None or not isinstance(fn, func.FuncOp):
             return
-        rkernel = SymbolTable.lookup_symbol(r_launch, r_launch.callee)
+        rkernel = kernel_of(r_launch)
         nest = producer_nest(rkernel) if isinstance(rkernel, loop.KernelOp) else None
         if nest is None or not nest.has_reduction:
             return
@@ -560,7 +563,7 @@ class FuseIntoEpilogue(RewritePattern):
             return
         if _inputs_overwritten(r_launch, p_launch):
             return
-        pkernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
+        pkernel = kernel_of(p_launch)
         pn = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
         at = [k for k, v in enumerate(p_launch.args) if v is t]
         if pn is None or len(at) != 1 or at[0] in written_args(pkernel):
@@ -578,7 +581,7 @@ class EraseDeadLaunch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, launch: loop.LaunchOp, rewriter: PatternRewriter) -> None:
-        kernel = SymbolTable.lookup_symbol(launch, launch.callee)
+        kernel = kernel_of(launch)
         if not isinstance(kernel, loop.KernelOp):
             return
         outs = [launch.args[w] for w in written_args(kernel)]
@@ -591,11 +594,7 @@ class EraseDeadLaunch(RewritePattern):
         rewriter.erase(launch)
         for t in outs:
             rewriter.erase(t.owner)
-        name = kernel.sym_name.data
-        if not any(
-            isinstance(o, loop.LaunchOp) and o.callee.root_reference.data == name
-            for o in module.walk()
-        ):
+        if not _launches(module, kernel.sym_name.data):
             rewriter.erase(kernel)
 
 
@@ -629,6 +628,5 @@ class LoopFusePass(ModulePass):
         bases = [_base(k.sym_name.data) for k in kernels]
         for k, base in zip(kernels, bases):
             if bases.count(base) == 1 and base != k.sym_name.data:
-                launch = next(o for o in op.walk() if isinstance(o, loop.LaunchOp)
-                              and o.callee.root_reference.data == k.sym_name.data)
+                launch = _launches(op, k.sym_name.data)[0]
                 _rename(k, launch, base)

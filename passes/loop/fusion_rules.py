@@ -14,6 +14,7 @@ back as a select. The rule itself is written in `fuse.py`'s docstring.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IndexType, IntegerAttr
@@ -83,8 +84,25 @@ def reads_each_element_once_in_place(load: loop.LoadOp, ivs: list[SSAValue]) -> 
 # the host function's dataflow
 
 
+_SYMBOLS: WeakKeyDictionary[Block, dict[str, Operation]] = WeakKeyDictionary()
+
+
 def kernel_of(launch: loop.LaunchOp) -> Operation | None:
-    return SymbolTable.lookup_symbol(launch, launch.callee)
+    """The kernel `launch` calls. Fusion asks this ~10^5 times on a 100-kernel module, where
+    SymbolTable.lookup_symbol's scan took minutes: a name -> op table per module, rebuilt when
+    an entry is stale (the kernel was erased, renamed or added since)."""
+    name = launch.callee.root_reference.data
+    fn = launch.parent_op()
+    module = fn.parent_block() if fn is not None else None
+    if module is None:
+        return SymbolTable.lookup_symbol(launch, launch.callee)
+    table = _SYMBOLS.get(module)
+    k = table.get(name) if table is not None else None
+    if k is None or k.parent is not module or k.sym_name.data != name:
+        table = _SYMBOLS[module] = {o.sym_name.data: o for o in module.ops
+                                    if isinstance(o, loop.KernelOp)}
+        k = table.get(name)
+    return k
 
 
 def written(launch: loop.LaunchOp) -> set[int]:

@@ -133,7 +133,7 @@ LEVEL_PIPELINE: dict[str, str | None] = {
 }
 
 
-def _split(spec: str) -> list[str]:
+def split_spec(spec: str) -> list[str]:
     """The comma-separated parts of a pass spec (commas inside `{...}` separate list values)."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(spec):
@@ -157,7 +157,7 @@ def expand_pipeline(spec: str, level: str | None = None) -> str:
         spec = spec[len("builtin.module(") : -1]
     done = len(PIPELINES.get(f"to-{level}", []))
     out: list[str] = []
-    for part in _split(spec):
+    for part in split_spec(spec):
         out.extend(PIPELINES[part][done:] if part in PIPELINES else [part])
     return ",".join(out)
 

@@ -90,12 +90,18 @@ class LocatingParser(Parser):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.starts: dict[Operation, int] = {}
+        self.open: list[int] = []  # the ops being parsed, outermost first
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span.start
+        self.open.append(self._current_token.span.start)
         op = super().parse_operation()
-        self.starts[op] = start
+        self.starts[op] = self.open.pop()
         return op
+
+    def failed_at(self, line_offset: int = 0) -> Span:
+        """Where the op being parsed starts (xDSL refused a literal in it)."""
+        pos = self.open[-1] if self.open else self._current_token.span.start
+        return Span(pos, pos + 1, self.lexer.input, line_offset)
 
 
 def verify_located(module: Operation, starts: dict[Operation, int], source: Input,
@@ -248,9 +254,9 @@ class DeploOptMain(xDSLOptMain):
         try:
             module = parser.parse_module(not self.args.no_implicit_module)
         except VerifyException as e:  # an attribute's verifier refused it (--verify-diagnostics)
-            raise VerifyException(parser._current_token.span.print_with_context(str(e))) from None
+            raise VerifyException(parser.failed_at(start_offset).print_with_context(str(e))) from None
         except (ValueError, OverflowError) as e:  # xDSL refused a literal
-            raise ParseError(parser._current_token.span, str(e)) from None
+            raise ParseError(parser.failed_at(), str(e)) from None
         verify_located(module, parser.starts, parser.lexer.input, start_offset)
         return module
 

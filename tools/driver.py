@@ -82,7 +82,7 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
             print(f"<<< {prev.name}", file=out)
             before[0] = after
 
-    pipe = PassPipeline.parse_spec(pipeline.PASSES, spec, callback)
+    pipe = PassPipeline(pipeline.parse_passes(spec), callback)
     gc_was = gc.isenabled()
     gc.disable()  # the cyclic GC roughly doubles rewrite time on big modules
     try:

@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import random
 import re
 import signal
@@ -342,6 +343,8 @@ def run_case(case: Case, timeout: float) -> Outcome:
             (Path(tmp) / name).write_bytes(data)
         argv = [a.replace("{dir}", tmp) for a in case.argv]
         out, err = io.StringIO(), io.StringIO()
+        old_cwd = os.getcwd()
+        os.chdir(tmp)  # relative paths a mutation makes (`-o abc`) land in the case's folder
         old_stdin, old_handler = sys.stdin, signal.signal(signal.SIGALRM, _on_alarm)
         sys.stdin = io.TextIOWrapper(io.BytesIO(b""))
         start = time.perf_counter()
@@ -369,6 +372,7 @@ def run_case(case: Case, timeout: float) -> Outcome:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old_handler)
             sys.stdin = old_stdin
+            os.chdir(old_cwd)
         seconds = time.perf_counter() - start
         text = err.getvalue().replace(tmp, "DIR")
         if "Traceback (most recent call last)" in text:

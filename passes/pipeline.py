@@ -191,6 +191,8 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
         raise PipelineError(f"bad pass spec {spec!r}: {e}") from None
     passes = []
     for s in specs:
+        if s.name in PIPELINES:
+            raise PipelineError(f"the named pipeline '{s.name}' takes no options")
         if s.name not in PASSES:
             raise PipelineError(f"unknown pass '{s.name}'; passes: {', '.join(PASSES)}; "
                                 f"pipelines: {', '.join(PIPELINES)}")

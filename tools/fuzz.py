@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -70,6 +71,7 @@ class Seed:
     runs: list[list[str]]  # argv without the input path
 
 
+@functools.cache
 def load_corpus() -> list[Seed]:
     seeds = []
     for path in sorted((ROOT / "test" / "lit").rglob("*.mlir")):
@@ -177,6 +179,14 @@ def m_delete_token(rng, text):
         return text
     m = rng.choice(tokens)
     return text[: m.start()] + text[m.end() :]
+
+
+def m_splice(rng, text):
+    """A line of another lit chunk inserted (an op of another level, a stray terminator)."""
+    other = rng.choice(_lines(rng.choice(rng.choice(load_corpus()).chunks)))
+    lines = _lines(text)
+    lines.insert(rng.randrange(len(lines) + 1), other)
+    return "\n".join(lines)
 
 
 def m_unterminated_string(rng, text):

@@ -1,7 +1,7 @@
 """A seeded mutation fuzzer: `deplo-opt` on mutated lit inputs, `deplo` on bad command lines.
 
-    python -m deplo.tools.fuzz --seed 1 --count 2000        # the long run
-    python -m deplo.tools.fuzz --seed 1 --only 57 -v        # replay one case, show its output
+    python test/fuzz/fuzz.py --seed 1 --count 2000        # the long run
+    python test/fuzz/fuzz.py --seed 1 --only 57 -v        # replay one case, show its output
 
 Why: user errors must end in one message and a non-zero status, never a traceback or a hang,
 and hand-written tests only cover the inputs someone thought of. Each case mutates one chunk of
@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIG_INTS = ["0", "-1", "-7", "65536", str(2**31), str(2**32 + 3), str(2**63 - 1), str(2**63),
             str(2**64 + 1), "1" + "0" * 40]
 BAD_VALUES = ["0", "-1", "-300", "1.5", "abc", "", "true", str(2**63), "1" + "0" * 30, "100000",
@@ -438,7 +438,7 @@ def fuzz(seed: int = 0, count: int = 300, timeout: float = 10.0, cli_share: floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m deplo.tools.fuzz", allow_abbrev=False,
+    p = argparse.ArgumentParser(prog="fuzz.py", allow_abbrev=False,
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--count", type=int, default=300, help="mutations to run")

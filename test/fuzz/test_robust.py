@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from deplo.tools.fuzz import Case, fuzz, run_case
+from fuzz import Case, fuzz, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOP_IR = """loop.kernel @k(%x: memref<4xf32>, %out: memref<4xf32>) {

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from deplo.tools.driver import LEVELS
+from deplo.tools.errors import writing
 
 
 def _int_in(low: int, high: int | None = None):
@@ -182,7 +183,7 @@ def cmd_compile(args) -> int:
     level = "tensor" if args.ir == "tir" else args.ir
     text = compiled.text(level)
     if args.output:
-        with open(args.output, "w") as f:
+        with writing(args.output), open(args.output, "w") as f:
             f.write(text)
     else:
         sys.stdout.write(text)
@@ -225,7 +226,8 @@ def cmd_bench(args) -> int:
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
                        progress=None if args.quiet else print_progress)
     if args.output:
-        write_json(report, args.output)
+        with writing(args.output):
+            write_json(report, args.output)
     print(format_table(report))
     if args.output:
         print(f"wrote {args.output}")

@@ -35,7 +35,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from deplo.dialects.loop import INDEX_LIMIT
 from deplo.passes import pipeline
-from deplo.tools.errors import UsageError, user_errors
+from deplo.tools.errors import UsageError, user_errors, writing
 
 STANDARD_DIALECTS = {
     "builtin": lambda: builtin.Builtin,
@@ -163,22 +163,20 @@ class _Output:
 
     def __init__(self, path: str):
         self.path = path
-        self.file = self._io(open, path, "w")
-
-    def _io(self, fn, *args):
-        try:
-            return fn(*args)
-        except OSError as e:
-            raise UsageError(f"cannot write {self.path}: {e.strerror}") from None
+        with writing(path):
+            self.file = open(path, "w")
 
     def write(self, text: str) -> None:
-        self._io(self.file.write, text)
+        with writing(self.path):
+            self.file.write(text)
 
     def flush(self) -> None:
-        self._io(self.file.flush)
+        with writing(self.path):
+            self.file.flush()
 
     def close(self) -> None:
-        self._io(self.file.close)
+        with writing(self.path):
+            self.file.close()
 
 
 class DeploOptMain(xDSLOptMain):

@@ -25,6 +25,15 @@ def user_error_types() -> tuple[type[BaseException], ...]:
             KernelError, CudaCompileError, NoGpuError)
 
 
+@contextmanager
+def writing(path: str):
+    """An OSError while writing `path` (a full disk, no permission) is a UsageError."""
+    try:
+        yield
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
 @dataclass
 class Status:
     code: int = 0

@@ -310,7 +310,8 @@ def deplo_case(rng: random.Random) -> Case:
                            ["--seq-len", "0"], ["--num-layers", "0"], ["--num-layers", "9"],
                            ["--layer", "-1"], ["--schedules", "nope"], ["--schedules", ""],
                            ["--arch", "sm_nope"], ["--seq", "0"], ["--seq", "-8"],
-                           ["-o", "{dir}/missing/x.json"], ["-o", "{dir}"], ["--out", "{dir}/x"],
+                           ["-o", "{dir}/missing/x.json"], ["-o", "{dir}"], ["-o", "/dev/full"],
+                           ["--out", "{dir}/x"],
                            ["--comp"], ["--iters", "-1"], ["--dtype", "fp8"], ["--target", "tpu"],
                            ["--bogus"]])
         argv += flag

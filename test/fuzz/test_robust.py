@@ -209,6 +209,12 @@ def test_bad_model_config(config: object, needle: str) -> None:
                  needle)
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_full_device() -> None:
+    assert_error(deplo("compile", "-c", EXPR, "--ir", "torch", "-o", "/dev/full"),
+                 "cannot write /dev/full: No space left on device")
+
+
 def test_num_layers_loads_only_those_layers(tmp_path: Path) -> None:
     """A 3-layer checkpoint with --num-layers 1 failed with 'unexpected tensor model.layers.1...'."""
     import torch

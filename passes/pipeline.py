@@ -209,7 +209,8 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
             except ValueError:
                 kind = getattr(hints[field], "__name__", str(hints[field]))
                 given = ",".join(map(str, value)) or "nothing"
-                raise PipelineError(f"{s.name}: option '{key}' takes a {kind}, got {given}") from None
+                raise PipelineError(
+                    f"{s.name}: option '{key}' expects type {kind}, got {given}") from None
         passes.append(cls.from_pass_spec(s))
     return tuple(passes)
 

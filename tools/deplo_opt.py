@@ -164,7 +164,7 @@ class _Output:
     def __init__(self, path: str):
         self.path = path
         with writing(path):
-            self.file = open(path, "w")
+            self.file = open(path, "w")  # noqa: SIM115 - closed by xDSL's run()
 
     def write(self, text: str) -> None:
         with writing(self.path):

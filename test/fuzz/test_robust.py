@@ -62,8 +62,9 @@ def test_fuzz_ci_run() -> None:
     ("tile-map-threads{", ["bad pass spec", "Expected argument name"]),  # a BaseException in xDSL
     ("builtin.module(", ["bad pass spec"]),
     ("loop-fuse{recompute-reductions=0}",
-     ["loop-fuse: option 'recompute-reductions' takes a bool, got 0"]),
-    ("tile-map-threads{threads=abc}", ["tile-map-threads: option 'threads' takes a int, got abc"]),
+     ["loop-fuse: option 'recompute-reductions' expects type bool, got 0"]),
+    ("tile-map-threads{threads=abc}",
+     ["tile-map-threads: option 'threads' expects type int, got abc"]),
     ("loop-fuse{recompute=0}", ["loop-fuse: unknown option 'recompute'", "recompute-reductions"]),
     ("loop-fus", ["unknown pass 'loop-fus'", "to-cuda"]),
 ])

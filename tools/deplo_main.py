@@ -125,14 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU runtime thread schedules, comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
 
     bi = add_parser("bisect", help="run after every pass on the CPU and name the first pass "
-                                       "after which the result no longer matches PyTorch")
+                                   "after which the result no longer matches PyTorch")
     _add_source(bi)
     bi.add_argument("-p", "--pipeline", default="to-cuda",
                     help="the passes to check, a named pipeline or a pass list (default to-cuda)")
     bi.add_argument("--all", action="store_true", help="keep going after the first mismatch")
 
     b = add_parser("bench", help="the kernel benchmark suite: static figures without a GPU, "
-                                     "timings against PyTorch eager and torch.compile with one")
+                                 "timings against PyTorch eager and torch.compile with one")
     b.add_argument("--suite", choices=["llm", "tiny"], default="llm",
                    help="llm: TinyLlama-1.1B and Qwen2.5-7B layer kernels; tiny: small shapes")
     b.add_argument("--dtype", default="fp32,bf16", help="comma-separated: fp32, bf16, fp16")
@@ -144,8 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the JSON report to this file")
     b.add_argument("--arch", type=_arch, default="sm_90", help="NVRTC target of the static figures")
     b.add_argument("--no-gpu", action="store_true", help="static figures only, even with a GPU")
-    b.add_argument("--warmup", type=_int_in(0), default=10, help="untimed runs before timing")
-    b.add_argument("--iters", type=_int_in(1), default=50,
+    b.add_argument("--warmup", type=_int_in(0, 10**6), default=10, help="untimed runs before timing")
+    b.add_argument("--iters", type=_int_in(1, 10**6), default=50,
                    help="timed runs (the median is reported)")
     b.add_argument("--seed", type=SEED, default=None, help="seed of the random inputs")
     b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")

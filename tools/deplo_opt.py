@@ -16,10 +16,8 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
-from math import prod
 
 from xdsl.dialects import arith, builtin, func, math, memref, scf
-from xdsl.dialects.builtin import ShapedType
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
@@ -33,7 +31,6 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from deplo.dialects.loop import INDEX_LIMIT
 from deplo.passes import pipeline
 from deplo.tools.errors import UsageError, user_errors, writing
 
@@ -108,8 +105,7 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
                    line_offset: int = 0) -> None:
     """Verify `module` as xDSL does, but report the failing op at its file:line:col; and
     reject what xDSL's verifier accepts but no pass can take: a value used before its
-    definition, a buffer or tensor no `int` can index, a function without a body, a region of
-    several blocks."""
+    definition, a function without a body, a region of several blocks."""
 
     def fail(op: Operation, msg: str):
         at = op
@@ -120,24 +116,17 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
 
     defined: set[SSAValue] = set()
 
-    def check_size(op: Operation, values) -> None:
-        for v in values:
-            if isinstance(v.type, ShapedType) and prod(v.type.get_shape()) >= INDEX_LIMIT:
-                fail(op, f"{op.name}: {v.type} has 2^31 elements or more (CUDA C indexes with int)")
-
     def check_uses(op: Operation) -> None:
         for i, v in enumerate(op.operands):
             if v not in defined:
                 fail(op, f"{op.name}: operand {i} (%{v.name_hint or '?'}) is used before its "
                          "definition")
-        check_size(op, op.results)
         if isinstance(op, func.FuncOp) and not op.body.blocks:
             fail(op, f"func.func @{op.sym_name.data}: expected a body (deplo takes no declarations)")
         for region in op.regions:
             if len(region.blocks) > 1:
                 fail(op, f"{op.name}: expected regions of one block, got {len(region.blocks)}")
             for block in region.blocks:
-                check_size(op, block.args)
                 scope = list(block.args)
                 defined.update(scope)
                 for child in block.ops:

@@ -154,19 +154,6 @@ def test_bounds_no_gpu_can_run() -> None:
     assert_error(opt(text=tile), "in.mlir:2:3", "expected bounds within +-2^31")
 
 
-def test_kernel_buffers_no_int_can_index() -> None:
-    """The same limit where IR comes from the frontend (a long --seq-len): kernel.func args."""
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import VerifyException
-
-    from deplo.tools.driver import make_context
-
-    text = "kernel.func @k(%x: memref<65536x65536xf32>) grid(1, 1, 1) block(1, 1, 1) {\n}\n"
-    module = Parser(make_context(), text).parse_module()
-    with pytest.raises(VerifyException, match="has 2\\^31 elements or more"):
-        module.verify()
-
-
 def test_use_before_def_is_refused_before_the_passes() -> None:
     """It verified, then loop-fuse failed with a KeyError."""
     text = LOOP_IR.replace("  %out = memref.alloc() : memref<4xf32>\n", "").replace(

@@ -20,14 +20,6 @@ func.func @declaration(%a: f32) -> f32
 
 // -----
 
-// CHECK: input.mlir:[[# @LINE + 1]]:1
-func.func @huge(%a: memref<65536x65536xf32>) {
-  func.return
-}
-// CHECK: func.func: memref<65536x65536xf32> has 2^31 elements or more (CUDA C indexes with int)
-
-// -----
-
 // CHECK: input.mlir:[[# @LINE + 2]]:3
 func.func @verifier_error_is_located(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
   %y = torch.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>

@@ -108,6 +108,7 @@ from deplo.dialects.loop import (
     parse_kernel_header,
     print_iter_and_body,
     print_kernel_header,
+    trip_count,
     verify_bounds,
     verify_launch,
     verify_loop_body,
@@ -447,7 +448,7 @@ class ForOp(IRDLOperation):
         """The trip count, when the lower bound is static."""
         if self.lb is None:
             return None
-        return len(range(self.lb.data, self.ub.data, self.step.data))
+        return trip_count(self.lb.data, self.ub.data, self.step.data)
 
     def verify_(self) -> None:
         ub, step, bind = self.ub.data, self.step.data, self.binding

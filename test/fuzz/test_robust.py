@@ -152,6 +152,11 @@ def test_bounds_no_gpu_can_run() -> None:
     tile = ("tile.kernel @k() grid(1, 1, 1) block(1, 1, 1) schedule [] {\n"
             "  tile.for %i = 0 to 18446744073709551617 step 1 bind(serial) {\n  }\n}\n")
     assert_error(opt(text=tile), "in.mlir:2:3", "expected bounds within +-2^31")
+    nested = ("tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(32) {\n"  # verified first
+              "  tile.for %l = 0 to 9223372036854775808 bind(thread.x) {\n"
+              "    %s = tile.stage %x[0, 0] [1, 8] into shared : memref<4x8xf32> -> "
+              "memref<8xf32, 3 : i64>\n  }\n}\n")
+    assert_error(opt(text=nested), "in.mlir:3:5", "thread.x loop of 9223372036854775808 iterations")
 
 
 def test_use_before_def_is_refused_before_the_passes() -> None:

@@ -211,6 +211,9 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
                 given = ",".join(map(str, value)) or "nothing"
                 raise PipelineError(
                     f"{s.name}: option '{key}' expects type {kind}, got {given}") from None
+            if any(type(v) is int and not -(2**31) < v < 2**31 for v in value):
+                raise PipelineError(f"{s.name}: option '{key}' expects an integer within "
+                                    f"+-2^31 (CUDA C's int), got {','.join(map(str, value))}")
         passes.append(cls.from_pass_spec(s))
     return tuple(passes)
 

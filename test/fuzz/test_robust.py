@@ -161,6 +161,14 @@ def test_bounds_no_gpu_can_run() -> None:
     assert_error(opt(text=nested), "in.mlir:3:5", "thread.x loop of 9223372036854775808 iterations")
 
 
+def test_xdsl_verifiers_raising_bare_exception() -> None:
+    """memref.store's verifier in xDSL 0.74 raises `Exception`, not VerifyException."""
+    text = LOOP_IR.replace("func.return %out", "memref.store %c, %out[] : memref<4xf32>\n"
+                           "  func.return %out").replace(
+        "  %out = memref.alloc", "  %c = arith.constant 1.0 : f32\n  %out = memref.alloc")
+    assert_error(opt(text=text), "in.mlir:11:3", "Expected an index for each dimension")
+
+
 def test_use_before_def_is_refused_before_the_passes() -> None:
     """It verified, then loop-fuse failed with a KeyError."""
     text = LOOP_IR.replace("  %out = memref.alloc() : memref<4xf32>\n", "").replace(

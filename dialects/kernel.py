@@ -24,6 +24,7 @@ cp.async, 128-bit vector loads and stores. The host function `func.func @main` l
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -75,6 +76,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from deplo.dialects.loop import INDEX_LIMIT
 from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
 
 SHARED_SPACE = 3  # memref memory space of shared memory (`3 : i64`), as in NVVM
@@ -109,6 +111,8 @@ def _verify_in_kernel(op: Operation) -> None:
 def _verify_static_memref(t: MemRefType, what: str) -> None:
     if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"{what}: expected a static shape, got {t}")
+    if math.prod(t.get_shape()) >= INDEX_LIMIT:
+        raise VerifyException(f"{what}: {t} has 2^31 elements or more (CUDA C indexes with int)")
     if not isinstance(t.layout, NoneAttr):
         raise VerifyException(f"{what}: expected the identity layout, got {t.layout}")
     element_bytes(t.element_type)

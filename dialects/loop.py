@@ -80,6 +80,20 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+INDEX_LIMIT = 2**31
+"""Loop bounds and buffer sizes stay below this: the emitted CUDA C indexes with `int`."""
+
+
+def trip_count(lb: int, ub: int, step: int) -> int:
+    """len(range(lb, ub, step)) without its OverflowError past 2^63 (an enclosing loop's verifier
+    has not run yet when a nested op's verifier asks for its extent), 0 for step 0."""
+    return max(0, -((lb - ub) // step)) if step else 0
+
+
+def verify_bounds(where: str, *values: int) -> None:
+    if not all(-INDEX_LIMIT < v < INDEX_LIMIT for v in values):
+        raise VerifyException(f"{where}: expected bounds within +-2^31 (CUDA C indexes with int)")
+
 
 class LoopKind(StrEnum):
     FREE = "free"
@@ -224,11 +238,12 @@ class ForOp(IRDLOperation):
 
     @property
     def extent(self) -> int:
-        return len(range(self.lb.data, self.ub.data, self.step.data))
+        return trip_count(self.lb.data, self.ub.data, self.step.data)
 
     def verify_(self) -> None:
         lb, ub, step = self.lb.data, self.ub.data, self.step.data
         where = f"{self.name} {lb} to {ub}"
+        verify_bounds(where, lb, ub, step)
         if step <= 0:
             raise VerifyException(f"{where}: expected a positive step, got {step}")
         if ub <= lb:

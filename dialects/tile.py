@@ -109,6 +109,8 @@ from deplo.dialects.loop import (
     parse_kernel_header,
     print_iter_and_body,
     print_kernel_header,
+    trip_count,
+    verify_bounds,
     verify_launch,
     verify_loop_body,
 )
@@ -468,7 +470,7 @@ class ForOp(IRDLOperation):
         """The trip count, when the lower bound is static."""
         if self.lb is None:
             return None
-        return len(range(self.lb.data, self.ub.data, self.step.data))
+        return trip_count(self.lb.data, self.ub.data, self.step.data)
 
     def verify_(self) -> None:
         ub, step, bind = self.ub.data, self.step.data, self.binding
@@ -476,6 +478,7 @@ class ForOp(IRDLOperation):
         where = f"{self.name} {lb_text} to {ub} bind({bind})"
         if (self.lb is None) == (self.dyn_lb is None):
             raise VerifyException(f"{where}: expected exactly one lower bound, static or dynamic")
+        verify_bounds(where, ub, step, self.lb.data if self.lb is not None else 0)
         if step <= 0:
             raise VerifyException(f"{where}: expected a positive step, got {step}")
         if self.lb is not None and ub <= self.lb.data:

@@ -237,13 +237,15 @@ class ConstantOp(_TorchOp):
 
     name = "torch.constant"
     assembly_format = "attr-dict `:` type($result)"
-    value = prop_def(FloatAttr)
+    value = prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
     def __init__(self, value: float, result_type: TensorType):
+        elt = result_type.element_type
         super().__init__(
-            properties={"value": FloatAttr(value, result_type.element_type)},
+            properties={"value": IntegerAttr(int(value), elt) if isinstance(elt, IntegerType)
+                        else FloatAttr(value, elt)},
             result_types=[result_type],
         )
 

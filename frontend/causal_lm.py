@@ -16,7 +16,7 @@ import torch
 
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.importer import Program, import_module
-from deplo.frontend.models import build_model, resolve_model
+from deplo.frontend.models import build_model, hf_config, resolve_model
 
 
 class Logits(torch.nn.Module):
@@ -54,11 +54,17 @@ def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None
     source = resolve_model(spec)
     device = "cpu" if materialize else "meta"
     if layer is not None:
-        total = int(source.config.get("num_hidden_layers", 0))
+        total = hf_config(source).num_hidden_layers
         if not 0 <= layer < total:
             raise FrontendError(f"--layer {layer}: the model has {total} layers (0..{total - 1})")
         num_layers = layer + 1
     model = build_model(source, num_layers=num_layers, device=device, seed=seed)
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions is not None and seq_len > positions:
+        raise FrontendError(f"--seq-len {seq_len}: the model takes at most {positions} positions")
+    if not (hasattr(model, "lm_head") and hasattr(getattr(model, "model", None), "layers")):
+        raise FrontendError(f"{source.origin}: model type {model.config.model_type!r} is not laid "
+                            "out as model.layers + lm_head (Llama, Qwen2, ...)")
     gen = torch.Generator().manual_seed(seed)
     if layer is not None:
         module = OneLayer(model, layer).eval()

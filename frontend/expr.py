@@ -7,11 +7,22 @@ Every `torch.randn(...)`/`torch.rand(...)` call becomes an input of the program 
 the shape and dtype of the example), and every `nn.X(...)` constructor call becomes a submodule
 built once, whose parameters become the program's weights. What remains is the body of
 `forward`, so `torch.export` sees exactly the computation the user wrote.
+
+The expression language is Python's expression syntax restricted (`check_expression`) to what
+describes a computation: the names `torch`, `nn`, `F` (torch.nn.functional) and `math`; calls
+with positional and keyword arguments; attributes and method calls (not `_private` ones, not
+file I/O such as `torch.load`, and no module outside torch, torch.nn, torch.nn.functional,
+torch.linalg, torch.special, torch.fft and math); numbers, strings, tuples, lists, indexing and
+slicing; arithmetic (`+ - * / // % ** @ << >> & | ^ ~`, `**`/`<<` on tensors) and comparisons.
+No builtins, lambdas, comprehensions or assignments, integers below 2^32: `-c` cannot run
+arbitrary Python, nor compute for ever.
 """
 
 from __future__ import annotations
 
 import ast
+import math
+import types
 from dataclasses import dataclass
 
 import torch
@@ -48,9 +59,52 @@ class _ExprModule(torch.nn.Module):
 
 
 def _namespace() -> dict:
-    import numpy as np
+    return {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "math": math,
+            "__builtins__": {}}
 
-    return {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "np": np, "math": __import__("math")}
+
+_NODES = (ast.Expression, ast.Call, ast.keyword, ast.Attribute, ast.Name, ast.Constant, ast.BinOp,
+          ast.UnaryOp, ast.Compare, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Starred,
+          ast.operator, ast.unaryop, ast.cmpop, ast.Load)
+_MODULES = {id(m) for m in (torch, torch.nn, torch.nn.functional, torch.linalg, torch.special,
+                            torch.fft, math)}
+_REFUSED = {"load", "save", "from_file", "tofile", "numpy", "dump", "dumps", "compile", "export",
+            "factorial", "comb", "perm"}
+
+
+def _dotted(node: ast.expr) -> bool:
+    """`a.b.c`: names and attributes only (resolving it runs no code of the expression)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def check_expression(tree: ast.Expression) -> None:
+    """Refuse anything outside the expression language (the module docstring), naming it."""
+    env = _namespace()
+    for node in ast.walk(tree):
+        what = None
+        if not isinstance(node, _NODES):
+            what = f"{type(node).__name__.lower()} `{ast.unparse(node)}`"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, int) and not (
+                abs(node.value) < 2**32):
+            what = f"the number {node.value}"
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift)) and not (
+                any(isinstance(n, ast.Name) for n in ast.walk(node))):
+            what = f"`{ast.unparse(node)}` on numbers (write the number)"  # 9**9**9 never ends
+        elif isinstance(node, ast.Name) and node.id not in env or (
+                isinstance(node, ast.Attribute) and (node.attr.startswith("_")
+                                                     or node.attr in _REFUSED)):
+            what = f"`{ast.unparse(node)}`"
+        elif isinstance(node, ast.Attribute) and _dotted(node):
+            value = env.get(ast.unparse(node).split(".")[0])
+            for name in ast.unparse(node).split(".")[1:]:  # `torch.hub`: a module, not allowed
+                value = getattr(value, name, None)
+                if isinstance(value, types.ModuleType) and id(value) not in _MODULES:
+                    what = f"module `{ast.unparse(node)}`"
+        if what:
+            raise FrontendError(f"{what} is not part of deplo's expression language (torch, nn, "
+                                "F and math calls, attributes, arithmetic, indexing)")
 
 
 def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
@@ -59,6 +113,9 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as e:
         raise FrontendError(f"cannot parse the expression: {e.msg} (column {e.offset})") from None
+    except RecursionError:
+        raise FrontendError("cannot parse the expression: nested too deeply") from None
+    check_expression(tree)
     env = _namespace()
     if seed is not None:
         torch.manual_seed(seed)

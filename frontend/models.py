@@ -92,9 +92,12 @@ def _weight_files(directory: Path) -> list[Path]:
 
 def _read_config(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
+        config = json.loads(path.read_text())
     except ValueError as e:
         raise FrontendError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise FrontendError(f"{path}: expected a JSON object, got {type(config).__name__}")
+    return config
 
 
 def resolve_model(spec: str) -> ModelSource:
@@ -121,16 +124,19 @@ def resolve_model(spec: str) -> ModelSource:
 
 
 def hf_config(source: ModelSource, num_layers: int | None = None):
+    from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoConfig
 
     cfg = dict(source.config)
     model_type = cfg.pop("model_type", None)
-    if model_type is None:
-        raise FrontendError(f"{source.origin}: config has no model_type")
+    if not isinstance(model_type, str):
+        raise FrontendError(f"{source.origin}: config has no model_type (a string)")
+    _check_sizes(cfg, source.origin)
     try:
         config = AutoConfig.for_model(model_type, **cfg)
-    except (ValueError, KeyError) as e:
+    except (ValueError, KeyError, TypeError, StrictDataclassError) as e:
         raise FrontendError(f"{source.origin}: unsupported config: {e}") from None
+    _check_sizes({k: getattr(config, k, None) for k in _SIZES}, source.origin)  # the defaults
     if num_layers is not None:
         if not 1 <= num_layers <= config.num_hidden_layers:
             raise FrontendError(
@@ -143,6 +149,28 @@ def hf_config(source: ModelSource, num_layers: int | None = None):
                 setattr(config, key, value[:num_layers])
     config._attn_implementation = "sdpa"
     return config
+
+
+_SIZES = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+          "num_hidden_layers", "vocab_size", "head_dim", "max_position_embeddings")
+
+
+def _check_sizes(values: dict, origin: str) -> None:
+    """Sizes a model can be built from: integers in [1, 2^31), heads dividing the hidden size
+    and the key/value heads the heads (transformers accepts `hidden_size: 0` or a negative
+    vocabulary and fails later, deep inside torch)."""
+    for key in _SIZES:
+        v = values.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 2**31):
+            raise FrontendError(f"{origin}: config {key} = {v!r}: expected an integer in [1, 2^31)")
+    hidden, heads = values.get("hidden_size"), values.get("num_attention_heads")
+    kv = values.get("num_key_value_heads")
+    if hidden and heads and values.get("head_dim") is None and hidden % heads:
+        raise FrontendError(f"{origin}: config num_attention_heads = {heads} does not divide "
+                            f"hidden_size = {hidden}")
+    if heads and kv and heads % kv:
+        raise FrontendError(f"{origin}: config num_key_value_heads = {kv} does not divide "
+                            f"num_attention_heads = {heads}")
 
 
 def build_model(source: ModelSource, *, num_layers: int | None = None, device: str = "meta",
@@ -171,16 +199,27 @@ def build_model(source: ModelSource, *, num_layers: int | None = None, device: s
     return model
 
 
+def _beyond(name: str, layers: int) -> bool:
+    """A tensor of a layer past the first `layers` (`--num-layers`): its first numeric path
+    component (`model.layers.5.mlp...`, `transformer.h.5...`) is the layer index."""
+    index = next((int(p) for p in name.split(".") if p.isdigit()), None)
+    return index is not None and index >= layers
+
+
 def load_weights(model: torch.nn.Module, files: list[Path], dtype: torch.dtype) -> None:
-    """Read safetensors shards, check every name and shape against the model, then assign."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """Read safetensors shards (only the layers the model has, with --num-layers), check every
+    name and shape against the model, then assign."""
+    from safetensors import SafetensorError, safe_open
 
     expected = {k: v for k, v in model.state_dict().items()}
+    layers = model.config.num_hidden_layers
     loaded: dict[str, torch.Tensor] = {}
     for f in files:
         try:
-            loaded.update(load_file(str(f)))
+            with safe_open(str(f), "pt") as st:
+                for name in st.keys():  # noqa: SIM118 - a safe_open handle, not a dict
+                    if name in expected or not _beyond(name, layers):
+                        loaded[name] = st.get_tensor(name)
         except (SafetensorError, OSError, ValueError) as e:
             raise FrontendError(f"{f}: cannot read safetensors: {e}") from None
     problems = []

@@ -4,7 +4,17 @@ names the op and where it is, instead of a crash three passes later."""
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
+
+IR_LEVELS = ("torch", "tir", "loop", "tile", "kernel", "cuda")
+
+
+def ir_level(module: Operation) -> str | None:
+    """The deepest level whose dialect's ops `module` holds (tile IR still uses loop.load), or
+    None when it holds none (builtin/func/arith only)."""
+    found = {op.dialect_name() for op in module.walk()}
+    return next((lv for lv in reversed(IR_LEVELS) if lv in found), None)
 
 
 class ConversionError(DiagnosticException):

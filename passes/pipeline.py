@@ -7,12 +7,18 @@ that a command which never runs it should not pay.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import itertools
+import typing
 from collections.abc import Callable
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
+
+from deplo.lowering.legality import IR_LEVELS, ir_level  # noqa: F401 (the tools' one entry)
 
 
 def _lazy(module: str, attr: str) -> Callable[[], object]:
@@ -132,32 +138,102 @@ LEVEL_PIPELINE: dict[str, str | None] = {
 }
 
 
-def expand_pipeline(spec: str) -> str:
+def split_spec(spec: str) -> list[str]:
+    """The comma-separated parts of a pass spec (commas inside `{...}` separate list values)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(spec):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(spec[start:i])
+            start = i + 1
+    return [p.strip() for p in [*parts, spec[start:]] if p.strip()]
+
+
+def expand_pipeline(spec: str, level: str | None = None) -> str:
     """Replace named pipelines in a comma-separated pass spec by their passes.
 
-    `to-loop,tile-map-grid{x=1}` -> `torch-to-tir,tir-to-loop,loop-fuse,tile-map-grid{x=1}`.
-    A `builtin.module(...)` wrapper (MLIR's spelling) is accepted and dropped.
+    `to-loop,tile-map-grid{x=1}` -> `torch-to-tir,tir-to-loop,loop-fuse,...,tile-map-grid{x=1}`.
+    A `builtin.module(...)` wrapper (MLIR's spelling) is accepted and dropped. With `level`, the
+    level the input IR is at (`ir_level`), a named pipeline starts where that IR is: the passes
+    of `to-<level>` are done already, so `to-cuda` on loop IR starts at loop-to-tile.
     """
     spec = spec.strip()
     if spec.startswith("builtin.module(") and spec.endswith(")"):
         spec = spec[len("builtin.module(") : -1]
+    done = len(PIPELINES.get(f"to-{level}", []))
     out: list[str] = []
-    depth, start = 0, 0
-    parts: list[str] = []
-    for i, ch in enumerate(spec):
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(spec[start:i])
-            start = i + 1
-    parts.append(spec[start:])
-    for part in (p.strip() for p in parts):
-        if not part:
-            continue
-        out.extend(PIPELINES.get(part, [part]))
+    for part in split_spec(spec):
+        out.extend(PIPELINES[part][done:] if part in PIPELINES else [part])
     return ",".join(out)
+
+
+# The IR levels in pipeline order, named like their dialects, and the conversion between each two.
+
+CONVERSIONS = {f"{a}-to-{b}": a for a, b in itertools.pairwise(IR_LEVELS)}
+
+
+class PipelineError(DiagnosticException):
+    """A pass spec that cannot run: unknown pass or option, an option value of the wrong type,
+    a conversion of IR that is not at its level."""
+
+
+def parse_passes(spec: str) -> tuple[ModulePass, ...]:
+    """The passes of `spec` (named pipelines expanded), options checked: every error names the
+    pass and, for a bad option, the option and the type it takes."""
+    from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    try:
+        specs = list(parse_pipeline(expand_pipeline(spec)))
+    except ArgSpecParseError as e:  # a BaseException in xDSL 0.74
+        raise PipelineError(f"bad pass spec {spec!r}: {e}") from None
+    passes = []
+    for s in specs:
+        if s.name in PIPELINES:
+            raise PipelineError(f"the named pipeline '{s.name}' takes no options")
+        if s.name not in PASSES:
+            raise PipelineError(f"unknown pass '{s.name}'; passes: {', '.join(PASSES)}; "
+                                f"pipelines: {', '.join(PIPELINES)}")
+        cls = PASSES[s.name]()
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        for key, value in s.parameters.items():
+            field = key.replace("-", "_")
+            if field not in fields:
+                options = ", ".join(f.replace("_", "-") for f in fields) or "none"
+                raise PipelineError(f"{s.name}: unknown option '{key}'; its options: {options}")
+            try:
+                cls.from_pass_spec(ArgSpec(s.name, {key: value}))
+            except ValueError:
+                kind = getattr(hints[field], "__name__", str(hints[field]))
+                kind = kind.removesuffix(" | None")  # (the tile passes' knobs are optional)
+                given = ",".join(map(str, value)) or "nothing"
+                raise PipelineError(
+                    f"{s.name}: option '{key}' expects type {kind}, got {given}") from None
+            if any(type(v) is int and not -(2**31) < v < 2**31 for v in value):
+                raise PipelineError(f"{s.name}: option '{key}' expects an integer within "
+                                    f"+-2^31 (CUDA C's int), got {','.join(map(str, value))}")
+        passes.append(cls.from_pass_spec(s))
+    return tuple(passes)
+
+
+def plan(spec: str, level: str | None) -> tuple[ModulePass, ...]:
+    """The passes of `spec` to run on IR at `level` (`ir_level`): a named pipeline starts there,
+    a conversion the IR is already past is dropped (nothing to convert), one it has not reached
+    yet is an error naming both levels — never a crash inside the pass."""
+    out = []
+    for p in parse_passes(expand_pipeline(spec, level)):
+        source = CONVERSIONS.get(p.name)
+        if source is not None and level is not None:
+            if IR_LEVELS.index(level) > IR_LEVELS.index(source):
+                continue
+            if level != source:
+                raise PipelineError(f"{p.name} converts {source} IR, but the IR is at the {level} "
+                                    f"level there (a named pipeline such as to-cuda starts "
+                                    f"where the IR is)")
+            level = IR_LEVELS[IR_LEVELS.index(level) + 1]
+        out.append(p)
+    return tuple(out)
 
 
 def _universe():

@@ -1,7 +1,10 @@
 """One on-disk cache root for compiled artifacts (CPU .so files, cubins, PCH).
 
 Why: compiling a kernel with g++ costs ~0.3-2 s and NVRTC ~50-250 ms; keyed by the sha256 of
-the source (plus flags), a rerun of the test suite or of `deplo run` pays it once.
+the source (plus flags), a rerun of the test suite or of `deplo run` pays it once. An entry is
+sealed with the sha256 of its files when built, and a hit is checked against it (`intact`): a
+truncated or altered artifact (a full disk, a killed copy) is rebuilt instead of failing every
+later run.
 """
 
 from __future__ import annotations
@@ -27,3 +30,30 @@ def content_key(*parts: str | bytes) -> str:
         h.update(part.encode() if isinstance(part, str) else part)
         h.update(b"\0")
     return h.hexdigest()
+
+
+_TRUSTED: set[Path] = set()  # digests checked in this process (the PCH is ~40 MB)
+
+
+def _digest(files: list[Path]) -> str:
+    return content_key(*(f.read_bytes() for f in files))
+
+
+def seal(files: list[Path], digest: Path) -> None:
+    """Record the files' sha256 in `digest`; write it last: it marks a complete entry."""
+    tmp = digest.with_name(f"{digest.name}.{os.getpid()}.tmp")
+    tmp.write_text(_digest(files))
+    os.replace(tmp, digest)
+
+
+def intact(files: list[Path], digest: Path) -> bool:
+    """The files exist and are what `seal` recorded."""
+    if digest in _TRUSTED:
+        return True
+    try:
+        ok = digest.read_text() == _digest(files)
+    except OSError:
+        return False
+    if ok:
+        _TRUSTED.add(digest)
+    return ok

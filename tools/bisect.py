@@ -64,11 +64,7 @@ class BisectResult:
 
 def module_level(module: ModuleOp) -> str:
     """torch, tir, loop, tile, kernel or cuda: the lowest level whose ops the module holds."""
-    found = {op.name.split(".", 1)[0] for op in module.walk()}
-    for level in ("cuda", "kernel", "tile", "loop", "tir"):
-        if level in found:
-            return level
-    return "torch"
+    return pipeline.ir_level(module) or "torch"
 
 
 def _run(module: ModuleOp, rest: Sequence[str], inputs: list[np.ndarray]) -> tuple[str, str, list]:
@@ -95,8 +91,9 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
     """Apply the passes of `spec` one at a time to a copy of `module` (Torch IR), run after each
     one, compare with `reference`. The full pipeline to cuda supplies the passes that make a
     tile/kernel-level step runnable when `spec` itself stops short of cuda."""
-    passes = [p for p in pipeline.expand_pipeline(spec).split(",") if p]
-    full = [p for p in pipeline.expand_pipeline("to-cuda").split(",") if p]
+    pipeline.parse_passes(spec)  # a bad spec is an error, not a mismatch
+    passes = pipeline.split_spec(pipeline.expand_pipeline(spec))
+    full = pipeline.split_spec(pipeline.expand_pipeline("to-cuda"))
     result = BisectResult()
     current = module.clone()
     for i, name in enumerate(["(import)", *passes]):

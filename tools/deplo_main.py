@@ -22,22 +22,84 @@ NVRTC failure, no GPU) print one clear message and exit 1 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
 from deplo.tools.driver import LEVELS
+from deplo.tools.errors import writing
+
+
+def _int_in(low: int, high: int | None = None):
+    """An argparse type: an int in [low, high)."""
+    def parse(text: str) -> int:
+        n = int(text)  # a ValueError: argparse's "invalid value"
+        if n < low or (high is not None and n >= high):
+            raise argparse.ArgumentTypeError(
+                f"expected an integer in [{low}, {high}), got {n}" if high is not None
+                else f"expected an integer >= {low}, got {n}")
+        return n
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _output_path(text: str) -> str:
+    """An argparse type: a file whose directory exists (checked up front, not after the run)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path.parent} is not a directory")
+    return text
+
+
+def _schedules(text: str) -> str:
+    from deplo.runtime.cpu.schedules import parse_schedule
+
+    for name in text.split(",") if text != "all" else []:
+        try:
+            parse_schedule(name.strip())
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _positive_ints(text: str) -> str:
+    try:
+        for n in (t for t in text.split(",") if t.strip()):
+            _int_in(1)(n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    return text
+
+
+def _arch(text: str) -> str:
+    if not re.fullmatch(r"sm_\d{2,3}[af]?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an NVRTC arch like sm_90")
+    return text
+
+
+SEED = _int_in(0, 2**64)
 
 
 def _add_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", nargs="?", default=None, metavar="MODEL",
                    help="a Hugging Face model directory or id (e.g. Qwen/Qwen2.5-7B), offline")
     p.add_argument("-c", "--expr", default=None, metavar="EXPR",
-                   help="a PyTorch expression; torch.randn(...) calls are the inputs")
-    p.add_argument("--layer", type=int, default=None, help="compile only decoder layer N")
-    p.add_argument("--num-layers", type=int, default=None, help="truncate the model to K layers")
-    p.add_argument("--seq-len", type=int, default=8, help="sequence length of the model input")
+                   help="a PyTorch expression in deplo's expression language, not arbitrary "
+                        "Python: torch/nn/F/math calls with keyword arguments, attributes and "
+                        "methods, arithmetic (incl. @ and <<), indexing; torch.randn(...) calls "
+                        "are the inputs")
+    p.add_argument("--layer", type=_int_in(0, 2**31), default=None,
+                   help="compile only decoder layer N")
+    p.add_argument("--num-layers", type=_int_in(1, 2**31), default=None,
+                   help="truncate the model to K layers")
+    p.add_argument("--seq-len", type=_int_in(1, 2**31), default=8,
+                   help="sequence length of the model input")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: list the passes run; -vv: print each pass as a diff")
-    p.add_argument("--seed", type=int, default=None, help="seed for inputs and weights")
+    p.add_argument("--seed", type=SEED, default=None, help="seed for inputs and weights")
     _add_schedule(p)
 
 
@@ -45,7 +107,7 @@ def _add_schedule(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", default=None, metavar="PLANS.json",
                    help="pin the plans of the kernels this file names (keyed by their "
                         "structural key; knobs left out are the heuristic's)")
-    p.add_argument("--schedule-out", default=None, metavar="PLANS.json",
+    p.add_argument("--schedule-out", type=_output_path, default=None, metavar="PLANS.json",
                    help="write the plan of every kernel (a file --schedule takes)")
 
 
@@ -54,18 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
                                      allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def command(name: str, **kw) -> argparse.ArgumentParser:
-        return sub.add_parser(name, allow_abbrev=False, **kw)
+    def add_parser(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, allow_abbrev=False, **kw)  # `--out` is not `--output`
 
-    c = command("compile", help="print the program at one IR level")
+    c = add_parser("compile", help="print the program at one IR level")
     _add_source(c)
     c.add_argument("--ir", choices=[*LEVELS, "tir"], default="cuda", help="the level to print")
-    c.add_argument("-o", "--output", default=None, help="write to this file instead of stdout")
+    c.add_argument("-o", "--output", type=_output_path, default=None,
+                   help="write to this file instead of stdout")
     c.add_argument("--plans", action="store_true",
                    help="print every kernel's plan and how many legal plans each kind it can "
                         "take has, instead of the IR")
 
-    r = command("run", help="run the program, optionally checking it against PyTorch")
+    r = add_parser("run", help="run the program, optionally checking it against PyTorch")
     _add_source(r)
     r.add_argument("--target", choices=["cpu", "gpu", "interp"], default=None,
                    help="cpu: the .cu on the CPU shim (default without a GPU); gpu: NVRTC + "
@@ -77,35 +140,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how fast it is: measured on a GPU against eager and torch.compile, "
                         "else predicted by the sm_90 model (nothing runs)")
     r.add_argument("--profile", action="store_true", help="with --bench: one row per kernel")
-    r.add_argument("-o", "--output", default=None, metavar="PROF.json",
+    r.add_argument("-o", "--output", type=_output_path, default=None, metavar="PROF.json",
                    help="with --bench: write the profile as JSON")
     r.add_argument("--gpu-model", choices=["h100", "h200"], default="h100",
                    help="the parameters of the model's predictions")
-    r.add_argument("--fiber-schedules", default=None, metavar="NAMES",
+    r.add_argument("--fiber-schedules", type=_schedules, default=None, metavar="NAMES",
                    help="the CPU runtime's fiber schedules (the order CUDA threads run in), "
                         "comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
 
-    bi = command("bisect", help="run after every pass on the CPU and name the first pass "
-                                "after which the result no longer matches PyTorch")
+    bi = add_parser("bisect", help="run after every pass on the CPU and name the first pass "
+                                   "after which the result no longer matches PyTorch")
     _add_source(bi)
     bi.add_argument("-p", "--pipeline", default="to-cuda",
                     help="the passes to check, a named pipeline or a pass list (default to-cuda)")
     bi.add_argument("--all", action="store_true", help="keep going after the first mismatch")
 
-    b = command("bench", help="the kernel benchmark suite: static figures without a GPU, "
-                              "timings against PyTorch eager and torch.compile with one")
+    b = add_parser("bench", help="the kernel benchmark suite: static figures without a GPU, "
+                                 "timings against PyTorch eager and torch.compile with one")
     b.add_argument("--suite", choices=["llm", "tiny"], default="llm",
                    help="llm: TinyLlama-1.1B and Qwen2.5-7B layer kernels; tiny: small shapes")
     b.add_argument("--dtype", default="fp32,bf16", help="comma-separated: fp32, bf16, fp16")
-    b.add_argument("--seq", default=None, help="comma-separated sequence lengths (llm: 32,128,512)")
+    b.add_argument("--seq", type=_positive_ints, default=None,
+                   help="comma-separated sequence lengths (llm: 32,128,512)")
     b.add_argument("--model", default=None, help="comma-separated model names (default: the suite's)")
     b.add_argument("--kernel", default=None, help="comma-separated kernel names (default: all)")
-    b.add_argument("-o", "--output", default=None, help="write the JSON report to this file")
-    b.add_argument("--arch", default="sm_90", help="NVRTC target of the static figures")
+    b.add_argument("-o", "--output", type=_output_path, default=None,
+                   help="write the JSON report to this file")
+    b.add_argument("--arch", type=_arch, default="sm_90", help="NVRTC target of the static figures")
     b.add_argument("--no-gpu", action="store_true", help="static figures only, even with a GPU")
-    b.add_argument("--warmup", type=int, default=10, help="untimed runs before timing")
-    b.add_argument("--iters", type=int, default=50, help="timed runs (the median is reported)")
-    b.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
+    b.add_argument("--warmup", type=_int_in(0, 10**6), default=10, help="untimed runs before timing")
+    b.add_argument("--iters", type=_int_in(1, 10**6), default=50,
+                   help="timed runs (the median is reported)")
+    b.add_argument("--seed", type=SEED, default=None, help="seed of the random inputs")
     b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
     _add_schedule(b)
     return parser
@@ -159,7 +225,7 @@ def cmd_compile(args) -> int:
     else:
         text = compiled.text(level)
     if args.output:
-        with open(args.output, "w") as f:
+        with writing(args.output), open(args.output, "w") as f:
             f.write(text)
     else:
         sys.stdout.write(text)
@@ -212,7 +278,8 @@ def cmd_bench(args) -> int:
         merged = {k: v for c in report["cases"] for k, v in c.get("plans", {}).items()}
         _write_plans({"format": FORMAT, "kernels": merged}, args.schedule_out)
     if args.output:
-        write_json(report, args.output)
+        with writing(args.output):
+            write_json(report, args.output)
     print(format_table(report))
     if args.output:
         print(f"wrote {args.output}")

@@ -91,15 +91,15 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
             print(f"<<< {prev.name}", file=out)
             before[0] = after
 
-    pipe = PassPipeline.parse_spec(pipeline.PASSES, spec, callback)
+    passes = pipeline.parse_passes(spec)
     if schedule is not None or not strict:
         from deplo.passes.tile.plan import TilePlanPass
 
         passes = tuple(
             dataclasses.replace(p, schedule=schedule, strict=strict)
-            if isinstance(p, TilePlanPass) else p for p in pipe.passes
+            if isinstance(p, TilePlanPass) else p for p in passes
         )
-        pipe = PassPipeline(passes, callback)
+    pipe = PassPipeline(tuple(passes), callback)
     gc_was = gc.isenabled()
     gc.disable()  # the cyclic GC roughly doubles rewrite time on big modules
     try:

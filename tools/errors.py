@@ -10,6 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 
+class UsageError(Exception):
+    """A command line that cannot run: a path that cannot be read or written, a bad value."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
@@ -17,8 +21,17 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     from deplo.runtime.cpu import CpuCompileError, KernelError
     from deplo.runtime.gpu import CudaCompileError, NoGpuError
 
-    return (FrontendError, DiagnosticException, ParseError, VerifyException, CpuCompileError,
+    return (UsageError, FrontendError, DiagnosticException, ParseError, VerifyException, CpuCompileError,
             KernelError, CudaCompileError, NoGpuError)
+
+
+@contextmanager
+def writing(path: str):
+    """An OSError while writing `path` (a full disk, no permission) is a UsageError."""
+    try:
+        yield
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
 @dataclass

@@ -71,7 +71,7 @@ def _host_names(module: ModuleOp) -> dict:
 
 def kernel_list(module: ModuleOp) -> list[str]:
     """One header line, then three lines per loop.kernel; empty without loop kernels."""
-    from deplo.passes.loop.fuse import written_args
+    from deplo.passes.loop.fusion_rules import written_args
 
     kernels = [op for op in module.ops if isinstance(op, loop.KernelOp)]
     if not kernels:

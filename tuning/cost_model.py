@@ -32,66 +32,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from deplo.dialects import kernel
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU's parameters. Sources beside each value; "measured" figures are from the
-    microbenchmark papers, the rest from NVIDIA's datasheet and programming guide."""
-
-    name: str
-    sms: int  # H100 SXM5: 132 SMs (NVIDIA H100 datasheet)
-    clock_ghz: float  # boost clock at which the peaks are quoted (Hopper whitepaper)
-    dram_bw: float  # bytes/s, spec (datasheet: H100 SXM 3.35 TB/s, H200 4.8 TB/s)
-    dram_efficiency: float  # fraction of the spec a streaming kernel reaches (measured)
-    l2_bytes: int  # 50 MB (Hopper whitepaper)
-    l2_bw: float  # bytes/s (measured)
-    dram_latency: float  # cycles, a global load that misses L2 (measured)
-    l2_latency: float  # cycles, a global load that hits L2 (measured)
-    l1_bytes: int  # L1 data cache + shared memory per SM (whitepaper: 256 KB)
-    l1_sectors_per_sm: int  # 32-byte sectors L1 serves per clock per SM (128 B/clk)
-    fp32_per_sm: int  # FP32 results per clock per SM (CUDA Programming Guide, throughput table)
-    sfu_per_sm: int  # special-function results (exp2, rsqrt, sin, ...) per clock per SM (idem)
-    mma_flops: float  # FLOP/s of mma.sync m16n8k16 fp16/bf16 with fp32 accumulation (measured)
-    dense_tensor_flops: float  # FLOP/s, dense fp16/bf16 tensor peak (datasheet; wgmma only)
-    issue_per_sm: int  # warp instructions issued per clock per SM (4 schedulers)
-    smem_wavefronts_per_sm: int  # shared-memory wavefronts (32 banks x 4 B) per clock per SM
-    launch_us: float  # one kernel launch, host + device, without CUDA graphs (measured)
-    max_threads_per_sm: int = 2048  # CUDA Programming Guide, compute capability 9.0
-    max_blocks_per_sm: int = 32
-    registers_per_sm: int = 65536
-    smem_per_sm: int = 228 * 1024
-    mlp: int = 4  # independent global loads a warp keeps in flight (nvcc unrolls streaming
-    # loops 4x; a modelling assumption, to refit from measurements)
-
-    @property
-    def fp32_flops(self) -> float:
-        return 2 * self.fp32_per_sm * self.sms * self.clock_ghz * 1e9
-
-
-H100_SXM = Gpu(
-    name="H100 SXM5",
-    sms=132,
-    clock_ghz=1.98,
-    dram_bw=3.35e12,
-    dram_efficiency=0.90,
-    l2_bytes=50 * 2**20,
-    l2_bw=7.0e12,
-    dram_latency=800,
-    l2_latency=270,
-    l1_bytes=256 * 1024,
-    l1_sectors_per_sm=4,
-    fp32_per_sm=128,
-    sfu_per_sm=16,
-    mma_flops=0.62 * 989e12,
-    dense_tensor_flops=989e12,
-    issue_per_sm=4,
-    smem_wavefronts_per_sm=1,
-    launch_us=4.0,
-)
-H200 = Gpu(**{**H100_SXM.__dict__, "name": "H200 SXM", "dram_bw": 4.8e12})
-GPUS = {"h100": H100_SXM, "h200": H200}
-
+from deplo.hardware import GPUS, H100_SXM, WARP, Gpu  # noqa: F401 (re-exported)
 
 # --------------------------------------------------------------------------------------------
 # what a kernel asks of the GPU
@@ -115,7 +56,6 @@ class Work:
     touched: dict[str, int] = field(default_factory=dict)  # buffer -> bytes of its memref
 
 
-WARP = 32
 SECTOR = 32
 FLOAT_FP32 = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp,
               arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp, arith.CmpfOp, arith.SelectOp,
@@ -192,7 +132,7 @@ _INT_OPS = {
 
 def _is_shared(v: SSAValue) -> bool:
     t = v.type
-    return isinstance(t, MemRefType) and not isinstance(t.memory_space, type(None)) and \
+    return isinstance(t, MemRefType) and not (t.memory_space is None) and \
         str(t.memory_space) == "3 : i64"
 
 
@@ -361,8 +301,8 @@ def occupancy(gpu: Gpu, threads: int, registers: int, smem: int) -> int:
     regs_per_warp = -(-max(registers, 16) * WARP // 256) * 256
     limits = [gpu.max_threads_per_sm // (warps * WARP), gpu.max_blocks_per_sm,
               gpu.registers_per_sm // max(1, regs_per_warp * warps)]
-    if smem:
-        limits.append(gpu.smem_per_sm // smem)
+    if smem:  # 1 KB reserved per block (cuda_occupancy.h), 128-byte granules
+        limits.append(gpu.smem_per_sm // (-(-smem // 128) * 128 + 1024))
     return max(0, min(limits))
 
 

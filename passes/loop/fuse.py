@@ -71,75 +71,29 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
-from xdsl.traits import SymbolTable
 
 from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import (
     ConcatNests,
+    ProducerNest,
     concat_parts,
     free_nest_order_for,
     hoist_point,
     index_constant,
+    kernel_of,
     outer_free_nest,
     permute_free_nest,
+    producer_nest,
     readers,
     reads_each_element_once_in_place,
     sources,
     wrapped_coordinate,
+    writer,
+    written_args,
 )
 
 # ---------------------------------------------------------------------------------------------
 # kernel shape queries
-
-
-def written_args(kernel: loop.KernelOp) -> set[int]:
-    """Indices of the kernel arguments it stores to."""
-    return {
-        op.buffer.index
-        for op in kernel.walk()
-        if isinstance(op, loop.StoreOp) and op.buffer.owner is kernel.body.block
-    }
-
-
-@dataclass
-class ProducerNest:
-    """A kernel in the canonical single-output form that tir-to-loop emits."""
-
-    kernel: loop.KernelOp
-    out_index: int
-    ivs: list[SSAValue]  # the free loops' induction variables, outermost first
-    body: list[Operation]  # the innermost body without its store and yield
-    stored: SSAValue  # the value stored into T
-    has_reduction: bool
-
-
-def producer_nest(kernel: loop.KernelOp) -> ProducerNest | None:
-    outs = written_args(kernel)
-    if len(outs) != 1:
-        return None
-    (out,) = outs
-    shape = kernel.args[out].type.get_shape()
-    block: Block = kernel.body.block
-    nest = [o for o in block.ops if not isinstance(o, arith.ConstantOp)]
-    ivs = []
-    for n in shape:
-        if len(nest) != 1 or not isinstance(f := nest[0], loop.ForOp):
-            return None
-        if f.kind.data != loop.LoopKind.FREE or (f.lb.data, f.ub.data, f.step.data) != (0, n, 1):
-            return None
-        ivs.append(f.iv)
-        block = f.body.block
-        nest = [o for o in block.ops if not isinstance(o, loop.YieldOp)]
-    if not nest or not isinstance(store := nest[-1], loop.StoreOp):
-        return None
-    if store.buffer is not kernel.args[out] or list(store.indices) != ivs or store.map is not None:
-        return None
-    body = nest[:-1]
-    if any(isinstance(o, loop.StoreOp) for o in body):
-        return None
-    return ProducerNest(
-        kernel, out, ivs, body, store.value, any(isinstance(o, loop.ForOp) for o in body)
-    )
 
 
 def direct_iv_uses(nest: ProducerNest) -> set[SSAValue]:
@@ -268,21 +222,10 @@ def _softmax(consumer: loop.KernelOp, p_launch: loop.LaunchOp, depth: int = 8) -
             f.kind.data == loop.LoopKind.REDUCE for f in loop.enclosing_ops(o, loop.ForOp))
             for o in kernel.walk())
 
-    kernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
-    if exp_in_k_loop(consumer) or any(isinstance(o, math.ExpOp) for o in kernel.walk()):
+    if exp_in_k_loop(consumer) or any(isinstance(o, math.ExpOp) for o in kernel_of(p_launch).walk()):
         return True
-    writers = [w for v in p_launch.args if (w := _any_writer(v, p_launch)) is not None]
+    writers = [w for v in p_launch.args if (w := writer(v)) is not None and w is not p_launch]
     return depth > 0 and any(_softmax(consumer, w, depth - 1) for w in writers)
-
-
-def _any_writer(value: SSAValue, reader: loop.LaunchOp) -> loop.LaunchOp | None:
-    for u in value.uses:
-        op = u.operation
-        if isinstance(op, loop.LaunchOp) and op is not reader and _before(op, reader):
-            callee = SymbolTable.lookup_symbol(op, op.callee)
-            if isinstance(callee, loop.KernelOp) and u.index in written_args(callee):
-                return op
-    return None
 
 
 def _multiplies_reads(nest: ProducerNest, p_launch: loop.LaunchOp) -> bool:
@@ -313,7 +256,7 @@ def _pointwise_writer(value: SSAValue, reader: loop.LaunchOp):
     for use in value.uses:
         op = use.operation
         if isinstance(op, loop.LaunchOp) and op is not reader:
-            kernel = SymbolTable.lookup_symbol(op, op.callee)
+            kernel = kernel_of(op)
             if isinstance(kernel, loop.KernelOp) and use.index in written_args(kernel):
                 nest = producer_nest(kernel)
                 if nest is not None and not nest.has_reduction:
@@ -360,7 +303,7 @@ class FuseProducer(RewritePattern):
         if host is None or not isinstance(fn, func.FuncOp):
             return False
         module = fn.parent_op()
-        consumer = SymbolTable.lookup_symbol(launch, launch.callee)
+        consumer = kernel_of(launch)
         if not isinstance(consumer, loop.KernelOp):
             return False
         returned = {v for o in host.ops if isinstance(o, func.ReturnOp) for v in o.arguments}
@@ -373,14 +316,14 @@ class FuseProducer(RewritePattern):
                 u.operation
                 for u in t.uses
                 if isinstance(u.operation, loop.LaunchOp) and u.operation is not launch
-                and u.index in written_args(SymbolTable.lookup_symbol(u.operation, u.operation.callee))
+                and u.index in written_args(kernel_of(u.operation))
             ]
             if len(writers) != 1:
                 continue
             p_launch = writers[0]
             if not _before(p_launch, launch) or _inputs_overwritten(p_launch, launch):
                 continue
-            pkernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
+            pkernel = kernel_of(p_launch)
             nest = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
             if nest is None and self.inline_concat and isinstance(pkernel, loop.KernelOp):
                 cat = concat_parts(pkernel)
@@ -551,7 +494,7 @@ def _inputs_overwritten(p_launch: loop.LaunchOp, c_launch: loop.LaunchOp) -> boo
     op = p_launch.next_op
     while op is not None and op is not c_launch:
         if isinstance(op, loop.LaunchOp):
-            k = SymbolTable.lookup_symbol(op, op.callee)
+            k = kernel_of(op)
             if any(op.args[w] in ins for w in written_args(k)):
                 return True
         op = op.next_op
@@ -566,9 +509,16 @@ def _rename(kernel: loop.KernelOp, launch: loop.LaunchOp, name: str) -> None:
         new, n = f"{name}_{n}", n + 1
     old = kernel.sym_name.data
     kernel.sym_name = type(kernel.sym_name)(new)
-    for op in module.walk():
-        if isinstance(op, loop.LaunchOp) and op.callee.root_reference.data == old:
-            op.callee = FlatSymbolRefAttr(new)
+    for op in _launches(module, old):
+        op.callee = FlatSymbolRefAttr(new)
+
+
+def _launches(module: Operation, name: str) -> list[loop.LaunchOp]:
+    """The launches of kernel @name (host functions only: a walk into every kernel body was
+    most of fusion's time)."""
+    return [o for f in module.regions[0].block.ops if not isinstance(f, loop.KernelOp)
+            for o in f.walk() if isinstance(o, loop.LaunchOp)
+            and o.callee.root_reference.data == name]
 
 
 def _cleanup(module, host: Block, t: SSAValue, p_launch, pkernel, rewriter: PatternRewriter):
@@ -576,10 +526,7 @@ def _cleanup(module, host: Block, t: SSAValue, p_launch, pkernel, rewriter: Patt
     if all(u.operation is p_launch for u in t.uses):
         rewriter.erase(p_launch)
         rewriter.erase(t.owner)
-    name = pkernel.sym_name.data
-    if not any(
-        isinstance(o, loop.LaunchOp) and o.callee.root_reference.data == name for o in module.walk()
-    ):
+    if not _launches(module, pkernel.sym_name.data):
         rewriter.erase(pkernel)
 
 
@@ -600,7 +547,7 @@ class FuseIntoEpilogue(RewritePattern):
         host, fn = r_launch.parent_block(), r_launch.parent_op()
         if host is None or not isinstance(fn, func.FuncOp):
             return
-        rkernel = SymbolTable.lookup_symbol(r_launch, r_launch.callee)
+        rkernel = kernel_of(r_launch)
         nest = producer_nest(rkernel) if isinstance(rkernel, loop.KernelOp) else None
         if nest is None or not nest.has_reduction:
             return
@@ -613,7 +560,7 @@ class FuseIntoEpilogue(RewritePattern):
             return
         if _inputs_overwritten(r_launch, p_launch):
             return
-        pkernel = SymbolTable.lookup_symbol(p_launch, p_launch.callee)
+        pkernel = kernel_of(p_launch)
         pn = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
         at = [k for k, v in enumerate(p_launch.args) if v is t]
         if pn is None or len(at) != 1 or at[0] in written_args(pkernel):
@@ -631,7 +578,7 @@ class EraseDeadLaunch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, launch: loop.LaunchOp, rewriter: PatternRewriter) -> None:
-        kernel = SymbolTable.lookup_symbol(launch, launch.callee)
+        kernel = kernel_of(launch)
         if not isinstance(kernel, loop.KernelOp):
             return
         outs = [launch.args[w] for w in written_args(kernel)]
@@ -644,11 +591,7 @@ class EraseDeadLaunch(RewritePattern):
         rewriter.erase(launch)
         for t in outs:
             rewriter.erase(t.owner)
-        name = kernel.sym_name.data
-        if not any(
-            isinstance(o, loop.LaunchOp) and o.callee.root_reference.data == name
-            for o in module.walk()
-        ):
+        if not _launches(module, kernel.sym_name.data):
             rewriter.erase(kernel)
 
 
@@ -682,6 +625,5 @@ class LoopFusePass(ModulePass):
         bases = [_base(k.sym_name.data) for k in kernels]
         for k, base in zip(kernels, bases):
             if bases.count(base) == 1 and base != k.sym_name.data:
-                launch = next(o for o in op.walk() if isinstance(o, loop.LaunchOp)
-                              and o.callee.root_reference.data == k.sym_name.data)
+                launch = _launches(op, k.sym_name.data)[0]
                 _rename(k, launch, base)

@@ -14,6 +14,7 @@ back as a select. The rule itself is written in `fuse.py`'s docstring.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IndexType, IntegerAttr
@@ -83,13 +84,77 @@ def reads_each_element_once_in_place(load: loop.LoadOp, ivs: list[SSAValue]) -> 
 # the host function's dataflow
 
 
+_SYMBOLS: WeakKeyDictionary[Block, dict[str, Operation]] = WeakKeyDictionary()
+
+
+def written_args(kernel: loop.KernelOp) -> set[int]:
+    """Indices of the kernel arguments it stores to (from the arguments' uses: fusion asks
+    this ~10^5 times, a walk of the kernel each time took most of its time)."""
+    return {a.index for a in kernel.body.block.args
+            if any(isinstance(u.operation, loop.StoreOp) and u.operation.buffer is a
+                   for u in a.uses)}
+
+
+@dataclass
+class ProducerNest:
+    """A kernel in the canonical single-output form that tir-to-loop emits."""
+
+    kernel: loop.KernelOp
+    out_index: int
+    ivs: list[SSAValue]  # the free loops' induction variables, outermost first
+    body: list[Operation]  # the innermost body without its store and yield
+    stored: SSAValue  # the value stored into T
+    has_reduction: bool
+
+
+def producer_nest(kernel: loop.KernelOp) -> ProducerNest | None:
+    outs = written_args(kernel)
+    if len(outs) != 1:
+        return None
+    (out,) = outs
+    shape = kernel.args[out].type.get_shape()
+    block: Block = kernel.body.block
+    nest = [o for o in block.ops if not isinstance(o, arith.ConstantOp)]
+    ivs = []
+    for n in shape:
+        if len(nest) != 1 or not isinstance(f := nest[0], loop.ForOp):
+            return None
+        if f.kind.data != loop.LoopKind.FREE or (f.lb.data, f.ub.data, f.step.data) != (0, n, 1):
+            return None
+        ivs.append(f.iv)
+        block = f.body.block
+        nest = [o for o in block.ops if not isinstance(o, loop.YieldOp)]
+    if not nest or not isinstance(store := nest[-1], loop.StoreOp):
+        return None
+    if store.buffer is not kernel.args[out] or list(store.indices) != ivs or store.map is not None:
+        return None
+    body = nest[:-1]
+    if any(isinstance(o, loop.StoreOp) for o in body):
+        return None
+    return ProducerNest(
+        kernel, out, ivs, body, store.value, any(isinstance(o, loop.ForOp) for o in body)
+    )
+
+
 def kernel_of(launch: loop.LaunchOp) -> Operation | None:
-    return SymbolTable.lookup_symbol(launch, launch.callee)
+    """The kernel `launch` calls. Fusion asks this ~10^5 times on a 100-kernel module, where
+    SymbolTable.lookup_symbol's scan took minutes: a name -> op table per module, rebuilt when
+    an entry is stale (the kernel was erased, renamed or added since)."""
+    name = launch.callee.root_reference.data
+    fn = launch.parent_op()
+    module = fn.parent_block() if fn is not None else None
+    if module is None:
+        return SymbolTable.lookup_symbol(launch, launch.callee)
+    table = _SYMBOLS.get(module)
+    k = table.get(name) if table is not None else None
+    if k is None or k.parent is not module or k.sym_name.data != name:
+        table = _SYMBOLS[module] = {o.sym_name.data: o for o in module.ops
+                                    if isinstance(o, loop.KernelOp)}
+        k = table.get(name)
+    return k
 
 
 def written(launch: loop.LaunchOp) -> set[int]:
-    from deplo.passes.loop.fuse import written_args
-
     k = kernel_of(launch)
     return written_args(k) if isinstance(k, loop.KernelOp) else set()
 
@@ -118,8 +183,6 @@ def sources(launch: loop.LaunchOp) -> set[SSAValue]:
     """The host buffers `launch` reads, looking through buffers written by pointwise kernels
     (which fusion inlines): the global data a kernel reads once its pointwise producers are
     fused into it."""
-    from deplo.passes.loop.fuse import producer_nest
-
     found: set[SSAValue] = set()
     stack = [v for i, v in enumerate(launch.args) if i not in written(launch)]
     seen: set[SSAValue] = set()
@@ -178,8 +241,6 @@ def _perfect_free_nest(top: Operation, rank: int) -> tuple[list[SSAValue], list[
 def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
     """The form tir-to-loop gives a concat: one perfect free nest per input, pointwise, storing
     its region at `(d0, ..., d_dim + offset, ...)`; None for anything else."""
-    from deplo.passes.loop.fuse import written_args
-
     outs = written_args(kernel)
     if len(outs) != 1:
         return None

@@ -33,7 +33,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import loop
-from deplo.passes.loop.fuse import written_args
+from deplo.passes.loop.fusion_rules import written_args
 
 
 def _is_pure(op: Operation, read_only: set[SSAValue]) -> bool:

@@ -50,7 +50,7 @@ from deplo.dialects.tile_plan import (
     slab_parts,
     staged_slabs,
 )
-from deplo.tuning.cost_model import H100_SXM
+from deplo.hardware import H100_SXM
 
 Facts = tuple[tuple[str, Value], ...]
 
@@ -311,7 +311,7 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
     part = [t for t in tiles if _blocks(f, t[1], t[2]) >= SMS // 4]
     tile, bm, bn = (part or tiles[-1:])[0]
     splits = pick("splits", _fill_splits(f, _blocks(f, bm, bn), mma) if sized else 1)
-    pick("mma", mma and (f["k"] // splits) % 16 == 0)
+    pick("mma", mma and (splits == 1 or (f["k"] // splits) % 16 == 0))
     if knobs["mma"]:
         for name, v in zip(("warps_m", "warps_n", "frags_m", "frags_n"), tile):
             pick(name, v)
@@ -327,9 +327,9 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
     k = reduce_length(f, knobs)
     chunk = (32 if k >= 64 else 16) if _matmul_sized(f, knobs["splits"]) else 0
     kc = pick("k_chunk", chunk if chunk < k else 0)
-    stage = pick("stage", bool(kc))
+    stage = pick("stage", bool(kc) and bool(f["slabs"]))
     pad = 0
-    if stage and kc:
+    if stage and kc and f["slabs"]:
         rows_bytes = [s[-2] * s[-1] for s in staged_slabs(f, {**knobs, "pad": 0, "buffers": 1})
                       if len(s) > 2]
         eb = min(slab_parts(code)[1] for code in f["slabs"])

@@ -5,8 +5,9 @@ Three artifacts, each built once into `cache_dir("cpu")`:
   - `pch-<key>/kcpu.h.gch`: the shim precompiled (~3 s once; a kernel then builds in ~0.3 s
     instead of ~2 s, nearly all of it CUDA's fp16/bf16 headers);
   - `k-<key>/kernel.so`: one `.cu` plus its generated launcher, linked against libkcpu.so by path.
-Every build writes into a private temporary name and renames it into place, so concurrent test
-processes never see half an artifact (at worst both build it).
+Every build writes into a private temporary name, sealed with its sha256, and renames it into
+place, so concurrent test processes never see half an artifact (at worst both build it); a hit
+whose artifact no longer matches its seal is rebuilt.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from deplo.runtime.cache import cache_dir, content_key
+from deplo.runtime.cache import cache_dir, content_key, intact, seal
 from deplo.runtime.cpu import launcher, toolchain
 from deplo.runtime.cpu.errors import CpuCompileError
 
@@ -30,12 +31,22 @@ def _run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, check=False)
 
 
-def _publish(tmp: Path, final: Path) -> None:
-    """Move a finished build directory into place; if another process won the race, keep its."""
+def _publish(tmp: Path, final: Path, *names: str) -> None:
+    """Seal a finished build directory and move it into place; if another process won the race,
+    keep its."""
+    seal([tmp / n for n in names], tmp / "sha256")
     try:
         os.rename(tmp, final)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cached(final: Path, *names: str) -> bool:
+    """True when entry `final` holds `names` as built; a damaged entry is removed (rebuilt)."""
+    if intact([final / n for n in names], final / "sha256"):
+        return True
+    shutil.rmtree(final, ignore_errors=True)
+    return False
 
 
 def runtime_lib(sanitize: bool) -> Path:
@@ -44,7 +55,7 @@ def runtime_lib(sanitize: bool) -> Path:
     src = toolchain.RUNTIME_SRC.read_text()
     final = cache_dir("cpu") / f"rt-{content_key(src, toolchain.cxx_version(), *flags)[:24]}"
     lib = final / "libkcpu.so"
-    if lib.exists():
+    if _cached(final, "libkcpu.so"):
         return lib
     tmp = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
     r = _run([toolchain.cxx(), *flags, str(toolchain.RUNTIME_SRC), "-o", str(tmp / "libkcpu.so"),
@@ -52,7 +63,7 @@ def runtime_lib(sanitize: bool) -> Path:
     if r.returncode:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CpuCompileError(f"building libkcpu.so failed:\n{r.stderr}", r.stderr)
-    _publish(tmp, final)
+    _publish(tmp, final, "libkcpu.so")
     return lib
 
 
@@ -62,7 +73,7 @@ def shim_pch(sanitize: bool) -> Path:
     shim = toolchain.SHIM.read_text()
     final = cache_dir("cpu") / f"pch-{content_key(shim, toolchain.cxx_version(), *flags)[:24]}"
     header = final / "kcpu.h"
-    if (final / "kcpu.h.gch").exists():
+    if _cached(final, "kcpu.h", "kcpu.h.gch"):
         return header
     tmp = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
     (tmp / "kcpu.h").write_text(shim)
@@ -70,7 +81,7 @@ def shim_pch(sanitize: bool) -> Path:
     if r.returncode:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CpuCompileError(f"precompiling kcpu.h failed:\n{r.stderr}", r.stderr)
-    _publish(tmp, final)
+    _publish(tmp, final, "kcpu.h", "kcpu.h.gch")
     return header
 
 
@@ -85,7 +96,7 @@ def kernel_lib(source: str, signatures: dict[str, list[str]], name: str,
                       str(pch), prelude, launcher.VERSION)
     final = cache_dir("cpu") / f"k-{key[:24]}"
     lib = final / "kernel.so"
-    if lib.exists():
+    if _cached(final, "kernel.so"):
         return lib, True
     cu = f"{name}.cu"
     tmp = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
@@ -98,7 +109,7 @@ def kernel_lib(source: str, signatures: dict[str, list[str]], name: str,
         launch_text = (tmp / "launch.cpp").read_text()
         shutil.rmtree(tmp, ignore_errors=True)
         raise CpuCompileError(compile_error_message(cu, source, launch_text, r.stderr), r.stderr)
-    _publish(tmp, final)
+    _publish(tmp, final, "kernel.so")
     return lib, False
 
 

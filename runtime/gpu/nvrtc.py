@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deplo.hardware import SHARED_MEMORY_BYTES
-from deplo.runtime.cache import cache_dir, content_key
+from deplo.runtime.cache import cache_dir, content_key, intact, seal
 from deplo.runtime.gpu.ptxas import PtxasReport, parse_ptxas_log
 
 REPO_INCLUDE = Path(__file__).resolve().parents[1] / "include"  # kc_prelude.cuh lives here
@@ -257,7 +257,8 @@ def compile_cubin(
     key = content_key(cu_source, name, "\n".join(opts), nvrtc_version(), _headers_digest(own_dirs))
     folder = cache_dir("nvrtc")
     files = {ext: folder / f"{key}.{ext}" for ext in ("cubin", "ptx", "log")}
-    if all(f.is_file() for f in files.values()):
+    digest = folder / f"{key}.sha256"
+    if intact(list(files.values()), digest):
         log = files["log"].read_text()
         res = CompileResult(
             cubin=files["cubin"].read_bytes(),
@@ -270,6 +271,7 @@ def compile_cubin(
         res = _nvrtc_compile(cu_source, name, arch, opts)
         _write_atomic(files["ptx"], res.ptx.encode())
         _write_atomic(files["log"], res.log.encode())
-        _write_atomic(files["cubin"], res.cubin)  # last: its presence marks a complete entry
+        _write_atomic(files["cubin"], res.cubin)
+        seal(list(files.values()), digest)  # last: it marks a complete entry
     _check_reports(res, cu_source, name, max_static_smem, spills_are_errors)
     return res

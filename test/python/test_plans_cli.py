@@ -24,7 +24,7 @@ PROGRAMS = {
 }
 # one knob per program that changes the code, with a legal new value
 CHANGES = {
-    "matmul": [("threads_m", 8), ("reg_n", 2), ("k_chunk", 16)],
+    "matmul": [("threads_m", 16), ("reg_n", 2), ("k_chunk", 16)],
     "rms_norm": [("threads", 64)],
     "softmax": [("threads", 128)],
     "attention": [("threads", 32)],

@@ -188,3 +188,8 @@ kernel.func @k() grid(1, 1, 1) block(32, 1, 1) {
   %z = arith.constant 0.000000e+00 : f32
   %d0, %d1, %d2, %d3 = kernel.mma f32 %i, %i, %i, %i, %i, %i, %z, %z, %z, %z
 }
+
+// -----
+// CHECK: argument #0: memref<65536x65536xf32> has 2^31 elements or more (CUDA C indexes with int)
+kernel.func @k(%x: memref<65536x65536xf32>) grid(1, 1, 1) block(1, 1, 1) {
+}

@@ -47,3 +47,11 @@ func.func @main(%y: memref<8xf32>) {
   loop.launch @k(%y) : memref<8xf32>
   func.return
 }
+
+// -----
+
+loop.kernel @bound_past_int(%out: memref<4xf32>) {
+  // CHECK: loop.for 0 to 9223372036854775808: expected bounds within +-2^31 (CUDA C indexes with int)
+  loop.for %i = 0 to 9223372036854775808 free {
+  }
+}

@@ -59,9 +59,11 @@ def test_tails_and_4_byte_cp_async(arch: str):
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("b_nk", [False, True], ids=["b-kn", "b-nk"])
 def test_tensor_cores(arch: str, dtype: str, b_nk: bool):
-    """The default fp16 / bf16 schedule: HMMA.16816 (2 x 4 fragments x 2 k-steps per chunk),
+    """A 64 x 64 tensor-core schedule: HMMA.16816 (2 x 4 fragments x 2 k-steps per chunk),
     ldmatrix (LDSM; .MT88 = transposed, for B stored [K][N]), cp.async of 16 bytes."""
-    ops, report = opcodes(Case(128, 128, 128, dtype=dtype, b_nk=b_nk), DEFAULT, arch)
+    passes = ["tile-tensor-core{warps-m=2 warps-n=2 frags-m=2 frags-n=4}",
+              "tile-chunk-reduce{k-chunk=32}", *DEFAULT[4:]]
+    ops, report = opcodes(Case(128, 128, 128, dtype=dtype, b_nk=b_nk), passes, arch)
     assert count_prefix(ops, "HMMA.16816.F32") == 16, ops
     assert count_prefix(ops, "LDSM.16.M88.4") >= 1, ops
     assert count_prefix(ops, "LDSM.16.MT88" if not b_nk else "LDSM.16.M88.2") >= 1, ops

@@ -4,6 +4,8 @@ Whole modules run through the host function (two launches)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from mm_harness import Case, context, loop_ir, run_module
 from test_schedules import DEFAULT, SCHEDULE
@@ -39,8 +41,8 @@ def test_split_k(case: Case, passes: str):
 
 
 def test_the_heuristic_splits_tall_skinny_matmuls():
-    """64 x 64 outputs (one 64 x 64 block tile) with K = 4096: 16 splits of 256; a square
-    matmul or a short K is left alone."""
+    """64 x 64 outputs with K = 4096 fill few SMs: K is split (the peaks say it pays); a big
+    square matmul already has many blocks and a short K has nothing to split."""
 
     def schedule(c: Case) -> str:
         ctx = context()
@@ -48,11 +50,13 @@ def test_the_heuristic_splits_tall_skinny_matmuls():
         PassPipeline.parse_spec(pipeline.PASSES, "loop-to-tile,tile-split-k").apply(ctx, module)
         return str(module)
 
-    assert "{splits = 16," in schedule(Case(64, 4096, 64))
-    assert "{splits = 1," in schedule(Case(512, 4096, 512))
+    splits = re.search(r"\{splits = (\d+),", schedule(Case(64, 4096, 64)))
+    assert splits and int(splits[1]) > 1
+    assert "{splits = 1," in schedule(Case(2048, 4096, 2048))
     assert "{splits = 1," in schedule(Case(64, 512, 64))
 
 
 def test_split_k_with_the_default_pipeline_runs():
     _, text = run_module(Case(32, 2048, 32), ["tile-split-k", *DEFAULT])
-    assert "{splits = 8," in text and "@mm_sum" in text
+    splits = re.search(r"\{splits = (\d+),", text)
+    assert splits and int(splits[1]) > 1 and "@mm_sum" in text

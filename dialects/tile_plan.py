@@ -105,6 +105,8 @@ KNOBS: dict[str, Knob] = {
         Knob("grid_dims", int, "outer free loops mapped to block.x/y/z (at most 3)"),
         Knob("leave_innermost", bool, "the innermost of 2+ outer loops is left for the threads "
                                       "when nothing inside it could be"),
+        Knob("chunk", int, "the innermost outer loop split into blocks of this many elements "
+                           "on block.x, its threads striding through each (0: not split)"),
         Knob("threads", int, "threads per block (a multiple of the warp size)"),
         Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
                             "(0: none)"),
@@ -299,6 +301,8 @@ _COMMON_DOMAINS = {
                                   if t <= max(WARP, _round_up(f.get("extent", 1024), WARP))),
     "grid_dims": lambda f, k: (0, 1, 2, 3),
     "leave_innermost": lambda f, k: (False, True),
+    "chunk": lambda f, k: (0,) + tuple(c for c in (128, 256, 512, 1024, 2048, 4096)
+                                       if f.get("leaf") and c < _round_up(f["chain"][-1], WARP)),
 }
 
 
@@ -317,6 +321,14 @@ class PointwiseClass(KernelClass):
         bad = _common_violations(knobs) + _threads_violations(knobs)
         if not 0 <= knobs["grid_dims"] <= 3:
             bad.append(("grid_dims", f"expected 0 to 3 grid axes, got {knobs['grid_dims']}"))
+        chunk = knobs["chunk"]
+        if chunk < 0 or chunk % WARP:
+            bad.append(("chunk", f"expected 0 or a multiple of {WARP}, got {chunk}"))
+        elif chunk and not facts["leaf"]:
+            bad.append(("chunk", "the innermost outer loop holds loops of its own: it cannot "
+                                 "be split over blocks"))
+        elif chunk and not knobs["grid_dims"]:
+            bad.append(("chunk", "a split innermost loop needs a grid axis (grid_dims >= 1)"))
         return bad
 
 
@@ -589,10 +601,11 @@ CLASSES: dict[str, KernelClass] = {
         PointwiseClass(
             "pointwise",
             "outer free loops on blocks, the innermost free loop on threads (strided when "
-            "longer than the block); any kernel can take it",
-            ("chain",),
+            "longer than the block) or split in chunks over block.x and threads; any kernel "
+            "can take it",
+            ("chain", "leaf"),
             (
-                ("tile-map-grid", ("grid_dims", "leave_innermost")),
+                ("tile-map-grid", ("grid_dims", "leave_innermost", "chunk")),
                 ("tile-map-threads", ("threads",)),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),

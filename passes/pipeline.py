@@ -46,6 +46,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-simplify": ("passes.loop.simplify", "LoopSimplifyPass"),
     "loop-merge-reductions": ("passes.loop.merge_reductions", "LoopMergeReductionsPass"),
     "loop-online-softmax": ("passes.loop.online_softmax", "LoopOnlineSoftmaxPass"),
+    "loop-narrow-buffers": ("passes.loop.narrow", "LoopNarrowBuffersPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
@@ -87,6 +88,7 @@ _TO_LOOP = _TO_TIR + [
     "loop-merge-reductions",  # sibling reduce loops over one range: one pass over the data
     "loop-online-softmax",  # softmax max+sum in one pass; attention's PV carried (flash)
     "loop-fuse",  # again: attention scores now fuse into the flash loop (read once per s)
+    "loop-narrow-buffers",  # intermediates written as extf(narrow) hold the narrow type
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [

@@ -157,9 +157,9 @@ def work(func: kernel.FuncOp) -> Work:
     blk = _Block(func)
     w = Work()
     for a in func.body.block.args:
-        if isinstance(a.type, MemRefType):
+        if isinstance(a.type, MemRefType) and a.uses:  # the buffers it reads or writes
             n = math.prod(a.type.get_shape())
-            w.touched[a.name_hint or f"arg{a.index}"] = n * max(1, getattr(
+            w.touched[f"{a.index}:{a.name_hint or ''}"] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(func.body.block, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
     return w

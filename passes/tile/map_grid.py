@@ -21,11 +21,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
+from xdsl.dialects.builtin import IntAttr
+from xdsl.ir import Block, Region
+from xdsl.rewriter import InsertPoint
+
 from deplo import hardware as hw
-from deplo.analysis.nest import grid_loops
+from deplo.analysis.nest import free_loop_chain, grid_loops
 from deplo.dialects import tile
 from deplo.dialects.tile_plan import Plan
 from deplo.passes.tile.kernel_pass import KernelPass
+from deplo.passes.tile.rewrite import INDEX, add, below, clamp, guard_stores, mul
 
 AXES = (tile.Bind.BLOCK_X, tile.Bind.BLOCK_Y, tile.Bind.BLOCK_Z)
 
@@ -38,10 +44,18 @@ class TileMapGridPass(KernelPass):
 
     grid_dims: int | None = None
     leave_innermost: bool | None = None
+    chunk: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         leave = plan.knob("leave_innermost", False)  # only pointwise plans leave a loop
-        loops = grid_loops(kernel, plan.knob("grid_dims"), leave)
+        dims, chunk = plan.knob("grid_dims"), plan.knob("chunk", 0)
+        if chunk:
+            inner = free_loop_chain(kernel)[-1]
+            outer = grid_loops(kernel, dims, leave_innermost=True)
+            outer = [lp for lp in outer if lp is not inner][: dims - 1]
+            loops = [split_over_blocks(inner, chunk), *outer]
+        else:
+            loops = grid_loops(kernel, dims, leave)
         grid = [1, 1, 1]
         for axis, lp in enumerate(loops):
             extent = lp.extent
@@ -51,3 +65,31 @@ class TileMapGridPass(KernelPass):
             grid[axis] = extent
             lp.bind = tile.BindAttr(AXES[axis])
         kernel.set_launch(grid=grid)
+
+
+def split_over_blocks(lp: tile.ForOp, chunk: int) -> tile.ForOp:
+    """`lp` (0 to N) now counts chunks; a new serial loop inside walks one chunk's elements,
+    the index clamped and the stores guarded where the last chunk passes N. Returns `lp`."""
+    extent = lp.extent
+    assert extent is not None
+    uses = list(lp.iv.uses)
+    ops = [op for op in lp.body.block.ops if not isinstance(op, tile.YieldOp)]
+    body = Block(arg_types=[INDEX])
+    body.add_op(tile.YieldOp())
+    inner = tile.ForOp(0, chunk, tile.Bind.SERIAL, [], Region(body))
+    inner.iv.name_hint = "e"
+    lp.body.block.insert_op_before(inner, lp.body.block.last_op)
+    for op in ops:
+        op.detach()
+        body.insert_op_before(op, body.last_op)
+    lp.ub = IntAttr(-(-extent // chunk))
+    b = Builder(InsertPoint.at_start(body))
+    index = add(b, mul(b, lp.iv, chunk), inner.iv)
+    index.name_hint = lp.iv.name_hint
+    if extent % chunk:
+        guard = below(b, index, extent)
+        index = clamp(b, index, extent)
+        guard_stores(ops, guard)
+    for u in uses:
+        u.operation.operands[u.index] = index
+    return lp

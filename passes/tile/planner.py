@@ -168,7 +168,10 @@ def attention_facts(kernel: tile.KernelOp) -> Facts | None:
 
 
 def pointwise_facts(kernel: tile.KernelOp) -> Facts:
-    return (("chain", tuple(lp.extent for lp in nest.free_loop_chain(kernel))),)
+    chain = nest.free_loop_chain(kernel)
+    leaf = bool(chain) and chain[-1].static_lb == 0 and chain[-1].step.data == 1 \
+        and not nest.has_free_loop(chain[-1])
+    return (("chain", tuple(lp.extent for lp in chain)), ("leaf", leaf))
 
 
 FACTS = {
@@ -220,7 +223,7 @@ def _pow2_at_most(n: int, cap: int) -> int:
     return p
 
 
-SMS = 132  # H100 SXM: the blocks of one wave (with one block an SM)
+SMS = H100_SXM.sms  # the blocks of one wave (with one block an SM)
 
 
 def _pow2_ceil(n: int) -> int:
@@ -355,8 +358,19 @@ def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
 
 
 def pointwise_knobs(f: dict, fixed: dict) -> dict:
-    return {"grid_dims": 3, "leave_innermost": True, "threads": 256, "stage_inputs": "reused",
-            "copy": "sync", "unroll": 32} | fixed
+    """256 threads; a long innermost loop is split over blocks, each thread taking up to 4
+    elements while the grid still gives every SM two blocks."""
+    threads = fixed.get("threads", 256)
+    chain = f["chain"]
+    chunk = 0
+    if f["leaf"] and chain[-1] > threads:
+        outer = math.prod(e for e in chain[:-1])
+        per = 4
+        while per > 1 and outer * -(-chain[-1] // (threads * per)) < 2 * SMS:
+            per //= 2
+        chunk = threads * per
+    return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "threads": threads,
+            "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed
 
 
 def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:

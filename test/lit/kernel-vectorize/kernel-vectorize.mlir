@@ -1,5 +1,5 @@
-// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-register-tile,tile-map-2d,tile-chunk-reduce,tile-stage-chunks,tile-to-kernel,kernel-vectorize | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-register-tile,tile-map-2d,tile-chunk-reduce,tile-stage-chunks,tile-cp-async,tile-to-kernel,kernel-vectorize | filecheck %s --check-prefix=ASYNC
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile,tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-to-kernel,kernel-vectorize" | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile,tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-cp-async,tile-to-kernel,kernel-vectorize" | filecheck %s --check-prefix=ASYNC
 
 // The stage copies go by pieces of 4 fp32 (tile-to-kernel): each piece is one 128-bit load and
 // one 128-bit store; the 4 columns of B a thread reads per K step are one 128-bit shared load;

@@ -54,6 +54,8 @@ class Work:
     inflight_bytes: float = 0.0  # useful bytes of one warp's largest global access
     async_bytes: float = 0.0  # bytes one warp's cp.async copies put in flight at once (a stage)
     touched: dict[str, int] = field(default_factory=dict)  # buffer -> bytes of its memref
+    # global buffer -> (distinct sectors one block reads or writes, the block ids they vary with)
+    per_buffer: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
 
 SECTOR = 32
@@ -94,6 +96,7 @@ class _Block:
             self.vals[op.result] = self.tid[axis[op.dimension.data.value]].astype(np.int64)
         elif isinstance(op, kernel.BlockIdOp):
             self.vals[op.result] = np.zeros(self.threads, np.int64)
+            self.deps[op.result] = frozenset({axis[op.dimension.data.value]})
         elif isinstance(op, kernel.BlockDimOp | kernel.GridDimOp):
             dims = self.block if isinstance(op, kernel.BlockDimOp) else self.grid
             self.vals[op.result] = np.full(self.threads, dims[axis[op.dimension.data.value]], np.int64)
@@ -159,7 +162,7 @@ def work(func: kernel.FuncOp) -> Work:
     for a in func.body.block.args:
         if isinstance(a.type, MemRefType) and a.uses:  # the buffers it reads or writes
             n = math.prod(a.type.get_shape())
-            w.touched[f"{a.index}:{a.name_hint or ''}"] = n * max(1, getattr(
+            w.touched[_key(a)] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(func.body.block, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
     return w
@@ -237,6 +240,10 @@ def _fused(op: Operation) -> bool:
     return isinstance(op.result.get_user_of_unique_use(), arith.AddfOp | arith.SubfOp)
 
 
+def _key(buf: SSAValue) -> str:
+    return f"{buf.index}:{buf.name_hint or ''}" if hasattr(buf, "index") else str(id(buf))
+
+
 def _is_float(v: SSAValue) -> bool:
     return "f" in str(v.type) and "i" not in str(v.type)[:1]
 
@@ -254,6 +261,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     width = n * eb
     shared = _is_shared(buf)
     first: set[int] = set()
+    touched: set[int] = set()
     for s in _per_warp(weight):
         lanes = active[s]
         times = float(weight[s].max()) if len(weight[s]) else 0.0
@@ -272,10 +280,16 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
             else:
                 w.load_sectors += times * len(sectors)
                 first.update(sectors.tolist())
+            touched.update(sectors.tolist())
             w.inflight_bytes = max(w.inflight_bytes, float(len(sectors) * SECTOR))
-    if first:  # the block's distinct sectors: one iteration's, times the loops it moves with
+    if touched:  # the block's distinct sectors: one iteration's, times the loops it moves with
         varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
-        w.unique_load_sectors += len(first) * math.prod(blk.trips.get(lp, 1.0) for lp in varying)
+        moves = math.prod(blk.trips.get(lp, 1.0) for lp in varying if isinstance(lp, Operation))
+        w.unique_load_sectors += len(first) * moves
+        key = _key(buf)
+        had, dims = w.per_buffer.get(key, (0.0, frozenset()))
+        w.per_buffer[key] = (had + len(touched) * moves,
+                             dims | {d for d in varying if isinstance(d, int)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,7 +338,7 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     l2_bytes = l2_sectors * SECTOR * blocks
     footprint = sum(w.touched.values())
     dram = min(l2_bytes, footprint) if footprint <= gpu.l2_bytes else \
-        footprint + max(0.0, l2_bytes - footprint) * (1 - gpu.l2_bytes / footprint)
+        min(l2_bytes, _streamed_bytes(w, grid, min(blocks, bps * gpu.sms), gpu))
     # Little's law: an SM moves at most the bytes its warps keep in flight, per latency
     per_warp = max(gpu.mlp * max(w.inflight_bytes, SECTOR), w.async_bytes)
     inflight = resident * -(-threads // WARP) * per_warp
@@ -345,6 +359,28 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     bound = max(units, key=units.get)
     return Prediction(gpu.launch_us + units[bound], bound if units[bound] > 0 else "launch",
                       units, bps, waves, dram, l2_bytes, w.flops * blocks)
+
+
+def _streamed_bytes(w: Work, grid, wave: int, gpu: Gpu) -> float:
+    """DRAM bytes when the buffers outgrow L2: the blocks resident together (a wave, in launch
+    order, block.x fastest) share what they read, each wave brings its own tiles in again; a
+    buffer small beside L2 stays there and is read once."""
+    ids = np.arange(wave)
+    coords = (ids % grid[0], ids // grid[0] % grid[1], ids // (grid[0] * grid[1]))
+    waves = math.prod(grid) / wave
+    total = 0.0
+    for key, (sectors, dims) in w.per_buffer.items():
+        size = w.touched.get(key, 0)
+        if size <= gpu.l2_bytes / 4:
+            total += size
+            continue
+        if dims:
+            picked = np.stack([coords[d] for d in sorted(dims)])
+            distinct = len(np.unique(picked, axis=1).T)
+        else:
+            distinct = 1
+        total += max(size, distinct * sectors * SECTOR * waves) if dims else size
+    return total
 
 
 def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H100_SXM) -> float:

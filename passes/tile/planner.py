@@ -248,10 +248,10 @@ def _matmul_sized(f: dict, splits: int) -> bool:
     return math.prod(f["chain"]) * splits >= 1024 and f["k"] // splits >= 32
 
 
-MMA_TILES = ((2, 2, 2, 4), (1, 2, 2, 4), (2, 1, 2, 4), (1, 1, 2, 4), (1, 1, 2, 2),
-             (1, 1, 1, 2), (1, 1, 1, 1))
-"""Tensor-core tiles, largest first: warps_m, warps_n, frags_m, frags_n (64 x 64 down to 16 x 8
-outputs a block; 2 x 4 fragments keep a lane's 32 accumulators in registers)."""
+MMA_TILES = ((2, 4, 4, 4), (2, 2, 4, 4), (2, 2, 2, 4), (1, 2, 2, 4), (2, 1, 2, 4),
+             (1, 1, 2, 4), (1, 1, 2, 2), (1, 1, 1, 2), (1, 1, 1, 1))
+"""Tensor-core tiles, largest first: warps_m, warps_n, frags_m, frags_n (128 x 128 down to
+16 x 8 outputs a block; 4 x 4 fragments are a lane's 64 accumulators in registers)."""
 SIMT_TILES = ((8, 8, 16, 16), (8, 8, 8, 16), (8, 8, 16, 8), (8, 8, 8, 8), (4, 4, 16, 16),
               (4, 4, 8, 16), (4, 4, 8, 8))
 """Register tiles x threads, largest first: 8 x 8 outputs a thread need 16 shared-memory loads
@@ -261,6 +261,33 @@ per 64 FMAs (4 x 4: 8 per 16, twice the shared-memory traffic per FMA)."""
 def _blocks(f: dict, bm: int, bn: int) -> int:
     chain = f["chain"]
     return math.prod(chain[:-2]) * -(-chain[-2] // bm) * -(-chain[-1] // bn)
+
+
+def _mma_seconds(f: dict, tile: tuple[int, int, int, int], splits: int) -> float:
+    """A tensor-core tile's time by the peaks: the blocks' tiles read through L2, the
+    fragments' shared-memory wavefronts (ldmatrix: 4 an A fragment, 2 a B one, per 16 of K)
+    and the mma.sync issue, each over the busy SMs; a split adds its launch and round trip."""
+    gpu = H100_SXM
+    wm, wn, fm, fn = tile
+    bm, bn = wm * 16 * fm, wn * 8 * fn
+    blocks = _blocks(f, bm, bn) * splits
+    waves = -(-blocks // SMS)
+    steps = blocks * wm * wn * (f["k"] // splits // 16)  # warp k-steps over the grid
+    clock = gpu.clock_ghz * 1e9
+    l2 = blocks * (bm + bn) * (f["k"] // splits) * 2 / gpu.l2_bw
+    smem = steps * (4 * fm + 2 * fn) / (gpu.smem_wavefronts_per_sm * clock) / (blocks / waves)
+    mma = steps * fm * fn * 4096 / (gpu.mma_flops / SMS) / (blocks / waves)
+    extra = 0.0 if splits == 1 else \
+        gpu.launch_us * 1e-6 + 8.0 * splits * math.prod(f["chain"]) / gpu.dram_bw
+    return max(l2, smem, mma) + extra
+
+
+def _mma_pick(f: dict, tiles: list) -> tuple[tuple, int]:
+    """The tensor-core tile and split the peaks say are fastest."""
+    k = f["k"]
+    splits = [d for d in range(1, 33) if k % d == 0 and (k // d) % 16 == 0
+              and (d == 1 or (f["splittable"] and k // d >= 128))] or [1]
+    return min(((t[0], d) for t in tiles for d in splits), key=lambda td: _mma_seconds(f, *td))
 
 
 def _fill_splits(f: dict, blocks: int, mma: bool) -> int:
@@ -313,7 +340,10 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         tiles = [((m, n, tm, tn), m * tm, n * tn)]
     part = [t for t in tiles if _blocks(f, t[1], t[2]) >= SMS // 4]
     tile, bm, bn = (part or tiles[-1:])[0]
-    splits = pick("splits", _fill_splits(f, _blocks(f, bm, bn), mma) if sized else 1)
+    split = _fill_splits(f, _blocks(f, bm, bn), mma) if sized else 1
+    if mma and "splits" not in fixed:
+        tile, split = _mma_pick(f, tiles)
+    splits = pick("splits", split)
     pick("mma", mma and (splits == 1 or (f["k"] // splits) % 16 == 0))
     if knobs["mma"]:
         for name, v in zip(("warps_m", "warps_n", "frags_m", "frags_n"), tile):

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FloatAttr, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
@@ -283,6 +283,7 @@ class FlashRow:
     reduces: list[tuple[tile.ForOp, list[K]]]
     head_dim: int
     keys: int
+    key_loops: list[tile.ForOp]
 
 
 def _plain(lp: tile.ForOp, extent: int) -> bool:
@@ -308,6 +309,7 @@ def flash_row(region: Block) -> FlashRow | None:
     (d,) = extents
     free: list[tile.ForOp] = []
     reduces: list[tuple[tile.ForOp, list[K]]] = []
+    key_loops: list[tile.ForOp] = []
     keys = 0
 
     def inner(lp: tile.ForOp, in_key: bool) -> bool:
@@ -333,6 +335,7 @@ def flash_row(region: Block) -> FlashRow | None:
         if op.binding != tile.Bind.SERIAL or op.static_lb is None:
             return None
         keys = max(keys, op.extent or 0)
+        key_loops.append(op)
         for o in op.body.block.ops:
             if isinstance(o, tile.ForOp):
                 if not inner(o, True):
@@ -353,7 +356,37 @@ def flash_row(region: Block) -> FlashRow | None:
             owner = acc.parent_op()
             if owner not in free or list(acc.indices) != [owner.iv] or acc.map:
                 return None
-    return FlashRow(ops, free, reduces, d, keys)
+    return FlashRow(ops, free, reduces, d, keys, key_loops)
+
+
+MASKED = -1e30
+"""A score at or below this is a masked one: its exp is 0 next to any real score."""
+
+
+def causal_limit(key_loop: tile.ForOp) -> tuple[SSAValue, int] | None:
+    """Where a flash row's key loop may stop: its scores are `select(key <= X, s, -big)`
+    (`key < X`), X defined outside the loop, so every key past X masks out — it adds 0 to l
+    and the accumulator and leaves the running max alone, once key 0 has been seen. Returns
+    (X, 1) for `<=` (the loop may stop at X + 1) and (X, 0) for `<`; None otherwise."""
+    key = key_loop.iv
+    for op in key_loop.body.block.ops:
+        if not isinstance(op, arith.SelectOp):
+            continue
+        masked = op.rhs.owner
+        cond = op.cond.owner
+        if not (isinstance(masked, arith.ConstantOp) and isinstance(masked.value, FloatAttr)
+                and masked.value.value.data <= MASKED and isinstance(cond, arith.CmpiOp)):
+            continue
+        pred = cond.predicate.value.data
+        lhs, rhs = (_uncast(v) for v in (cond.lhs, cond.rhs))
+        if lhs is key and pred in (2, 3) and not defined_inside(rhs, key_loop.body.block):
+            return rhs, 1 if pred == 3 else 0  # slt, sle
+    return None
+
+
+def _uncast(v: SSAValue) -> SSAValue:
+    owner = v.owner
+    return owner.input if isinstance(owner, arith.IndexCastOp) else v
 
 
 # --------------------------------------------------------------------------------------------

@@ -405,7 +405,10 @@ class ForOp(IRDLOperation):
         }
 
     The lower bound is an int or (serial/unroll loops only) an `index` value, e.g. a thread's
-    first iteration of a strided loop; the upper bound and the step are ints."""
+    first iteration of a strided loop; the upper bound and the step are ints. A serial loop may
+    also stop early at an `index` value, `to min(%n, 128)`: the int stays its static bound (what
+    analyses and shared-memory sizes see), `%n` is where it stops (attention's causal key bound,
+    the same for every thread of a block)."""
 
     name = "tile.for"
     lb = opt_prop_def(IntAttr)
@@ -413,6 +416,7 @@ class ForOp(IRDLOperation):
     step = prop_def(IntAttr)
     bind = prop_def(BindAttr)
     dyn_lb = opt_operand_def(IndexType)
+    dyn_ub = opt_operand_def(IndexType)
     inits = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
@@ -427,6 +431,7 @@ class ForOp(IRDLOperation):
         inits: Sequence[SSAValue] = (),
         body: Region | None = None,
         step: int = 1,
+        dyn_ub: SSAValue | None = None,
     ):
         init_types = [SSAValue.get(v).type for v in inits]
         body = body or Region(Block(arg_types=[IndexType(), *init_types]))
@@ -438,7 +443,8 @@ class ForOp(IRDLOperation):
         if isinstance(lb, int):
             props["lb"] = IntAttr(lb)
         super().__init__(
-            operands=[[] if isinstance(lb, int) else [lb], inits],
+            operands=[[] if isinstance(lb, int) else [lb], [] if dyn_ub is None else [dyn_ub],
+                      inits],
             result_types=[init_types],
             regions=[body],
             properties=props,
@@ -467,8 +473,8 @@ class ForOp(IRDLOperation):
 
     @property
     def extent(self) -> int | None:
-        """The trip count, when the lower bound is static."""
-        if self.lb is None:
+        """The trip count, when both bounds are static."""
+        if self.lb is None or self.dyn_ub is not None:
             return None
         return trip_count(self.lb.data, self.ub.data, self.step.data)
 
@@ -484,6 +490,8 @@ class ForOp(IRDLOperation):
         if self.lb is not None and ub <= self.lb.data:
             raise VerifyException(f"{where}: expected an upper bound above the lower bound")
         verify_loop_body(self, where, YieldOp)
+        if self.dyn_ub is not None and bind != Bind.SERIAL:
+            raise VerifyException(f"{where}: expected a dynamic upper bound only on a serial loop")
         if bind.is_block or bind.is_thread:
             self._verify_bound(where)
 
@@ -521,7 +529,12 @@ class ForOp(IRDLOperation):
             printer.print_ssa_value(self.dyn_lb)
         elif self.lb is not None:
             printer.print_string(str(self.lb.data))
-        printer.print_string(f" to {self.ub.data}")
+        if self.dyn_ub is not None:
+            printer.print_string(" to min(")
+            printer.print_ssa_value(self.dyn_ub)
+            printer.print_string(f", {self.ub.data})")
+        else:
+            printer.print_string(f" to {self.ub.data}")
         if self.step.data != 1:
             printer.print_string(f" step {self.step.data}")
         printer.print_string(f" bind({self.binding})")
@@ -535,7 +548,15 @@ class ForOp(IRDLOperation):
         if lb is None:
             lb = parser.parse_operand(IndexType())
         parser.parse_keyword("to")
-        ub = parser.parse_integer(allow_boolean=False)
+        dyn_ub = None
+        if parser.parse_optional_keyword("min"):
+            parser.parse_punctuation("(")
+            dyn_ub = parser.parse_operand(IndexType())
+            parser.parse_punctuation(",")
+            ub = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(")")
+        else:
+            ub = parser.parse_integer(allow_boolean=False)
         step = (
             parser.parse_integer(allow_boolean=False)
             if parser.parse_optional_keyword("step")
@@ -550,7 +571,7 @@ class ForOp(IRDLOperation):
         body = parser.parse_region([iv.resolve(IndexType()), *accs])
         if not body.block.ops or not isinstance(body.block.last_op, YieldOp):
             body.block.add_op(YieldOp())
-        op = cls(lb, ub, bind, inits, body, step)
+        op = cls(lb, ub, bind, inits, body, step, dyn_ub)
         if attrs is not None:
             op.attributes |= attrs.data
         return op

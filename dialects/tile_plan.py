@@ -107,7 +107,9 @@ KNOBS: dict[str, Knob] = {
                                       "when nothing inside it could be"),
         Knob("chunk", int, "the innermost outer loop split into blocks of this many elements "
                            "on block.x, its threads striding through each (0: not split)"),
-        Knob("threads", int, "threads per block (a multiple of the warp size)"),
+        Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
+                             "threads a row (also 1 to 16 lanes)"),
+        Knob("rows", int, "attention: query rows a block (thread.y)"),
         Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
                             "(0: none)"),
     )
@@ -361,6 +363,36 @@ class RowClass(KernelClass):
 
 
 @dataclass(frozen=True)
+class AttentionClass(RowClass):
+    """Flash-attention rows: also fewer threads than a warp a row (a group of lanes shares the
+    head dim) and `rows` query rows a block (thread.y)."""
+
+    def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        t, rows = knobs["threads"], knobs["rows"]
+        lanes = t < WARP and t >= 1 and not t & (t - 1)
+        bad = super().violations(facts, {**knobs, "threads": WARP} if lanes else knobs)
+        if not bad and t * rows > MAX_BLOCK_THREADS:
+            bad.append(("rows", f"{rows} rows of {t} threads: more than {MAX_BLOCK_THREADS} "
+                                "threads a block"))
+        elif not bad and t * rows > WARP and t * rows % WARP:
+            bad.append(("rows", f"{rows} rows of {t} threads: a block past one warp must be "
+                                "whole warps (the shuffles name every lane)"))
+        if rows < 1 or rows > max(1, (facts["rows"] or (1,))[-1]):
+            bad.append(("rows", f"expected 1 to {(facts['rows'] or (1,))[-1]} query rows a "
+                                f"block, got {rows}"))
+        return bad
+
+    def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        if knob == "threads":
+            return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
+        if knob == "rows":
+            top = (facts["rows"] or (1,))[-1]
+            return tuple(r for r in (1, 2, 4, 8, 16, 32, 64)
+                         if r <= top and r * knobs["threads"] <= MAX_BLOCK_THREADS)
+        return super().domain(knob, facts, knobs)
+
+
+@dataclass(frozen=True)
 class MatmulClass(KernelClass):
     """A contraction on 2-D tiles. Facts: `chain` the extents of the free loops around the
     reduction (outermost first; the last two are the rows and the columns), `k` its length,
@@ -584,14 +616,15 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-unroll", ("unroll",)),
             ),
         ),
-        RowClass(
+        AttentionClass(
             "attention",
-            "one block per flash-attention row: the threads share the head dim (q.k combined "
-            "per key, the accumulator split across them)",
+            "flash-attention rows on blocks, `rows` a block: each row's threads share the head "
+            "dim (q.k combined per key, the accumulator split across them); causal key loops "
+            "stop at the block's last row",
             ("rows", "head_dim", "keys"),
             (
                 ("tile-map-grid", ("grid_dims",)),
-                ("tile-attention-rows", ("threads",)),
+                ("tile-attention-rows", ("threads", "rows")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),

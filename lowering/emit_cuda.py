@@ -259,7 +259,8 @@ class CudaEmitter:
         i, t = self.name(iv), cuda.c_type(iv.type)
         if "unroll" in op.attributes:
             self.line("#pragma unroll")
-        self.line(f"for ({t} {i} = {self.expr(op.lb, False)}; {i} < {self.expr(op.ub, False)}; "
+        low = isinstance(op.ub.owner, cuda.SelectOp | cuda.CompareOp)  # binds looser than `<`
+        self.line(f"for ({t} {i} = {self.expr(op.lb, False)}; {i} < {self.expr(op.ub, low)}; "
                   f"{i} += {self.expr(op.step, False)}) {{")
         self.block(op.body.block)
         self.line("}")

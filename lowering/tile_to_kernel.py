@@ -347,9 +347,7 @@ class _KernelLowering:
             lb = self.vmap[lp.dyn_lb] if lp.dyn_lb is not None else self.const(lp.static_lb)
             inits = [self.vmap[v] for v in lp.inits]
             body = Block(arg_types=[INDEX, *(v.type for v in inits)])
-            new = scf.ForOp(
-                lb, self.const(lp.ub.data), self.const(lp.step.data), inits, Region(body)
-            )
+            new = scf.ForOp(lb, self.upper_bound(lp), self.const(lp.step.data), inits, Region(body))
             if bind == tile.Bind.UNROLL:
                 new.attributes["unroll"] = UnitAttr()  # `#pragma unroll`
             self.prefetch_prologue(lp)
@@ -450,7 +448,7 @@ class _KernelLowering:
         self.emit(kernel.BarrierOp())
         iv = self.vmap[lp.iv]
         nxt = self.emit(arith.AddiOp(iv, self.const(lp.step.data)))
-        more = self.emit(arith.CmpiOp(nxt, self.const(lp.ub.data), "slt"))
+        more = self.emit(arith.CmpiOp(nxt, self.upper_bound(lp), "slt"))
         then = Block()
         self.emit(scf.IfOp(more, [], Region(then)))
         with self.nested(then):
@@ -459,6 +457,11 @@ class _KernelLowering:
         self.emit(kernel.CpAsyncCommitOp())
         self.emit(kernel.CpAsyncWaitOp(1))
         self.emit(kernel.BarrierOp())
+
+    def upper_bound(self, lp: tile.ForOp) -> SSAValue:
+        if lp.dyn_ub is None:
+            return self.const(lp.ub.data)
+        return self.emit(arith.MinSIOp(self.vmap[lp.dyn_ub], self.const(lp.ub.data)))
 
     def prefetch_prologue(self, lp: tile.ForOp) -> None:
         """Before a loop with prefetched stages: the copies of its first iteration, one group."""
@@ -583,9 +586,11 @@ class _KernelLowering:
         v = self.vmap[op.value]
         bx, by, bz = self.block
         width = min(bx, hw.WARP)
+        lanes = bx * by * bz  # a block smaller than a warp: only its lanes exist
+        mask = (1 << lanes) - 1 if lanes < hw.WARP else None
         off = width // 2
         while off >= 1:
-            other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width))
+            other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width, mask))
             v = self.combine(kind, v, other)
             off //= 2
         if bx > hw.WARP:

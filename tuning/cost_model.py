@@ -4,8 +4,9 @@ of a kernel, what it asks of each unit of the GPU, and a predicted time in micro
 How a kernel is read (`work`): its ops are evaluated for every thread of one block at once
 (numpy arrays over the block's threads), loops not iterated but counted — each op weighs the
 trip counts of the loops around it, per thread, and `scf.if` masks the threads that skip it.
-Index values are exact for the first iteration of every loop, which is where the addresses of
-one warp access are read: the 32 lanes' byte addresses give the 32-byte sectors the access
+Index values are exact for the first iteration of every loop and for the block in the middle
+of the grid (so trip counts that depend on the block, causal key loops, are average ones),
+which is where the addresses of one warp access are read: the 32 lanes' byte addresses give the 32-byte sectors the access
 touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
 of the 32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,
 warp instructions per pipe (FP32, special functions, tensor-core mma.sync), all instructions
@@ -44,7 +45,11 @@ class Work:
 
     load_sectors: float = 0.0  # 32-byte global sectors loads request (L1 traffic / 32)
     store_sectors: float = 0.0  # stores write through to L2
-    unique_load_sectors: float = 0.0  # distinct sectors the block loads (its footprint)
+    # per load op: (its distinct sectors over the block's run, the sectors it asks L2 for when
+    # L1 keeps nothing across iterations). The latter counts an iteration's sectors once for
+    # the whole block: its warps read them at about the same time, the first brings the line
+    # into L1 for the rest.
+    loads: list[tuple[float, float]] = field(default_factory=list)
     smem_wavefronts: float = 0.0
     fp32: float = 0.0  # warp instructions on the FP32 pipe
     sfu: float = 0.0
@@ -94,8 +99,10 @@ class _Block:
             self.vals[op.result] = np.full(self.threads, op.value.value.data, np.int64)
         elif isinstance(op, kernel.ThreadIdOp):
             self.vals[op.result] = self.tid[axis[op.dimension.data.value]].astype(np.int64)
-        elif isinstance(op, kernel.BlockIdOp):
-            self.vals[op.result] = np.zeros(self.threads, np.int64)
+        elif isinstance(op, kernel.BlockIdOp):  # a block from the middle of the grid: its
+            # trip counts are the average ones where they depend on the block (causal keys)
+            mid = self.grid[axis[op.dimension.data.value]] // 2
+            self.vals[op.result] = np.full(self.threads, mid, np.int64)
             self.deps[op.result] = frozenset({axis[op.dimension.data.value]})
         elif isinstance(op, kernel.BlockDimOp | kernel.GridDimOp):
             dims = self.block if isinstance(op, kernel.BlockDimOp) else self.grid
@@ -262,6 +269,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     shared = _is_shared(buf)
     first: set[int] = set()
     touched: set[int] = set()
+    most = 0.0
     for s in _per_warp(weight):
         lanes = active[s]
         times = float(weight[s].max()) if len(weight[s]) else 0.0
@@ -280,16 +288,20 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
             else:
                 w.load_sectors += times * len(sectors)
                 first.update(sectors.tolist())
+                most = max(most, times)
             touched.update(sectors.tolist())
             w.inflight_bytes = max(w.inflight_bytes, float(len(sectors) * SECTOR))
-    if touched:  # the block's distinct sectors: one iteration's, times the loops it moves with
-        varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
-        moves = math.prod(blk.trips.get(lp, 1.0) for lp in varying if isinstance(lp, Operation))
-        w.unique_load_sectors += len(first) * moves
-        key = _key(buf)
-        had, dims = w.per_buffer.get(key, (0.0, frozenset()))
-        w.per_buffer[key] = (had + len(touched) * moves,
-                             dims | {d for d in varying if isinstance(d, int)})
+    if not touched:
+        return
+    # the block's distinct sectors: one iteration's, times the loops the access moves with
+    varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
+    moves = math.prod(blk.trips.get(lp, 1.0) for lp in varying if isinstance(lp, Operation))
+    if first:
+        w.loads.append((len(first) * moves, most * len(first)))
+    key = _key(buf)
+    had, dims = w.per_buffer.get(key, (0.0, frozenset()))
+    w.per_buffer[key] = (had + len(touched) * moves,
+                         dims | {d for d in varying if isinstance(d, int)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,10 +343,16 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     resident = min(bps, per_sm)
     active_sms = min(gpu.sms, blocks)
     clock = gpu.clock_ghz * 1e9
-    # L1 keeps what a block reloads when the resident blocks' footprints fit beside shared memory
-    l1_room = gpu.l1_bytes - resident * smem
-    cached = w.unique_load_sectors * SECTOR * resident <= l1_room
-    l2_sectors = (w.unique_load_sectors if cached else w.load_sectors) + w.store_sectors
+    # L1 keeps what a load reads again in later iterations while its footprint fits beside
+    # shared memory and the other loads it keeps (the smallest footprints first)
+    room = (gpu.l1_bytes - resident * smem) / max(1, resident)
+    l2_sectors = w.store_sectors
+    for foot, full in sorted(w.loads):
+        if foot < full and foot * SECTOR <= room:
+            l2_sectors += foot
+            room -= foot * SECTOR
+        else:
+            l2_sectors += full
     l2_bytes = l2_sectors * SECTOR * blocks
     footprint = sum(w.touched.values())
     dram = min(l2_bytes, footprint) if footprint <= gpu.l2_bytes else \

@@ -387,6 +387,20 @@ def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
             "copy": "sync", "unroll": 32} | fixed
 
 
+def attention_knobs(f: dict, fixed: dict) -> dict:
+    """A group of lanes a row, 16 of the head dim each (q.k: 16 FMAs and a short shuffle tree
+    per key); as many rows a block (up to 128 threads) as still give every SM two blocks."""
+    threads = fixed.get("threads", min(hw.WARP, _pow2_ceil(max(1, f["head_dim"] // 16))))
+    rows = f["rows"]
+    queries, others = (rows[-1], math.prod(rows[:-1])) if rows else (1, 1)
+    per = 1
+    if threads < hw.WARP:
+        options = [r for r in (32, 16, 8, 4, 2, 1) if r * threads <= 128 and r <= queries]
+        full = [r for r in options if r * threads >= hw.WARP] or options[:1]
+        per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
+    return row_knobs(f, "head_dim", {"threads": threads, "rows": per} | fixed)
+
+
 def pointwise_knobs(f: dict, fixed: dict) -> dict:
     """256 threads; a long innermost loop is split over blocks, each thread taking up to 4
     elements while the grid still gives every SM two blocks."""
@@ -408,8 +422,10 @@ def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:
     f = dict(facts)
     if kind == "matmul":
         return matmul_knobs(f, fixed)
-    if kind in ("row_reduce", "attention"):
-        return row_knobs(f, "extent" if kind == "row_reduce" else "head_dim", fixed)
+    if kind == "attention":
+        return attention_knobs(f, fixed)
+    if kind == "row_reduce":
+        return row_knobs(f, "extent", fixed)
     return pointwise_knobs(f, fixed)
 
 

@@ -231,7 +231,8 @@ def _jam(lp: tile.ForOp, replicas: list[Replica], before: Operation) -> None:
     values = [r.vmap.get(v, v) for r in inner_reps for v in lp.body.block.last_op.operands]
     new_yield = tile.YieldOp(*values)
     Rewriter.replace_op(yield_op, new_yield)
-    new = tile.ForOp(lb, lp.ub.data, lp.binding, inits, Region(body), lp.step.data)
+    ub = replicas[0].vmap.get(lp.dyn_ub, lp.dyn_ub) if lp.dyn_ub is not None else None
+    new = tile.ForOp(lb, lp.ub.data, lp.binding, inits, Region(body), lp.step.data, ub)
     new.attributes |= lp.attributes
     Rewriter.insert_op(new, InsertPoint.before(before))
     for k, r in enumerate(replicas):
@@ -325,9 +326,47 @@ def stride_loop(lp: tile.ForOp, t: SSAValue, threads: int, builder: Builder) -> 
     assert lb is not None
     start = thread_start(builder, t, lb, step)
     body = Rewriter.move_region_contents_to_new_regions(lp.body)
-    new = tile.ForOp(start, lp.ub.data, lp.binding, list(lp.inits), body, step * threads)
+    new = tile.ForOp(start, lp.ub.data, lp.binding, list(lp.inits), body, step * threads,
+                     lp.dyn_ub)
     new.attributes |= lp.attributes
     builder.insert(new)
+    for old, res in zip(lp.res, new.res):
+        old.replace_all_uses_with(res)
+    Rewriter.erase_op(lp)
+    return new
+
+
+def slice_loop(lp: tile.ForOp, t: SSAValue, threads: int) -> tile.ForOp:
+    """`tile.for %a = lb to ub step s` (trip count n, a multiple of `threads`) -> thread `t`'s
+    n / threads iterations as `tile.for %j = 0 to n / threads` with `%a = lb + s t + s T j`
+    inside: a loop with static bounds (tile-unroll can unroll it, so a per-thread array indexed
+    by %j stays in registers), the same iterations as `stride_loop`'s."""
+    lb, step, n = lp.static_lb, lp.step.data, lp.extent
+    assert lb is not None and n is not None and n % threads == 0
+    body = Rewriter.move_region_contents_to_new_regions(lp.body)
+    j = body.block.args[0]
+    uses = list(j.uses)
+    new = tile.ForOp(0, n // threads, lp.binding, list(lp.inits), body)
+    new.attributes |= lp.attributes
+    Rewriter.insert_op(new, InsertPoint.before(lp))
+    for old, res in zip(lp.res, new.res):
+        old.replace_all_uses_with(res)
+    Rewriter.erase_op(lp)
+    b = Builder(InsertPoint.at_start(body.block))
+    a = add(b, thread_start(b, t, lb, step), mul(b, j, step * threads))
+    a.name_hint, j.name_hint = j.name_hint, "j"
+    for use in uses:
+        use.operation.operands[use.index] = a
+    return new
+
+
+def bound_loop(lp: tile.ForOp, stop: SSAValue) -> tile.ForOp:
+    """`lp` rebuilt to stop at min(`stop`, its upper bound) (same body and accumulators)."""
+    body = Rewriter.move_region_contents_to_new_regions(lp.body)
+    lb = lp.dyn_lb if lp.dyn_lb is not None else lp.static_lb
+    new = tile.ForOp(lb, lp.ub.data, lp.binding, list(lp.inits), body, lp.step.data, stop)
+    new.attributes |= lp.attributes
+    Rewriter.insert_op(new, InsertPoint.before(lp))
     for old, res in zip(lp.res, new.res):
         old.replace_all_uses_with(res)
     Rewriter.erase_op(lp)
@@ -355,10 +394,11 @@ def on_threads(ops: Sequence[Operation], threads: int) -> tile.ForOp:
     return outer
 
 
-def share_reductions(reduces, t: SSAValue, threads: int) -> None:
-    """Each reduce loop (with its combiners) becomes thread `t`'s strided share, started from
-    the combiner's identity, followed by a `tile.combine` per accumulator (a non-identity init
-    is folded in after it); uses of the loop's results read the combined values."""
+def share_reductions(reduces, t: SSAValue, threads: int, sliced: bool = False) -> None:
+    """Each reduce loop (with its combiners) becomes thread `t`'s strided share (`sliced`: as
+    `slice_loop`), started from the combiner's identity, followed by a `tile.combine` per
+    accumulator (a non-identity init is folded in after it); uses of the loop's results read
+    the combined values."""
     for lp, kinds in reduces:
         b = Builder(InsertPoint.before(lp))
         inits = list(lp.inits)
@@ -367,7 +407,7 @@ def share_reductions(reduces, t: SSAValue, threads: int) -> None:
                 c = b.insert(arith.ConstantOp(identity(kind, init.type)))
                 c.result.name_hint = "id"
                 lp.operands[i] = c.result  # no dynamic lb yet: operands are the inits
-        new = stride_loop(lp, t, threads, b)
+        new = slice_loop(lp, t, threads) if sliced else stride_loop(lp, t, threads, b)
         after = Builder(InsertPoint.after(new))
         for kind, init, res in zip(kinds, inits, new.res):
             uses = list(res.uses)

@@ -1,0 +1,88 @@
+// RUN: deplo-opt %s -p tile-attention-rows | deplo-opt | filecheck %s
+
+// Four rows a block (6 query rows: 2 blocks, the last one's rows clamped to row 5 and their
+// output stores guarded), four lanes a row (4 of the head dim's 16 each, as a static slice
+// loop over j: the accumulator is 4 registers indexed by j). The scores are causal
+// (select(key <= row, s, -big)), so the key loop stops after the block's last row (min(.., 6):
+// the static bound stays). The text round-trips through deplo-opt.
+// CHECK-LABEL: tile.kernel @sdpa(
+// CHECK-SAME:      grid(2, 2, 1) block(4, 4, 1)
+// CHECK:           tile.for %a2 = 0 to 2 bind(block.x) {
+// CHECK:             %[[LAST:.*]] = arith.minsi %{{.*}}, %c5 : index
+// CHECK-NEXT:        %c1 = arith.constant 1 : index
+// CHECK-NEXT:        %kub = arith.addi %[[LAST]], %c1 : index
+// CHECK-NEXT:        tile.for %ty = 0 to 4 bind(thread.y) {
+// CHECK:               %[[ROW:.*]] = arith.addi %{{.*}}, %ty : index
+// CHECK-NEXT:          %c6 = arith.constant 6 : index
+// CHECK-NEXT:          %in = arith.cmpi ult, %[[ROW]], %c6 : index
+// CHECK:               %[[R:.*]] = arith.minsi %[[ROW]], %{{.*}} : index
+// CHECK-NEXT:          tile.for %t = 0 to 4 bind(thread.x) {
+// CHECK-NEXT:            %acc = loop.private : memref<4xf32>
+// CHECK-NEXT:            tile.for %j = 0 to 4 bind(serial) {
+// CHECK:                   loop.store %{{.*}}, %acc[%j] : memref<4xf32>
+// CHECK:                 tile.for %r0 = 0 to min(%kub, 6) bind(serial) iter(
+// CHECK-NEXT:              tile.for %j_1 = 0 to 4 bind(serial) iter(
+// CHECK:                     %[[D:.*]] = arith.addi %t, %{{.*}} : index
+// CHECK-NEXT:                loop.load %x0[%a0, %a1, %[[R]], %r0, %[[D]]]
+// CHECK:                   tile.combine add %{{.*}} over thread.x : f32
+// CHECK:                 scf.if %in {
+// CHECK-NEXT:              loop.store %{{.*}}, %out[%a0, %a1, %[[R]], %{{.*}}]
+builtin.module {
+  tile.kernel @sdpa(%x0: memref<1x2x6x16xf32>, %x1: memref<1x1x6x16xf32>, %x2: memref<1x1x6x16xf32>, %out: memref<1x2x6x16xf32>) grid(6, 2, 1) block(1, 1, 1) key "45458d8203a662c3" plan attention(rows = [2, 6], head_dim = 16, keys = 6) {grid_dims = 2, threads = 4, rows = 4, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid"] {
+    %0 = arith.constant -3.40282347e+38 : f32
+    %1 = arith.constant 2.500000e-01 : f32
+    %2 = arith.constant 0.000000e+00 : f32
+    %3 = arith.constant 0xff800000 : f32
+    tile.for %a0 = 0 to 1 bind(serial) {
+      tile.for %a1 = 0 to 2 bind(block.y) {
+        tile.for %a2 = 0 to 6 bind(block.x) {
+          %acc = loop.private : memref<16xf32>
+          tile.for %a3 = 0 to 16 bind(serial) {
+            loop.store %2, %acc[%a3] : memref<16xf32>
+          }
+          %4 = arith.index_cast %a2 : index to i64
+          %5, %6 = tile.for %r0 = 0 to 6 bind(serial) iter(%m = %3, %l = %2) -> (f32, f32) {
+            %7 = tile.for %r0_1 = 0 to 16 bind(serial) iter(%acc_1 = %2) -> f32 {
+              %8 = loop.load %x0[%a0, %a1, %a2, %r0, %r0_1] map (d0, d1, d2, d3, d4) -> (d0, d1, d2, d4) : memref<1x2x6x16xf32>
+              %9 = loop.load %x1[%a0, %a1, %a2, %r0, %r0_1] map (d0, d1, d2, d3, d4) -> (d0, (d1 floordiv 2), d3, d4) : memref<1x1x6x16xf32>
+              %10 = arith.mulf %8, %9 : f32
+              %11 = arith.addf %acc_1, %10 : f32
+              tile.yield %11 : f32
+            }
+            %12 = arith.mulf %7, %1 : f32
+            %13 = arith.index_cast %r0 : index to i64
+            %14 = arith.cmpi sle, %13, %4 : i64
+            %15 = arith.select %14, %12, %0 : f32
+            %m_new = arith.maximumf %m, %15 : f32
+            %16 = arith.subf %15, %m_new : f32
+            %17 = math.exp %16 : f32
+            %18 = arith.subf %m, %m_new : f32
+            %alpha = math.exp %18 : f32
+            %19 = arith.mulf %l, %alpha : f32
+            %20 = arith.addf %19, %17 : f32
+            tile.for %a3_1 = 0 to 16 bind(serial) {
+              %21 = loop.load %x2[%a0, %a1, %a2, %a3_1, %r0] map (d0, d1, d2, d3, d4) -> (d0, (d1 floordiv 2), d4, d3) : memref<1x1x6x16xf32>
+              %22 = loop.load %acc[%a3_1] : memref<16xf32>
+              %23 = arith.mulf %17, %21 : f32
+              %24 = arith.mulf %22, %alpha : f32
+              %25 = arith.addf %24, %23 : f32
+              loop.store %25, %acc[%a3_1] : memref<16xf32>
+            }
+            tile.yield %m_new, %20 : f32, f32
+          }
+          tile.for %a3_2 = 0 to 16 bind(serial) {
+            %26 = loop.load %acc[%a3_2] : memref<16xf32>
+            %27 = arith.divf %26, %6 : f32
+            loop.store %27, %out[%a0, %a1, %a2, %a3_2] : memref<1x2x6x16xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x0: memref<1x2x6x16xf32>, %x1: memref<1x1x6x16xf32>, %x2: memref<1x1x6x16xf32>) -> memref<1x2x6x16xf32> {
+    %sdpa = memref.alloc() : memref<1x2x6x16xf32>
+    tile.launch @sdpa(%x0, %x1, %x2, %sdpa) : memref<1x2x6x16xf32>, memref<1x1x6x16xf32>, memref<1x1x6x16xf32>, memref<1x2x6x16xf32>
+    func.return %sdpa : memref<1x2x6x16xf32>
+  }
+}
+

@@ -199,8 +199,10 @@ def parse_plan(parser: Parser | AttrParser) -> Plan:
     facts = parser.parse_comma_separated_list(parser.Delimiter.PAREN, entry)
     knobs = parser.parse_comma_separated_list(parser.Delimiter.BRACES, entry)
     cls = CLASSES[kind]
-    if [n for n, _ in facts] != list(cls.facts):
-        parser.raise_error(f"a {kind} plan's facts are {', '.join(cls.facts)}", pos)
+    names = [n for n, _ in facts]
+    if names != [*cls.facts, *(o for o in cls.optional_facts if o in names)]:
+        extra = f" (then optionally {', '.join(cls.optional_facts)})" if cls.optional_facts else ""
+        parser.raise_error(f"a {kind} plan's facts are {', '.join(cls.facts)}{extra}", pos)
     for name, value in knobs:
         if name not in KNOBS:
             parser.raise_error(f"unknown knob '{name}'", pos)
@@ -260,6 +262,7 @@ class KernelClass:
     doc: str
     facts: tuple[str, ...]
     steps: tuple[tuple[str, tuple[str, ...]], ...]
+    optional_facts: tuple[str, ...] = ()  # printed only where they say something
 
     def knob_names(self, knobs: dict[str, Value]) -> list[str]:
         return [k for _, ks in self.steps for k in ks]
@@ -421,6 +424,7 @@ class MatmulClass(KernelClass):
                    else f"expected a divisor of K = {k}")
             return bad + [("splits", f"{splits}: {why}")]
         rows, cols = facts["chain"][-2], facts["chain"][-1]
+        accs = facts.get("accumulators", 1)
         if knobs["mma"]:
             if not facts["tensor_cores"]:
                 bad.append(("mma", "tensor cores need a plain product of f16 or bf16 inputs "
@@ -438,8 +442,10 @@ class MatmulClass(KernelClass):
             if knobs["warps_m"] * knobs["warps_n"] * WARP > MAX_BLOCK_THREADS:
                 bad.append(("warps_n", f"{knobs['warps_m']} x {knobs['warps_n']} warps: more "
                                        f"than {MAX_BLOCK_THREADS} threads"))
-            if knobs["frags_m"] * knobs["frags_n"] > 16:
-                bad.append(("frags_n", "more than 16 fragments (64 fp32 accumulators) a lane"))
+            if knobs["frags_m"] * knobs["frags_n"] * 4 * accs > 64:
+                bad.append(("frags_n", f"{knobs['frags_m']} x {knobs['frags_n']} fragments of "
+                                       f"{accs} product(s): more than 64 fp32 accumulators a "
+                                       "lane"))
         else:
             for name, n in (("reg_m", rows), ("reg_n", cols)):
                 if not 1 <= knobs[name] <= n:
@@ -451,6 +457,9 @@ class MatmulClass(KernelClass):
                     bad.append((name, f"expected 1 to {limit} threads, got {t}"))
             if tm * tn > MAX_BLOCK_THREADS:
                 bad.append(("threads_n", f"{tm} x {tn} threads: more than {MAX_BLOCK_THREADS}"))
+            if knobs["reg_m"] * knobs["reg_n"] * accs > 64:
+                bad.append(("reg_n", f"{knobs['reg_m']} x {knobs['reg_n']} outputs of {accs} "
+                                     "product(s): more than 64 fp32 accumulators a thread"))
         if bad:
             return bad
         bm, _ = block_tile(knobs)
@@ -602,6 +611,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
+            ("accumulators",),
         ),
         RowClass(
             "row_reduce",

@@ -23,7 +23,11 @@ kernel C reads it:
    the insertion point — the start of the innermost of those loops — is one of them. RMSNorm's
    sum of squares lands at the start of the row loop; a matmul's K loop in front of its
    epilogue. A perfect nest of C's free loops may be interchanged first so the loops indexing T
-   come outermost (softmax over a leading dim). Otherwise the pair stays two kernels.
+   come outermost (softmax over a leading dim). Otherwise the pair stays two kernels. A matmul
+   never moves into a kernel that already holds one: silu(x @ wg) * (x @ wu) is the gate
+   matmul with a silu-mul epilogue reading `up`, and the up matmul — two plain products that
+   tensor cores run, not one loop of two products with twice the accumulators. (Attention's
+   scores do move into P.V, where the softmax between them makes a flash loop.)
 3. Epilogues first: a reduction whose only reader reads each element once, in place, is moved
    into that reader before anything else (the bias or residual add of a projection, silu(gate)
    · up, attention's scale and mask): a later consumer cannot pull the epilogue into its own K
@@ -214,15 +218,17 @@ def _only_casts(nest: ProducerNest) -> bool:
                for o in nest.body)
 
 
+def _exp_in_k_loop(kernel: loop.KernelOp) -> bool:
+    """Exponentials inside a reduce loop: attention's P·V after loop-online-softmax."""
+    return any(isinstance(o, math.ExpOp) and any(
+        f.kind.data == loop.LoopKind.REDUCE for f in loop.enclosing_ops(o, loop.ForOp))
+        for o in kernel.walk())
+
+
 def _softmax(consumer: loop.KernelOp, p_launch: loop.LaunchOp, depth: int = 8) -> bool:
     """Whether the consumer or the producer chain computes exponentials: attention's P·V,
     which loop-online-softmax turns into a flash loop (its probabilities must be inlined)."""
-    def exp_in_k_loop(kernel: loop.KernelOp) -> bool:
-        return any(isinstance(o, math.ExpOp) and any(
-            f.kind.data == loop.LoopKind.REDUCE for f in loop.enclosing_ops(o, loop.ForOp))
-            for o in kernel.walk())
-
-    if exp_in_k_loop(consumer) or any(isinstance(o, math.ExpOp) for o in kernel_of(p_launch).walk()):
+    if _exp_in_k_loop(consumer) or any(isinstance(o, math.ExpOp) for o in kernel_of(p_launch).walk()):
         return True
     writers = [w for v in p_launch.args if (w := writer(v)) is not None and w is not p_launch]
     return depth > 0 and any(_softmax(consumer, w, depth - 1) for w in writers)
@@ -354,6 +360,9 @@ class FuseProducer(RewritePattern):
                     and not _softmax(consumer, p_launch))):
             return False
         if nest.has_reduction:
+            if _is_matmul(nest.kernel) and _is_matmul(consumer) \
+                    and not _exp_in_k_loop(consumer):
+                return False  # one matmul a kernel (attention's q.k into P.V aside: flash)
             # read by other kernels too, it is computed again here (and written out for them)
             # only when that reads no global data the consumer does not read anyway
             others = [r for r in readers(p_launch.args[nest.out_index], p_launch)

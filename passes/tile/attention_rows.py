@@ -63,7 +63,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
-from deplo.analysis.nest import FlashRow, block_regions, causal_limit, flash_row
+from deplo.analysis.nest import FlashRow, block_regions, causal_limit, defined_inside, flash_row
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import Plan
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
@@ -119,10 +119,17 @@ def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:
     b = Builder(InsertPoint.before(row.ops[0]))
     for kl in row.key_loops:
         limit = causal_limit(kl)
-        if limit is None or limit[0] is not iv:
+        if limit is None:
             continue
-        last = add(b, mul(b, iv, rows), const(b, rows - 1)) if rows > 1 else iv
-        stop = add(b, clamp(b, last, extent), const(b, limit[1]))
+        x, inclusive = limit
+        if x is iv:  # the block's last query row
+            last = clamp(b, add(b, mul(b, iv, rows), const(b, rows - 1)), extent) \
+                if rows > 1 else iv
+        elif not defined_inside(x, rows_loop.body.block):
+            last = x  # an outer block index (rows on block.y): the same for the whole block
+        else:
+            continue
+        stop = add(b, last, const(b, inclusive)) if inclusive else last
         stop.name_hint = "kub"
         row.ops[row.ops.index(kl)] = bound_loop(kl, stop)
     if rows == 1:

@@ -110,12 +110,14 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
     )
     product = nest.match_product(red, i.iv, j.iv, batch)
     slabs = _slabs(kernel, red, {i.iv: "i", j.iv: "j", red.iv: "k"}, batch)
+    accs = (("accumulators", len(red.inits)),) if len(red.inits) > 1 else ()
     return (
         ("chain", tuple(lp.ub.data for lp in c.chain)),
         ("k", red.ub.data),
         ("tensor_cores", product is not None),
         ("splittable", splittable),
         ("slabs", tuple(slabs)),
+        *accs,  # sibling products in one K loop (gate and up): accumulators per output
     )
 
 
@@ -332,7 +334,8 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
                  if t[0] * 16 * t[2] <= max(16, _pow2_ceil(rows))
                  and t[1] * 8 * t[3] <= max(8, _pow2_ceil(cols))]
     elif rows >= 64 and cols >= 64:
-        tiles = [(t, t[0] * t[2], t[1] * t[3]) for t in SIMT_TILES]
+        accs = f.get("accumulators", 1)
+        tiles = [(t, t[0] * t[2], t[1] * t[3]) for t in SIMT_TILES if t[0] * t[1] * accs <= 64]
     else:  # small outputs: a register tile and threads sized to the extents
         m = 4 if rows >= 64 else 2 if rows >= 8 else 1
         n = 4 if cols >= 64 else 2 if cols >= 8 else 1

@@ -15,9 +15,12 @@
 // CHECK-NEXT:      tile.for %[[I:.*]] = 0 to 64 bind(serial) {
 // CHECK-NEXT:        tile.for %[[J:.*]] = 0 to 64 bind(serial) {
 // CHECK-NEXT:          %[[C128:.*]] = arith.constant 128 : index
-// CHECK-NEXT:          %[[K0:.*]] = arith.muli %[[SPLIT]], %[[C128]] : index
-// CHECK-NEXT:          %[[S:.*]] = tile.for %[[K:.*]] = 0 to 128 bind(serial) iter(%{{.*}} = %zero) -> f32 {
-// CHECK-NEXT:            %[[KG:.*]] = arith.addi %[[K0]], %[[K]] : index
+// CHECK-NEXT:          %[[K0:.*]] = arith.muli
+// CHECK-SAME:              %[[SPLIT]], %[[C128]] : index
+// CHECK-NEXT:          %[[S:.*]] = tile.for
+// CHECK-SAME:              %[[K:.*]] = 0 to 128 bind(serial) iter(%{{.*}} = %zero) -> f32 {
+// CHECK-NEXT:            %[[KG:.*]] = arith.addi
+// CHECK-SAME:                %[[K0]], %[[K]] : index
 // CHECK-NEXT:            loop.load %x[%[[I]], %[[KG]]]
 // CHECK-NEXT:            loop.load %w[%[[KG]], %[[J]]]
 // CHECK:               loop.store %[[S]], %partials[%[[SPLIT]], %[[I]], %[[J]]] : memref<32x64x64xf32>
@@ -27,11 +30,18 @@
 // CHECK-SAME:      plan matmul(chain = [64, 64], k = 32, tensor_cores = false, splittable = true, slabs = []) {splits = 1,
 // CHECK-NOT:       done
 // CHECK-SAME:      {
-// CHECK:             %[[T:.*]] = tile.for %[[SP:.*]] = 0 to 32 bind(serial) iter(%[[ACC:.*]] = %zero) -> f32 {
-// CHECK-NEXT:          %[[P:.*]] = loop.load %partials[%[[SP]], %[[I2:.*]], %[[J2:.*]]] : memref<32x64x64xf32>
-// CHECK-NEXT:          %[[N:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK:             %[[T:.*]] = tile.for
+// CHECK-SAME:            %[[SP:.*]] = 0 to 32 bind(serial) iter(
+// CHECK-SAME:            %[[ACC:.*]] = %zero) -> f32 {
+// CHECK-NEXT:          %[[P:.*]] = loop.load
+// CHECK-SAME:              %partials[%[[SP]],
+// CHECK-SAME:              %[[I2:.*]],
+// CHECK-SAME:              %[[J2:.*]]] : memref<32x64x64xf32>
+// CHECK-NEXT:          %[[N:.*]] = arith.addf
+// CHECK-SAME:              %[[ACC]], %[[P]] : f32
 // CHECK-NEXT:          tile.yield %[[N]] : f32
-// CHECK:             %[[R:.*]] = arith.maximumf %[[T]], %zero : f32
+// CHECK:             %[[R:.*]] = arith.maximumf
+// CHECK-SAME:            %[[T]], %zero : f32
 // CHECK-NEXT:        loop.store %[[R]], %out[%[[I2]], %[[J2]]] : memref<64x64xf32>
 // CHECK-LABEL: func.func @main
 // CHECK:         %partials = memref.alloc() : memref<32x64x64xf32>

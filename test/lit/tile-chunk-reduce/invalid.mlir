@@ -1,0 +1,82 @@
+// RUN: deplo-opt %s --split-input-file --verify-diagnostics -p tile-chunk-reduce | filecheck %s
+// RUN: deplo-opt %s --split-input-file --verify-diagnostics -p 'tile-chunk-reduce{k-chunk=16}' | filecheck %s --check-prefix=OPT
+
+// A plan's steps run in order: tile-unroll, the last step, is done already.
+// CHECK: tile-chunk-reduce: kernel @runs_after_unroll: runs after tile-unroll, which its matmul plan carries out later
+// OPT: tile-chunk-reduce: kernel @runs_after_unroll: runs after tile-unroll, which its matmul plan carries out later
+
+builtin.module {
+  tile.kernel @runs_after_unroll(%x: memref<16x64xf32>, %w: memref<64x16xf32>, %out: memref<16x16xf32>) grid(1, 1, 1) block(16, 16, 1) plan matmul(chain = [16, 16], k = 64, tensor_cores = false, splittable = true, slabs = [ik4, kj4]) {splits = 1, mma = false, reg_m = 1, reg_n = 1, interleave = false, threads_m = 16, threads_n = 16, k_chunk = 0, stage = false, pad = 0, buffers = 1, copy = sync, unroll = 32} done ["tile-split-k", "tile-tensor-core", "tile-register-tile", "tile-map-2d", "tile-unroll"] {
+    %zero = arith.constant 0.000000e+00 : f32
+    tile.for %i = 0 to 1 bind(block.y) {
+      tile.for %j = 0 to 1 bind(block.x) {
+        tile.for %ty = 0 to 16 bind(thread.y) {
+          tile.for %tx = 0 to 16 bind(thread.x) {
+            %c16 = arith.constant 16 : index
+            %0 = arith.muli %i, %c16 : index
+            %it = arith.addi %0, %ty : index
+            %1 = arith.muli %j, %c16 : index
+            %jt = arith.addi %1, %tx : index
+            %s = tile.for %k = 0 to 64 bind(serial) iter(%acc = %zero) -> f32 {
+              %xv = loop.load %x[%it, %k] : memref<16x64xf32>
+              %wv = loop.load %w[%k, %jt] : memref<64x16xf32>
+              %p = arith.mulf %xv, %wv : f32
+              %n = arith.addf %acc, %p : f32
+              tile.yield %n : f32
+            }
+            loop.store %s, %out[%it, %jt] : memref<16x16xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<16x64xf32>, %w: memref<64x16xf32>) -> memref<16x16xf32> {
+    %out = memref.alloc() : memref<16x16xf32>
+    tile.launch @runs_after_unroll(%x, %w, %out) : memref<16x64xf32>, memref<64x16xf32>, memref<16x16xf32>
+    func.return %out : memref<16x16xf32>
+  }
+}
+
+// -----
+
+// Chunked already (chunks of 8): the pass is a no-op, but an option that asks for other chunks
+// is an error.
+// CHECK-LABEL: tile.kernel @already_done(
+// CHECK-SAME:      done ["tile-split-k", "tile-tensor-core", "tile-register-tile", "tile-map-2d", "tile-chunk-reduce"] {
+// OPT: tile-chunk-reduce{k-chunk=16}: kernel @already_done: knob k_chunk: tile-chunk-reduce has already carried out this plan
+
+builtin.module {
+  tile.kernel @already_done(%x: memref<16x64xf32>, %w: memref<64x16xf32>, %out: memref<16x16xf32>) grid(1, 1, 1) block(16, 16, 1) plan matmul(chain = [16, 16], k = 64, tensor_cores = false, splittable = true, slabs = [ik4, kj4]) {splits = 1, mma = false, reg_m = 1, reg_n = 1, interleave = false, threads_m = 16, threads_n = 16, k_chunk = 8, stage = true, pad = 4, buffers = 2, copy = cp_async, unroll = 32} done ["tile-split-k", "tile-tensor-core", "tile-register-tile", "tile-map-2d", "tile-chunk-reduce"] {
+    %zero = arith.constant 0.000000e+00 : f32
+    tile.for %i = 0 to 1 bind(block.y) {
+      tile.for %j = 0 to 1 bind(block.x) {
+        tile.for %ty = 0 to 16 bind(thread.y) {
+          tile.for %tx = 0 to 16 bind(thread.x) {
+            %c16 = arith.constant 16 : index
+            %0 = arith.muli %i, %c16 : index
+            %it = arith.addi %0, %ty : index
+            %1 = arith.muli %j, %c16 : index
+            %jt = arith.addi %1, %tx : index
+            %s = tile.for %ko = 0 to 64 step 8 bind(serial) iter(%acc = %zero) -> f32 {
+              %chunk = tile.for %ki = 0 to 8 bind(serial) iter(%acc_1 = %acc) -> f32 {
+                %k = arith.addi %ko, %ki : index
+                %xv = loop.load %x[%it, %k] : memref<16x64xf32>
+                %wv = loop.load %w[%k, %jt] : memref<64x16xf32>
+                %p = arith.mulf %xv, %wv : f32
+                %n = arith.addf %acc_1, %p : f32
+                tile.yield %n : f32
+              }
+              tile.yield %chunk : f32
+            }
+            loop.store %s, %out[%it, %jt] : memref<16x16xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<16x64xf32>, %w: memref<64x16xf32>) -> memref<16x16xf32> {
+    %out = memref.alloc() : memref<16x16xf32>
+    tile.launch @already_done(%x, %w, %out) : memref<16x64xf32>, memref<64x16xf32>, memref<16x16xf32>
+    func.return %out : memref<16x16xf32>
+  }
+}

@@ -66,25 +66,42 @@ class KernelPass(ModulePass):
         }
 
     def plan_for(self, kernel: tile.KernelOp) -> Plan | None:
-        opts = self.options()
+        given = self.options()
+        name = kernel.sym_name.data
         try:
-            plan = planner.ensure_plan(kernel, self.name, tuple(opts))
-            if not opts or self.name not in plan.cls.step_names():
+            plan = planner.ensure_plan(kernel, self.name, tuple(given))
+            if not given or self.name not in plan.cls.step_names():
                 return plan
-            opts = plan.cls.implied(opts) | opts
-            if all(plan.knob(k) == KNOBS[k].convert(v) for k, v in opts.items()):
+            values = {}
+            for k, v in given.items():
+                try:
+                    values[k] = KNOBS[k].convert(v)
+                except ValueError as e:
+                    raise PlanError(name, k, str(e)) from None
+            first = next(iter(values))
+            opts = plan.cls.implied(values) | values
+            if all(plan.knob(k) == v for k, v in opts.items()):
                 return plan
             if self.name in kernel.done_steps:
-                raise PlanError(kernel.sym_name.data, next(iter(opts)),
-                                f"{self.name} has already carried out this plan")
+                raise PlanError(name, first, f"{self.name} has already carried out this plan")
+            for k, v in opts.items():  # what an option implies may undo a step already done
+                owner = plan.cls.owner(k)
+                if k not in values and owner in kernel.done_steps and plan.knob(k) != v:
+                    raise PlanError(name, first, f"needs {k} = {_text(v)}, but {owner} has "
+                                                 f"already carried out {k} = {_text(plan.knob(k))}")
             steps = plan.cls.step_names()
             earlier = steps[: steps.index(self.name)]
             keep = {k: v for k, v in plan.knobs if plan.cls.owner(k) in earlier and k not in opts}
             names = plan.cls.knob_names(keep | opts)
             keep = {k: v for k, v in keep.items() if k in names}  # a mode switch drops the rest
-            new = planner.complete(kernel.sym_name.data, plan.kind, plan.facts, keep | opts)
+            new = planner.complete(name, plan.kind, plan.facts, keep | opts, prefer=set(values))
         except (PlanError, ValueError) as e:
-            spec = " ".join(f"{k.replace('_', '-')}={v}" for k, v in opts.items())
+            spec = " ".join(f"{k.replace('_', '-')}={_text(v)}" for k, v in given.items())
             raise PassOptionError(f"{self.name}{{{spec}}}: {e}") from None
         kernel.set_plan(new)
         return new
+
+
+def _text(v: object) -> str:
+    """A knob value as the IR and the option syntax write it (true, not True)."""
+    return str(v).lower() if isinstance(v, bool) else str(v)

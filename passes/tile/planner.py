@@ -313,6 +313,16 @@ def _fill_splits(f: dict, blocks: int, mma: bool) -> int:
     return min(ok, key=seconds, default=1)
 
 
+def _rows_in_words(f: dict) -> bool:
+    """Every input row a whole number of 4-byte words (K, or N for a [k][j] slab): what
+    cp.async's pieces need (a bf16 row of K = 53 is not; tile-cp-async would keep it sync)."""
+    for code in f["slabs"]:
+        dims, eb = slab_parts(code)
+        if (f["chain"][-1] if dims.endswith("j") else f["k"]) * eb % 4:
+            return False
+    return True
+
+
 def matmul_knobs(f: dict, fixed: dict) -> dict:
     """The matmul heuristic, decision by decision in the class's order; each decision in
     `fixed` is taken as given and the later ones are made around it. Tiles: the largest whose
@@ -377,7 +387,8 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
     for buffers, pad_, stage_ in fits:
         trial = {**knobs, "stage": stage_, "pad": pad_, "buffers": buffers}
         trial = {**trial, **{k: v for k, v in fixed.items() if k in ("stage", "pad", "buffers")}}
-        trial["copy"] = fixed.get("copy", "cp_async" if trial["stage"] else "sync")
+        trial["copy"] = fixed.get("copy", "cp_async" if trial["stage"] and _rows_in_words(f)
+                                  else "sync")
         trial["unroll"] = fixed.get("unroll", 32)
         if not CLASSES["matmul"].violations(f, trial):
             return trial
@@ -436,10 +447,12 @@ def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:
 # plans
 
 
-def complete(kernel: str, kind: str, facts: Facts, fixed: dict[str, object]) -> Plan:
+def complete(kernel: str, kind: str, facts: Facts, fixed: dict[str, object],
+             prefer: set[str] = frozenset()) -> Plan:
     """The plan of class `kind` with the `fixed` knobs (JSON or option values, converted to
     their knob's type) and the heuristic's choices around them for the rest; PlanError names
-    the kernel and the knob of anything illegal."""
+    the kernel and the knob of anything illegal (a knob in `prefer`, the ones a user wrote,
+    before the rest)."""
     cls = CLASSES[kind]
     given: dict[str, Value] = {}
     for name, value in fixed.items():
@@ -453,7 +466,8 @@ def complete(kernel: str, kind: str, facts: Facts, fixed: dict[str, object]) -> 
     names = cls.knob_names(knobs)
     plan = Plan(kind, facts, tuple((n, knobs[n]) for n in names))
     if bad := plan.violations():  # the rule broken first: it explains a knob out of place
-        raise PlanError(kernel, *bad[0])
+        mine = [b for b in bad if b[0] in (prefer or given)]
+        raise PlanError(kernel, *(mine or bad)[0])
     for name in given:
         if name not in names:
             raise PlanError(kernel, name, f"not a knob of this {kind} plan ({', '.join(names)})")

@@ -83,7 +83,9 @@ class TileSplitKPass(KernelPass):
             Rewriter.insert_op(tile.LaunchOp(total.sym_name.data, args), InsertPoint.after(first))
         key = kernel.structural_key
         total.reset_plan()
-        total.set_plan(planner.plan_kernel(total), f"{key}-sum" if key else None)
+        kind = next(iter(dict(planner.legal_classes(total))))
+        fixed = {"splits": 1} if kind == "matmul" else {}  # its own split would never happen
+        total.set_plan(planner.plan_kernel(total, kind, fixed), f"{key}-sum" if key else None)
 
 
 def partial_kernel(kernel: tile.KernelOp, c: Contraction, splits: int, part_t) -> None:

@@ -135,18 +135,18 @@ builtin.module {
 // The same matmul as @matmul with a pointwise plan: the plan decides, not the shape. A pointwise
 // plan has no split step, so the kernel is left alone (not even marked done), with the option too.
 // CHECK-LABEL: tile.kernel @negative_pointwise(
-// CHECK-SAME:      %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 64])
+// CHECK-SAME:      %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 64], leaf = true)
 // CHECK-NOT:       done
 // CHECK-SAME:      {
 // CHECK:           tile.for %{{.*}} = 0 to 4096 bind(serial) iter
 // CHECK-NOT:   tile.kernel
 // OPT-LABEL:   tile.kernel @negative_pointwise(
-// OPT-SAME:        %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 64])
+// OPT-SAME:        %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 64], leaf = true)
 // OPT-NOT:         done
 // OPT-NOT:     tile.kernel
 
 builtin.module {
-  tile.kernel @negative_pointwise(%x: memref<64x4096xf32>, %w: memref<4096x64xf32>, %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 64]) {grid_dims = 3, leave_innermost = true, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} {
+  tile.kernel @negative_pointwise(%x: memref<64x4096xf32>, %w: memref<4096x64xf32>, %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 64], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 0, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} {
     %zero = arith.constant 0.000000e+00 : f32
     tile.for %i = 0 to 64 bind(serial) {
       tile.for %j = 0 to 64 bind(serial) {

@@ -179,17 +179,17 @@ builtin.module {
 // The fp16 matmul of @matmul with a pointwise plan: not a step of its plan, left alone (not
 // marked done), with the option too.
 // CHECK-LABEL: tile.kernel @negative_pointwise(
-// CHECK-SAME:      grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 80])
+// CHECK-SAME:      grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 80], leaf = true)
 // CHECK-NOT:       done
 // CHECK-SAME:      {
 // CHECK-NOT:   tile.mma
 // OPT-LABEL:   tile.kernel @negative_pointwise(
-// OPT-SAME:        grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 80])
+// OPT-SAME:        grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 80], leaf = true)
 // OPT-NOT:         done
 // OPT-NOT:     tile.mma
 
 builtin.module {
-  tile.kernel @negative_pointwise(%a: memref<64x96xf16>, %b: memref<96x80xf16>, %out: memref<64x80xf16>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 80]) {grid_dims = 3, leave_innermost = true, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} {
+  tile.kernel @negative_pointwise(%a: memref<64x96xf16>, %b: memref<96x80xf16>, %out: memref<64x80xf16>) grid(1, 1, 1) block(1, 1, 1) plan pointwise(chain = [64, 80], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 0, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} {
     %zero = arith.constant 0.000000e+00 : f32
     tile.for %i = 0 to 64 bind(serial) {
       tile.for %j = 0 to 80 bind(serial) {

@@ -142,7 +142,7 @@ builtin.module {
 // Not only matmuls: a small matmul (K = 8) with a pointwise plan, one output a thread; its
 // 8-step reduction is innermost and short: unrolled.
 // CHECK-LABEL: tile.kernel @pointwise(
-// CHECK-SAME:      plan pointwise(chain = [64, 16])
+// CHECK-SAME:      plan pointwise(chain = [64, 16], leaf = true)
 // CHECK-SAME:      done ["tile-map-grid", "tile-map-threads", "tile-stage-inputs", "tile-cp-async", "tile-unroll"] {
 // CHECK:             tile.for %{{.*}} = 0 to 8 bind(unroll) iter
 // OPT-LABEL:   tile.kernel @pointwise(
@@ -150,7 +150,7 @@ builtin.module {
 // OPT:               tile.for %{{.*}} = 0 to 8 bind(unroll) iter
 
 builtin.module {
-  tile.kernel @pointwise(%x: memref<64x8xf32>, %w: memref<8x16xf32>, %out: memref<64x16xf32>) grid(64, 1, 1) block(32, 1, 1) plan pointwise(chain = [64, 16]) {grid_dims = 3, leave_innermost = true, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid", "tile-map-threads", "tile-stage-inputs", "tile-cp-async"] {
+  tile.kernel @pointwise(%x: memref<64x8xf32>, %w: memref<8x16xf32>, %out: memref<64x16xf32>) grid(64, 1, 1) block(32, 1, 1) plan pointwise(chain = [64, 16], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 0, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid", "tile-map-threads", "tile-stage-inputs", "tile-cp-async"] {
     %zero = arith.constant 0.000000e+00 : f32
     tile.for %i = 0 to 64 bind(block.x) {
       tile.for %j = 0 to 16 bind(thread.x) {

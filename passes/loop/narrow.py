@@ -25,27 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Attribute, BlockArgument, SSAValue
+from xdsl.ir import Attribute, BlockArgument
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
 from deplo.dialects import loop
-
-
-def _kernel_args(buf: SSAValue, kernels: dict[str, loop.KernelOp]) -> list[BlockArgument] | None:
-    """The kernel arguments `buf` is passed as, or None when it is used any other way."""
-    args = []
-    for use in buf.uses:
-        launch = use.operation
-        if not isinstance(launch, loop.LaunchOp):
-            return None
-        kernel = kernels.get(launch.callee.root_reference.data)
-        if kernel is None:
-            return None
-        args.append(kernel.args[use.index])
-    return args
+from deplo.passes.loop.intermediates import intermediates, retype
 
 
 def _narrow_type(args: list[BlockArgument]) -> Attribute | None:
@@ -67,8 +54,8 @@ def _narrow_type(args: list[BlockArgument]) -> Attribute | None:
     return narrow
 
 
-def _retype(arg: BlockArgument, t: MemRefType) -> None:
-    new = Rewriter.replace_value_with_new_type(arg, t)
+def _widen_loads(new: BlockArgument) -> None:
+    """Stores drop their widening; loads widen what they read."""
     for use in list(new.uses):
         op = use.operation
         if isinstance(op, loop.StoreOp):
@@ -93,19 +80,9 @@ class LoopNarrowBuffersPass(ModulePass):
     name = "loop-narrow-buffers"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, loop.KernelOp)}
-        for fn in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            for alloc in [a for a in fn.walk() if isinstance(a, memref.AllocOp)]:
-                buf = alloc.memref
-                args = _kernel_args(buf, kernels)
-                narrow = _narrow_type(args) if args else None
-                if narrow is None:
-                    continue
-                old = buf.type
+        for alloc, args in list(intermediates(op)):
+            narrow = _narrow_type(args)
+            if narrow is not None:
+                old = alloc.memref.type
                 assert isinstance(old, MemRefType)
-                t = MemRefType(narrow, old.get_shape())
-                new_alloc = memref.AllocOp([], [], t)
-                Rewriter.replace_op(alloc, new_alloc)
-                new_alloc.memref.name_hint = buf.name_hint
-                for arg in dict.fromkeys(args):
-                    _retype(arg, t)
+                retype(alloc, args, MemRefType(narrow, old.get_shape()), _widen_loads)

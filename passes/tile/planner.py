@@ -265,52 +265,43 @@ def _blocks(f: dict, bm: int, bn: int) -> int:
     return math.prod(chain[:-2]) * -(-chain[-2] // bm) * -(-chain[-1] // bn)
 
 
-def _mma_seconds(f: dict, tile: tuple[int, int, int, int], splits: int) -> float:
-    """A tensor-core tile's time by the peaks: the blocks' tiles read through L2, the
-    fragments' shared-memory wavefronts (ldmatrix: 4 an A fragment, 2 a B one, per 16 of K)
-    and the mma.sync issue, each over the busy SMs; a split adds its launch and round trip."""
+def _tile_seconds(f: dict, tile: tuple[int, int, int, int], splits: int, mma: bool) -> float:
+    """A tile's time by the peaks, on the busiest SM (blocks over SMs rounded up: the tail of
+    the last wave): its blocks' input tiles read through L2, the shared-memory wavefronts
+    (ldmatrix: 4 an A fragment, 2 a B one, per 16 of K; SIMT: one a register row or column a
+    K step) and the instructions the FMA pipe issues (mma.sync at its rate; SIMT: FFMAs and
+    the shared loads feeding them, 4 a clock); a split adds its launch and round trip."""
     gpu = H100_SXM
-    wm, wn, fm, fn = tile
-    bm, bn = wm * 16 * fm, wn * 8 * fn
-    blocks = _blocks(f, bm, bn) * splits
-    waves = -(-blocks // SMS)
-    steps = blocks * wm * wn * (f["k"] // splits // 16)  # warp k-steps over the grid
     clock = gpu.clock_ghz * 1e9
-    l2 = blocks * (bm + bn) * (f["k"] // splits) * 2 / gpu.l2_bw
-    smem = steps * (4 * fm + 2 * fn) / (gpu.smem_wavefronts_per_sm * clock) / (blocks / waves)
-    mma = steps * fm * fn * 4096 / (gpu.mma_flops / SMS) / (blocks / waves)
+    k = f["k"] // splits
+    if mma:
+        wm, wn, fm, fn = tile
+        bm, bn, warps, eb = wm * 16 * fm, wn * 8 * fn, wm * wn, 2
+        wavefronts, issue = (4 * fm + 2 * fn) * k / 16, fm * fn * k / 16 * 4096 / (
+            gpu.mma_flops / SMS / clock)
+    else:
+        m, n, tm, tn = tile
+        bm, bn, warps = m * tm, n * tn, max(1, tm * tn // hw.WARP)
+        eb = max((slab_parts(c)[1] for c in f["slabs"]), default=4)
+        wavefronts, issue = (m + n) * k, (m * n + m + n) * k / 4
+    blocks = _blocks(f, bm, bn) * splits
+    per_sm = -(-blocks // SMS) * warps  # warps of work on the busiest SM
+    l2 = blocks * (bm + bn) * k * eb / gpu.l2_bw
+    smem = per_sm * wavefronts / (gpu.smem_wavefronts_per_sm * clock)
+    pipe = per_sm * issue / clock
     extra = 0.0 if splits == 1 else \
         gpu.launch_us * 1e-6 + 8.0 * splits * math.prod(f["chain"]) / gpu.dram_bw
-    return max(l2, smem, mma) + extra
+    return max(l2, smem, pipe) + extra
 
 
-def _mma_pick(f: dict, tiles: list) -> tuple[tuple, int]:
-    """The tensor-core tile and split the peaks say are fastest."""
+def _pick(f: dict, tiles: list, mma: bool) -> tuple[tuple, int]:
+    """The tile and split of K the peaks say are fastest (slices of at least 128 and, with
+    tensor cores, a multiple of 16; at most 32)."""
     k = f["k"]
-    splits = [d for d in range(1, 33) if k % d == 0 and (k // d) % 16 == 0
+    splits = [d for d in range(1, 33) if k % d == 0 and (not mma or (k // d) % 16 == 0)
               and (d == 1 or (f["splittable"] and k // d >= 128))] or [1]
-    return min(((t[0], d) for t in tiles for d in splits), key=lambda td: _mma_seconds(f, *td))
-
-
-def _fill_splits(f: dict, blocks: int, mma: bool) -> int:
-    """How many slices of K: the one the sm_90 model's peaks say is fastest, counting the
-    SMs the blocks leave idle, one more launch and the partial sums' round trip through
-    memory (slices of at least 128 and, with tensor cores, a multiple of 16; at most 32)."""
-    k, outputs = f["k"], math.prod(f["chain"])
-    if not f["splittable"] or blocks >= SMS or k < 512:
-        return 1
-    gpu = H100_SXM
-    peak = gpu.mma_flops if mma else gpu.fp32_flops
-    flops = 2.0 * outputs * k
-
-    def seconds(d: int) -> float:
-        busy = min(1.0, blocks * d / SMS)
-        extra = 0.0 if d == 1 else gpu.launch_us * 1e-6 + 8.0 * d * outputs / gpu.dram_bw
-        return flops / (busy * peak) + extra
-
-    ok = [d for d in range(1, 33) if k % d == 0 and k // d >= 128
-          and (not mma or (k // d) % 16 == 0)]
-    return min(ok, key=seconds, default=1)
+    return min(((t[0], d) for t in tiles for d in splits),
+               key=lambda td: _tile_seconds(f, *td, mma))
 
 
 def _rows_in_words(f: dict) -> bool:
@@ -325,10 +316,10 @@ def _rows_in_words(f: dict) -> bool:
 
 def matmul_knobs(f: dict, fixed: dict) -> dict:
     """The matmul heuristic, decision by decision in the class's order; each decision in
-    `fixed` is taken as given and the later ones are made around it. Tiles: the largest whose
-    blocks fill a quarter of the SMs, K split until they fill all (the sm_90 model prefers a
-    split 8 x 8 register tile to an unsplit 4 x 4 one: half the shared-memory loads per FMA);
-    small outputs keep the small register tiles of the first heuristic."""
+    `fixed` is taken as given and the later ones are made around it. The tile and the split of
+    K are the pair the peaks say is fastest (`_tile_seconds`: L2 tile traffic, shared-memory
+    wavefronts, the FMA pipe, on the busiest SM); small outputs keep the small register tiles
+    of the first heuristic."""
     knobs: dict[str, Value] = {}
 
     def pick(name: str, default: Value) -> Value:
@@ -351,11 +342,9 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         n = 4 if cols >= 64 else 2 if cols >= 8 else 1
         tm, tn = _pow2_at_most(-(-rows // m), 16), _pow2_at_most(-(-cols // n), 16)
         tiles = [((m, n, tm, tn), m * tm, n * tn)]
-    part = [t for t in tiles if _blocks(f, t[1], t[2]) >= SMS // 4]
-    tile, bm, bn = (part or tiles[-1:])[0]
-    split = _fill_splits(f, _blocks(f, bm, bn), mma) if sized else 1
-    if mma and "splits" not in fixed:
-        tile, split = _mma_pick(f, tiles)
+    tile, split = _pick(f, tiles, mma) if sized else (tiles[0][0], 1)
+    if "splits" in fixed:  # the best tile for the given split
+        tile = min((t[0] for t in tiles), key=lambda t: _tile_seconds(f, t, fixed["splits"], mma))
     splits = pick("splits", split)
     pick("mma", mma and (splits == 1 or (f["k"] // splits) % 16 == 0))
     if knobs["mma"]:

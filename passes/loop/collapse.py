@@ -1,0 +1,106 @@
+"""loop-collapse-dims: an intermediate read through a reshape has the reshape's shape.
+
+A view that merges dims (attention's output `[b, s, heads, d]` read as `[b, s, heads * d]` by
+the o projection) reaches the loop level as a load whose map splits one index again:
+`(d0, d1, d2) -> (0, d1, d2 floordiv 16, d2 mod 16)`. That reads the same addresses as a plain
+`(0, d1, d2)` of the merged shape, but no later analysis sees a plain row of K there: the
+matmul is not a plain product (no tensor cores), its slab is not staged. Memory is row-major,
+so the buffer may as well have the merged shape: every access then writes the merged index —
+`e` for the pair `(e floordiv C, e mod C)`, `x * C + y` for any other `(x, y)` (the writer's
+`out[b, s, h, dd]` becomes `out[b, s, h * 16 + dd]`):
+
+    loop.kernel @sdpa(..., %t: memref<1x16x4x16xf32>)  { loop.store %v, %t[%b, %s, %h, %dd] }
+    loop.kernel @o(%t: memref<1x16x4x16xf32>, ...) {
+      loop.load %t[%a0, %a1, %r0] map (d0, d1, d2) -> (0, d1, d2 floordiv 16, d2 mod 16) }
+  ->
+    loop.kernel @sdpa(..., %t: memref<1x16x64xf32>)
+      { loop.store %v, %t[%b, %s, %h, %dd] map (d0, d1, d2, d3) -> (d0, d1, d2 * 16 + d3) }
+    loop.kernel @o(%t: memref<1x16x64xf32>, ...) { loop.load %t[%a0, %a1, %r0] map (...) -> (0, d1, d2) }
+
+Two adjacent dims are merged when some access splits an index across them like that; only
+intermediates qualify (passes/loop/intermediates.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import BlockArgument
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
+from xdsl.ir.affine import AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from deplo.dialects import loop
+from deplo.passes.loop.intermediates import intermediates, retype
+
+
+def _split(hi: AffineExpr, lo: AffineExpr, c: int) -> AffineExpr | None:
+    """`e` when (hi, lo) is (e floordiv c, e mod c)."""
+    if not (isinstance(hi, AffineBinaryOpExpr) and isinstance(lo, AffineBinaryOpExpr)):
+        return None
+    if hi.kind != AffineBinaryOpKind.FloorDiv or lo.kind != AffineBinaryOpKind.Mod:
+        return None
+    if hi.lhs != lo.lhs or not all(isinstance(x.rhs, AffineConstantExpr) and x.rhs.value == c
+                                   for x in (hi, lo)):
+        return None
+    return hi.lhs
+
+
+def _accesses(args: list[BlockArgument]) -> list[loop.LoadOp | loop.StoreOp]:
+    return [u.operation for a in args for u in a.uses]
+
+
+def _splitting_dim(args: list[BlockArgument], shape: list[int]) -> int | None:
+    """A dim p that some access splits an index across (p, p + 1)."""
+    for acc in _accesses(args):
+        if not isinstance(acc, loop.LoadOp | loop.StoreOp) or acc.buffer not in args:
+            return None
+        r = acc.access_map().results
+        for p in range(len(shape) - 1):
+            if _split(r[p], r[p + 1], shape[p + 1]) is not None:
+                return p
+    return None
+
+
+def _merge(p: int, c: int):
+    def rewrite(arg: BlockArgument) -> None:
+        for use in list(arg.uses):
+            acc = use.operation
+            m = acc.access_map()
+            r = list(m.results)
+            merged = _split(r[p], r[p + 1], c)
+            if merged is None:
+                merged = r[p] * c + r[p + 1]
+            amap = AffineMap(m.num_dims, 0, (*r[:p], merged, *r[p + 2:]))
+            if isinstance(acc, loop.LoadOp):
+                new = loop.LoadOp(arg, list(acc.indices), amap)
+                new.result.name_hint = acc.result.name_hint
+            else:
+                new = loop.StoreOp(acc.value, arg, list(acc.indices), amap)
+            Rewriter.replace_op(acc, new)
+    return rewrite
+
+
+@dataclass(frozen=True)
+class LoopCollapseDimsPass(ModulePass):
+    """Intermediates read through a reshape (an index split by floordiv/mod) take its shape."""
+
+    name = "loop-collapse-dims"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for alloc, args in list(intermediates(op)):
+                t = alloc.memref.type
+                assert isinstance(t, MemRefType)
+                shape = list(t.get_shape())
+                p = _splitting_dim(args, shape)
+                if p is None:
+                    continue
+                new_shape = [*shape[:p], shape[p] * shape[p + 1], *shape[p + 2:]]
+                retype(alloc, args, MemRefType(t.element_type, new_shape), _merge(p, shape[p + 1]))
+                changed = True

@@ -1,0 +1,77 @@
+// RUN: deplo-opt %s --split-input-file -p loop-collapse-dims | filecheck %s
+
+// Attention's output [1, 4, 2, 8] (seq, heads, head dim) read as [1, 4, 16] by the o
+// projection: the buffer takes the merged shape; the reader's split index is a plain one again,
+// the writer's (h, d) is h * 8 + d.
+// CHECK-LABEL: loop.kernel @attn(%x: memref<1x4x2x8xf32>, %t: memref<1x4x16xf32>) {
+// CHECK:           loop.store %{{.*}}, %t[%b, %s, %h, %d] map (d0, d1, d2, d3) -> (d0, d1, ((d2 * 8) + d3)) : memref<1x4x16xf32>
+// CHECK-LABEL: loop.kernel @o(%t: memref<1x4x16xf32>, %w: memref<16x16xf32>, %out: memref<1x4x16xf32>) {
+// CHECK:             loop.load %t[%a0, %a1, %a2, %r0] map (d0, d1, d2, d3) -> (0, d1, d3) : memref<1x4x16xf32>
+// CHECK-LABEL: func.func @main(
+// CHECK-NEXT:    %t = memref.alloc() : memref<1x4x16xf32>
+// CHECK-NEXT:    loop.launch @attn(%x, %t) : memref<1x4x2x8xf32>, memref<1x4x16xf32>
+builtin.module {
+  loop.kernel @attn(%x: memref<1x4x2x8xf32>, %t: memref<1x4x2x8xf32>) {
+    loop.for %b = 0 to 1 free {
+      loop.for %s = 0 to 4 free {
+        loop.for %h = 0 to 2 free {
+          loop.for %d = 0 to 8 free {
+            %v = loop.load %x[%b, %s, %h, %d] : memref<1x4x2x8xf32>
+            loop.store %v, %t[%b, %s, %h, %d] : memref<1x4x2x8xf32>
+          }
+        }
+      }
+    }
+  }
+  loop.kernel @o(%t: memref<1x4x2x8xf32>, %w: memref<16x16xf32>, %out: memref<1x4x16xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 1 free {
+      loop.for %a1 = 0 to 4 free {
+        loop.for %a2 = 0 to 16 free {
+          %acc = loop.for %r0 = 0 to 16 reduce iter(%c = %zero) -> f32 {
+            %a = loop.load %t[%a0, %a1, %a2, %r0] map (d0, d1, d2, d3) -> (0, d1, (d3 floordiv 8), (d3 mod 8)) : memref<1x4x2x8xf32>
+            %b = loop.load %w[%a2, %r0] : memref<16x16xf32>
+            %p = arith.mulf %a, %b : f32
+            %n = arith.addf %c, %p : f32
+            loop.yield %n : f32
+          }
+          loop.store %acc, %out[%a0, %a1, %a2] : memref<1x4x16xf32>
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<1x4x2x8xf32>, %w: memref<16x16xf32>) -> memref<1x4x16xf32> {
+    %t = memref.alloc() : memref<1x4x2x8xf32>
+    loop.launch @attn(%x, %t) : memref<1x4x2x8xf32>, memref<1x4x2x8xf32>
+    %out = memref.alloc() : memref<1x4x16xf32>
+    loop.launch @o(%t, %w, %out) : memref<1x4x2x8xf32>, memref<16x16xf32>, memref<1x4x16xf32>
+    func.return %out : memref<1x4x16xf32>
+  }
+}
+
+// -----
+
+// Left alone: nothing splits an index (a plain 4-D read), and a program input read through a
+// reshape (its type is the program's).
+// CHECK-LABEL: loop.kernel @plain(
+// CHECK-SAME:      %t: memref<2x8xf32>
+// CHECK-LABEL: func.func @main(
+// CHECK:         memref.alloc() : memref<2x8xf32>
+builtin.module {
+  loop.kernel @plain(%x: memref<16xf32>, %t: memref<2x8xf32>, %out: memref<2x8xf32>) {
+    loop.for %i = 0 to 2 free {
+      loop.for %j = 0 to 8 free {
+        %v = loop.load %x[%i, %j] map (d0, d1) -> (((d0 * 8) + d1)) : memref<16xf32>
+        loop.store %v, %t[%i, %j] : memref<2x8xf32>
+        %u = loop.load %t[%i, %j] : memref<2x8xf32>
+        loop.store %u, %out[%i, %j] : memref<2x8xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<16xf32>) -> memref<2x8xf32> {
+    %t = memref.alloc() : memref<2x8xf32>
+    %out = memref.alloc() : memref<2x8xf32>
+    loop.launch @plain(%x, %t, %out) : memref<16xf32>, memref<2x8xf32>, memref<2x8xf32>
+    func.return %out : memref<2x8xf32>
+  }
+}

@@ -45,11 +45,12 @@ class Work:
 
     load_sectors: float = 0.0  # 32-byte global sectors loads request (L1 traffic / 32)
     store_sectors: float = 0.0  # stores write through to L2
-    # per load op: (its distinct sectors over the block's run, the sectors it asks L2 for when
-    # L1 keeps nothing across iterations). The latter counts an iteration's sectors once for
-    # the whole block: its warps read them at about the same time, the first brings the line
-    # into L1 for the rest.
-    loads: list[tuple[float, float]] = field(default_factory=list)
+    # per data a block loads (a buffer's sectors of one iteration, however many load ops read
+    # them: softmax's three passes over a row): [its distinct sectors over the block's run, the
+    # sectors its loads ask L2 for when L1 keeps nothing across iterations]. The latter counts
+    # an iteration's sectors once for the whole block: its warps read them at about the same
+    # time, the first brings the line into L1 for the rest.
+    loads: dict[tuple, list[float]] = field(default_factory=dict)
     smem_wavefronts: float = 0.0
     fp32: float = 0.0  # warp instructions on the FP32 pipe
     sfu: float = 0.0
@@ -297,7 +298,8 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
     moves = math.prod(blk.trips.get(lp, 1.0) for lp in varying if isinstance(lp, Operation))
     if first:
-        w.loads.append((len(first) * moves, most * len(first)))
+        entry = w.loads.setdefault((_key(buf), frozenset(first)), [len(first) * moves, 0.0])
+        entry[1] += most * len(first)
     key = _key(buf)
     had, dims = w.per_buffer.get(key, (0.0, frozenset()))
     w.per_buffer[key] = (had + len(touched) * moves,
@@ -347,7 +349,7 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     # shared memory and the other loads it keeps (the smallest footprints first)
     room = (gpu.l1_bytes - resident * smem) / max(1, resident)
     l2_sectors = w.store_sectors
-    for foot, full in sorted(w.loads):
+    for foot, full in sorted(w.loads.values()):
         if foot < full and foot * SECTOR <= room:
             l2_sectors += foot
             room -= foot * SECTOR

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import FlatSymbolRefAttr, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -199,17 +199,102 @@ def _recompute_factor(load: loop.LoadOp) -> int:
 
 
 def _is_matmul(kernel: loop.KernelOp) -> bool:
-    """A contraction that will run on 2-D tiles: a chain of free loops (each its parent's only
-    loop) of at least 32 x 32 outputs around a reduce loop of at least 32 iterations."""
-    outputs, block = 1, kernel.body.block
+    """A nest that will run on 2-D tiles: a chain of free loops (each its parent's only loop)
+    of at least 32 x 32 outputs around a reduce loop of at least 32 iterations (by shape: its
+    product may not be inlined yet)."""
+    return _matmul_reduces(kernel) is not None
+
+
+def _is_contraction(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
+    """A matmul whose K loop sums a product of two operands each reading an output index the
+    other does not (A[i, k] * B[k, j]; not RMSNorm's x * x, not a softmax's sum of exps),
+    looking through the pointwise kernels that write what it loads (before fusion the product
+    and the broadcasts of A and B are kernels of their own)."""
+    found = _matmul_reduces(kernel)
+    if found is None:
+        return False
+    reduces, outputs = found
+    rename = {iv: {iv} for iv in outputs}
+    for f in reduces:
+        y = f.body.block.last_op
+        for acc, v in zip(f.body.block.args[1:], y.operands):
+            add = v.owner
+            if isinstance(add, arith.AddfOp) and acc in add.operands:
+                term = add.rhs if add.lhs is acc else add.lhs
+                if _term_is_product(term, launch, rename, 3):
+                    return True
+    return False
+
+
+def _term_is_product(v: SSAValue, launch, rename: dict, depth: int) -> bool:
+    op = v.owner
+    if isinstance(op, arith.ExtFOp | arith.TruncFOp):
+        return _term_is_product(op.input, launch, rename, depth)
+    if isinstance(op, arith.MulfOp):
+        a, b = (_reads(x, launch, rename, depth) for x in (op.lhs, op.rhs))
+        return bool(a - b) and bool(b - a)
+    if isinstance(op, loop.LoadOp) and depth:
+        inner = _through_writer(op, launch, rename)
+        return inner is not None and _term_is_product(inner[0], inner[1], inner[2], depth - 1)
+    return False
+
+
+def _reads(v: SSAValue, launch, rename: dict, depth: int, seen=None) -> set[SSAValue]:
+    """The consumer's output indices `v` depends on (`rename`: what each index of this kernel
+    stands for), through arithmetic and the pointwise kernels that write what it loads."""
+    seen = set() if seen is None else seen
+    op = v.owner
+    if not isinstance(op, Operation) or op in seen:
+        return set()
+    seen.add(op)
+    if isinstance(op, loop.LoadOp):
+        if depth and (inner := _through_writer(op, launch, rename)) is not None:
+            return _reads(inner[0], inner[1], inner[2], depth - 1)
+        used = [x for x, e in zip(op.indices, _used_dims(op)) if e]
+        return set().union(*(rename.get(x, set()) for x in used))
+    if op.dialect_name() not in ("arith", "math"):
+        return set()
+    return set().union(*(_reads(o, launch, rename, depth, seen) for o in op.operands))
+
+
+def _through_writer(ld: loop.LoadOp, launch, rename: dict):
+    """(the value the pointwise writer of what `ld` reads stores, its launch, its indices'
+    meaning), or None."""
+    arg = ld.buffer
+    kernel = ld.parent_op()
+    while kernel is not None and not isinstance(kernel, loop.KernelOp):
+        kernel = kernel.parent_op()
+    if not isinstance(arg, BlockArgument) or kernel is None or arg.owner is not kernel.body.block:
+        return None
+    w = writer(launch.args[arg.index])
+    nest = producer_nest(kernel_of(w)) if w is not None else None
+    if nest is None or nest.has_reduction:
+        return None
+    results = ld.access_map().results
+    inner = {iv: set().union(*(rename.get(ld.indices[d], set()) for d in _dims_used(e)))
+             for iv, e in zip(nest.ivs, results)}
+    return nest.stored, w, inner
+
+
+def _matmul_reduces(kernel: loop.KernelOp) -> tuple[list[loop.ForOp], set[SSAValue]] | None:
+    outputs, block, ivs = 1, kernel.body.block, set()
     while True:
         loops = [o for o in block.ops if isinstance(o, loop.ForOp)]
         if len(loops) != 1 or loops[0].kind.data != loop.LoopKind.FREE:
             break
         outputs *= loops[0].extent
+        ivs.add(loops[0].iv)
         block = loops[0].body.block
-    k = max((f.extent for f in loops if f.kind.data == loop.LoopKind.REDUCE), default=0)
-    return outputs >= 1024 and k >= 32 and block is not kernel.body.block
+    reduces = [f for f in loops if f.kind.data == loop.LoopKind.REDUCE and f.extent >= 32]
+    if outputs < 1024 or not reduces or block is kernel.body.block:
+        return None
+    return reduces, ivs
+
+
+def _used_dims(ld: loop.LoadOp) -> list[bool]:
+    """Per index of a load, whether its map reads it."""
+    dims = set().union(*(_dims_used(e) for e in ld.access_map().results))
+    return [k in dims for k in range(len(ld.indices))]
 
 
 def _only_casts(nest: ProducerNest) -> bool:
@@ -360,7 +445,7 @@ class FuseProducer(RewritePattern):
                     and not _softmax(consumer, p_launch))):
             return False
         if nest.has_reduction:
-            if _is_matmul(nest.kernel) and _is_matmul(consumer) \
+            if _is_contraction(nest.kernel, p_launch) and _is_contraction(consumer, launch) \
                     and not _exp_in_k_loop(consumer):
                 return False  # one matmul a kernel (attention's q.k into P.V aside: flash)
             # read by other kernels too, it is computed again here (and written out for them)

@@ -1,22 +1,90 @@
-"""The ATen op -> Torch IR table: one converter per captured op.
+"""The ATen op -> Torch IR table: one converter per captured op, and the context they share.
 
-A converter gets the importer (for operand values), the FX node and the result type from the
-node's metadata, and returns the SSA value of the op it built. A node whose target is not a key
-here is an error naming the op and where it came from (see importer.py).
+A converter gets the `Importer` (operand values, the builder), the FX node and the result type
+from the node's metadata, and returns the SSA value of the op it built. A node whose target is
+not a key here is an error naming the op and where it came from (see importer.py, which walks
+the graph and imports this module; this module never imports it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
+from xdsl.builder import Builder
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import torch as T
-from deplo.frontend.dtypes import mlir_element_type
+from deplo.frontend import expr as expr_module
+from deplo.frontend.dtypes import mlir_element_type, to_numpy
 from deplo.frontend.errors import FrontendError
-from deplo.frontend.importer import Importer, where_from
+from deplo.frontend.fold import StaticEvaluator
+
+
+def tensor_type(value) -> TensorType:
+    """The MLIR type of a FakeTensor/Tensor from the exported graph's metadata."""
+    return TensorType(mlir_element_type(value.dtype), list(value.shape))
+
+
+def where_from(node: torch.fx.Node) -> str:
+    """`in <module path> at file:line: code` from an FX node's metadata, for error messages."""
+    parts = []
+    stack = node.meta.get("nn_module_stack")
+    if stack:
+        path = list(stack.values())[-1][0]
+        if path:
+            parts.append(f"in module '{path}'")
+    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+    if trace and expr_module.__file__ in "".join(trace[-2:]):
+        parts.append("in the expression")
+    elif len(trace) >= 2:
+        parts.append(f"at {trace[-2].strip()}: {trace[-1].strip()}")
+    return " ".join(parts) or "(no source location recorded)"
+
+
+class Importer:
+    def __init__(self, block: Block, static: StaticEvaluator | None = None):
+        self.block = block
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.values: dict[torch.fx.Node, SSAValue] = {}
+        self.static = static or StaticEvaluator({})
+        self.constants: dict[str, np.ndarray] = {}
+
+    def value(self, arg, like: TensorType | None = None) -> SSAValue:
+        """An SSA value for an FX argument; a Python number becomes a 0-d torch.constant, and a
+        folded tensor a constant argument of @main (`%const.NAME`)."""
+        if isinstance(arg, torch.fx.Node):
+            if arg not in self.values and self.static.is_static(arg):
+                self.values[arg] = self._constant_arg(arg)
+            return self.values[arg]
+        if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+            elt = like.element_type if like is not None else mlir_element_type(torch.float32)
+            return self.insert(T.ConstantOp(float(arg), TensorType(elt, [])), "cst")
+        raise FrontendError(f"unsupported argument {arg!r}")
+
+    def static_value(self, arg):
+        """The folded value of a static FX node (a tensor or Python value), else None."""
+        return self.static.values.get(arg) if isinstance(arg, torch.fx.Node) else None
+
+    def _constant_arg(self, node: torch.fx.Node) -> SSAValue:
+        tensor = self.static.values[node]
+        if not isinstance(tensor, torch.Tensor):
+            raise FrontendError(f"folded value {node.name} is not a tensor: {tensor!r}")
+        name = f"const.{node.name}"
+        arg = self.block.insert_arg(tensor_type(tensor), len(self.block.args))
+        arg.name_hint = name
+        self.constants[name] = to_numpy(tensor)
+        return arg
+
+    def insert(self, op, hint: str | None = None) -> SSAValue:
+        self.builder.insert(op)
+        if hint:
+            op.results[0].name_hint = hint
+        return op.results[0]
+
 
 Converter = Callable[[Importer, torch.fx.Node, TensorType], SSAValue]
 

@@ -115,6 +115,12 @@ class ReduceKind(StrEnum):
 
 REDUCE_KINDS = tuple(ReduceKind)
 
+REDUCE_IDENTITY: dict[ReduceKind, float] = {
+    ReduceKind.ADD: 0.0, ReduceKind.MUL: 1.0, ReduceKind.MAX: float("-inf"),
+    ReduceKind.MIN: float("inf"),
+}
+"""Each combiner's identity: a reduction's initial value, and its result over nothing."""
+
 
 @irdl_attr_definition
 class ElementwiseKindAttr(EnumAttribute[ElementwiseKind], SpacedOpaqueSyntaxAttribute):
@@ -315,6 +321,8 @@ def expr_range(expr: AffineExpr, dim_ranges: Sequence[tuple[int, int]]) -> tuple
 
 
 def check_map_in_bounds(op_name: str, m: AffineMap, out_shape, in_shape) -> None:
+    if 0 in out_shape:  # no element is read
+        return
     ranges = [(0, n - 1) for n in out_shape]
     for i, (e, n) in enumerate(zip(m.results, in_shape, strict=True)):
         lo, hi = expr_range(e, ranges)
@@ -426,6 +434,8 @@ class FullOp(IRDLOperation):
 
 
 def _check_static_coord(op_name: str, i: int, e: AffineExpr, ranges, n: int) -> None:
+    if any(hi < lo for lo, hi in ranges):  # an empty result reads nothing
+        return
     lo, hi = expr_range(e, ranges)
     if lo < 0 or hi >= n:
         raise VerifyException(

@@ -841,36 +841,25 @@ class SdpaOp(_TorchOp):
         v = _tensor(self, self.value, "the value")
         r = _tensor(self, self.result, "the result")
         sq, sk, sv = _shape(q), _shape(k), _shape(v)
-        if len(sq) < 2 or not len(sq) == len(sk) == len(sv):
-            raise VerifyException(
-                f"{self.name}: expected q, k, v of one rank >= 2, got {sq}, {sk}, {sv}"
-            )
+        if min(len(sq), len(sk), len(sv)) < 2:
+            raise VerifyException(f"{self.name}: expected q, k, v of rank >= 2, got {sq}, {sk}, {sv}")
         if sk[-1] != sq[-1] or sk[-2] != sv[-2]:
             raise VerifyException(
                 f"{self.name}: expected k (..., S, {sq[-1]}) and v (..., S, Ev), got {sk} and {sv}"
             )
-        if sk[:-2] != sv[:-2]:
+        want = sdpa_batch(sq, sk, sv, self.enable_gqa is not None)
+        if want is None:
             raise VerifyException(
-                f"{self.name}: expected k and v batch dims to match, got {sk[:-2]} and {sv[:-2]}"
+                f"{self.name}: batch dims of {sq}, {sk} and {sv} do not broadcast (with "
+                f"enable_gqa, query heads (dim -3) must be a multiple of kv heads)"
             )
-        gqa = self.enable_gqa is not None
-        lead = len(sq) - 3 if gqa else len(sq) - 2
-        if gqa and (len(sq) < 3 or sq[-3] % sk[-3] != 0):
-            raise VerifyException(
-                f"{self.name}: expected query heads (dim -3) a multiple of kv heads with "
-                f"enable_gqa, got {sq} and {sk}"
-            )
-        if sq[:lead] != sk[:lead]:
-            raise VerifyException(
-                f"{self.name}: expected q and k batch dims to match, got {sq[:-2]} and {sk[:-2]}"
-            )
-        _check_result_shape(self, [*sq[:-1], sv[-1]], r)
+        _check_result_shape(self, [*want, sq[-2], sv[-1]], r)
         _same_element_type(self, q, k, v, r)
         if self.attn_mask is not None:
             m = _tensor(self, self.attn_mask, "the attn_mask")
             if self.is_causal is not None:
                 raise VerifyException(f"{self.name}: expected is_causal or attn_mask, got both")
-            want = (*sq[:-1], sk[-2])
+            want = (*want, sq[-2], sk[-2])
             if broadcast_shapes(_shape(m), want) != want:
                 raise VerifyException(
                     f"{self.name}: expected an attn_mask broadcastable to {want}, got {_shape(m)}"
@@ -879,6 +868,18 @@ class SdpaOp(_TorchOp):
                 raise VerifyException(
                     f"{self.name}: expected a bool or {q.element_type} attn_mask, got {m}"
                 )
+
+
+def sdpa_batch(sq, sk, sv, gqa: bool) -> tuple[int, ...] | None:
+    """The batch dims of sdpa's result: q's, k's and v's broadcast together (matmul's rule),
+    kv heads (dim -3) first repeated to q's with enable_gqa; None if they do not fit."""
+    bk, bv = list(sk[:-2]), list(sv[:-2])
+    if gqa:
+        if min(len(sq), len(sk), len(sv)) < 3 or sk[-3] != sv[-3] or sq[-3] % sk[-3]:
+            return None
+        bk[-1] = bv[-1] = sq[-3]
+    b = broadcast_shapes(sq[:-2], bk)
+    return None if b is None else broadcast_shapes(b, bv)
 
 
 SHAPE_OPS: list[type[IRDLOperation]] = [

@@ -42,7 +42,7 @@ class Program:
     def reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """PyTorch eager on the same inputs: the oracle for every level."""
         with torch.no_grad():
-            out = self.torch_module(*[torch.from_numpy(np.ascontiguousarray(a)) for a in inputs])
+            out = self.torch_module(*[torch.from_numpy(np.array(a, order="C")) for a in inputs])
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [to_numpy(o) for o in outs]
 

@@ -97,10 +97,3 @@ REDUCE_COMBINE: dict[RK, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
     RK.MAX: lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
     RK.MIN: lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
 }
-
-REDUCE_INIT: dict[RK, float] = {
-    RK.ADD: 0.0,
-    RK.MUL: 1.0,
-    RK.MAX: float("-inf"),
-    RK.MIN: float("inf"),
-}

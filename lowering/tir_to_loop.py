@@ -34,7 +34,6 @@ from deplo.lowering.legality import check_converted
 from deplo.lowering.scalar_ops import (
     ELEMENTWISE,
     REDUCE_COMBINE,
-    REDUCE_INIT,
     cast,
     compare,
     const,
@@ -118,7 +117,10 @@ def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
     in_shape = op.input.type.get_shape()
     dims = op.reduced_dims
     kept = [i for i in range(len(in_shape)) if i not in dims]
-    init = kb.const(REDUCE_INIT[kind], op.result.type.element_type)
+    init = kb.const(tir.REDUCE_IDENTITY[kind], op.result.type.element_type)
+    if any(in_shape[d] == 0 for d in dims):  # an empty reduction is its identity
+        kb.free_nest(op.result.type.get_shape(), lambda b, ivs: _store_identity(b, init, out, ivs))
+        return
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         # nested reduce loops, one per reduced dim; the innermost loads and combines
@@ -186,6 +188,8 @@ def lower_concat(kb: KernelBuilder, op: tir.ConcatOp) -> None:
     *ins, out = kb.kernel.args
     dim, rank = op.dim.value.data, op.result.type.get_num_dims()
     for x, offset in zip(ins, op.offsets()):
+        if 0 in x.type.get_shape():
+            continue
         exprs = [AffineExpr.dimension(i) + (offset if i == dim else 0) for i in range(rank)]
         amap = AffineMap(rank, 0, tuple(exprs))
 
@@ -275,16 +279,18 @@ def lower_function(module: ModuleOp, fn: func.FuncOp) -> None:
             raise DiagnosticException(f"tir-to-loop: cannot lift '{op.name}' into a loop nest")
         ins = [values[v] for v in op.operands]
         out_t = memref_of(op.results[0].type)
+        buf = host.insert(memref.AllocOp([], [], out_t)).memref
+        buf.name_hint = op.results[0].name_hint
+        values[op.results[0]] = buf
+        if 0 in out_t.get_shape():  # nothing to compute: the (empty) buffer is the result
+            continue
         name = _kernel_name(op, used)
         kb = KernelBuilder.create(
             name, [*(v.type for v in ins), out_t], [*(v.name_hint or "in" for v in ins), "out"]
         )
         lower(kb, op)
         Builder(kernel_ip).insert(kb.kernel)
-        buf = host.insert(memref.AllocOp([], [], out_t)).memref
-        buf.name_hint = op.results[0].name_hint
         host.insert(loop.LaunchOp(name, [*ins, buf]))
-        values[op.results[0]] = buf
     ret = new_block.last_op
     fn.body.detach_block(old)
     fn.body.add_block(new_block)

@@ -221,9 +221,10 @@ def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[i
               keepdim: bool, mean: bool = False) -> SSAValue:
     """sum / amax / mean over `dims`; keepdim re-inserts them as size-1 dims (an index_map).
     f16/bf16 sums and means accumulate in float32, rounded once (as torch does)."""
+    shape = list(x.type.get_shape())
+    dims = [d for d in dims if d < len(shape)]  # dim 0 of a 0-d tensor is the tensor
     if not dims:
         return x
-    shape = list(x.type.get_shape())
     like = x.type
     if kind == tir.ReduceKind.ADD:
         x = _opmath(b, x)
@@ -513,55 +514,61 @@ LOWEST = {"f32": float(np.finfo(np.float32).min), "f64": float(np.finfo(np.float
 
 def sdpa(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     """softmax(q kᵀ * scale, masked) v: two broadcast products reduced over their last axis, a
-    max-subtracted softmax over S between them. GQA is a floordiv on the kv head coordinate.
+    max-subtracted softmax over S between them. Batch dims broadcast; GQA is a floordiv on the
+    kv head coordinate. f16/bf16 operands are extended to float32: both contractions and the
+    softmax accumulate in float32, rounded once at the end.
 
     A masked score is the lowest finite value of the dtype rather than -inf (as HF's masks do):
     after the max subtraction its exp is exactly 0, and the constant prints and parses back."""
-    q, k, v = op.query, op.key, op.value
-    sq, sk, sv = (list(t.type.get_shape()) for t in (q, k, v))
-    d = AffineExpr.dimension
-    lead = len(sq) - 2  # batch and head dims
-    L, E, S, Ev = sq[-2], sq[-1], sk[-2], sv[-1]
-    group = sq[-3] // sk[-3] if op.enable_gqa is not None and lead else 1
+    q, k, v = (_opmath(b, x) for x in (op.query, op.key, op.value))
+    out = list(rt.get_shape())
+    batch, n = out[:-2], len(out) - 2
+    L, E, S, Ev = out[-2], q.type.get_shape()[-1], k.type.get_shape()[-2], out[-1]
+    group = batch[-1] // k.type.get_shape()[-3] if op.enable_gqa is not None else 1
+    d, zero = AffineExpr.dimension, AffineExpr.constant(0)
 
-    def kv_dims() -> list[AffineExpr]:
-        ds = [d(i) for i in range(lead)]
-        if group > 1:
-            ds[lead - 1] = ds[lead - 1] // group
-        return ds
+    def lead(x: SSAValue, kv: bool) -> list[AffineExpr]:
+        """x's batch coordinates from the result's (broadcast from the right, GQA heads)."""
+        s = x.type.get_shape()[:-2]
+        exprs = [zero if m == 1 and batch[i + n - len(s)] != 1 else d(i + n - len(s))
+                 for i, m in enumerate(s)]
+        if kv and group > 1:
+            exprs[-1] = d(n - 1) // group
+        return exprs
 
-    # scores[p, l, s] = sum_e q[p, l, e] * k[p', s, e]
-    space = [*sq[:lead], L, S, E]
-    n = len(space)
-    qe = b.index_map(q, AffineMap(n, 0, (*[d(i) for i in range(lead)], d(lead), d(lead + 2))), space)
-    ke = b.index_map(k, AffineMap(n, 0, (*kv_dims(), d(lead + 1), d(lead + 2))), space)
-    scores = b.reduce(tir.ReduceKind.ADD, b.ew(EK.MUL, qe, ke), [n - 1])
-    sshape = [*sq[:lead], L, S]
+    def read(x: SSAValue, kv: bool, coords, space) -> SSAValue:
+        return b.index_map(x, AffineMap(n + 3, 0, (*lead(x, kv), *coords)), space)
+
+    # scores[.., l, s] = sum_e q[.., l, e] * k[.., s, e]
+    space = [*batch, L, S, E]
+    qk = b.ew(EK.MUL, read(q, False, (d(n), d(n + 2)), space),
+              read(k, True, (d(n + 1), d(n + 2)), space))
+    scores = b.reduce(tir.ReduceKind.ADD, qk, [n + 2])
+    sshape = [*batch, L, S]
     scale = op.scale.value.data if op.scale is not None else 1.0 / math.sqrt(E)
     scores = b.ew(EK.MUL, scores, b.full(scale, scores.type, sshape))
-    masked = op.is_causal is not None or (
-        op.attn_mask is not None and str(op.attn_mask.type.element_type) == "i1"
-    )
-    if masked:
-        lowest = b.full(LOWEST.get(str(rt.element_type), -1e30), scores.type, sshape)
+
+    def lowest() -> SSAValue:
+        return b.full(LOWEST[str(scores.type.element_type)], scores.type, sshape)
+
     if op.is_causal is not None:  # keep key s <= query l
         pos = TensorType(IntegerType(64), [L, S])
         rows = b._add(tir.IotaOp(0, 0, 1, pos))
         cols = b._add(tir.IotaOp(1, 0, 1, pos))
         keep = b.broadcast(b.compare(tir.CompareKind.LE, cols, rows), sshape)
-        scores = b.select(keep, scores, lowest)
+        scores = b.select(keep, scores, lowest())
     if op.attn_mask is not None:
         mask = b.broadcast(op.attn_mask, sshape)
         if str(mask.type.element_type) == "i1":
-            scores = b.select(mask, scores, lowest)
+            scores = b.select(mask, scores, lowest())
         else:
-            scores = b.ew(EK.ADD, scores, mask)
-    p = softmax(b, scores, lead + 1)
-    # out[p, l, ev] = sum_s p[p, l, s] * v[p', s, ev]
-    space = [*sq[:lead], L, Ev, S]
-    pe = b.index_map(p, AffineMap(n, 0, (*[d(i) for i in range(lead)], d(lead), d(lead + 2))), space)
-    ve = b.index_map(v, AffineMap(n, 0, (*kv_dims(), d(lead + 2), d(lead + 1))), space)
-    return b.reduce(tir.ReduceKind.ADD, b.ew(EK.MUL, pe, ve), [n - 1])
+            scores = b.ew(EK.ADD, scores, _opmath(b, mask))
+    p = softmax(b, scores, n + 1)
+    # out[.., l, ev] = sum_s p[.., l, s] * v[.., s, ev]
+    space = [*batch, L, Ev, S]
+    pv = b.ew(EK.MUL, read(p, False, (d(n), d(n + 2)), space),
+              read(v, True, (d(n + 2), d(n + 1)), space))
+    return _back(b, b.reduce(tir.ReduceKind.ADD, pv, [n + 2]), rt)
 
 
 SHAPE_DECOMPOSITIONS: dict[str, Decomposition] = {

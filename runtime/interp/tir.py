@@ -175,7 +175,8 @@ class TirFunctions(InterpreterFunctions):
         (x,) = args
         elt = op.result.type.element_type
         x = np.asarray(x, dtype=opmath_dtype(elt))
-        r = REDUCE_IMPLS[op.kind.data].reduce(x, axis=op.reduced_dims)
+        kind = op.kind.data
+        r = REDUCE_IMPLS[kind].reduce(x, axis=op.reduced_dims, initial=tir.REDUCE_IDENTITY[kind])
         return (np.asarray(fit(r, elt)),)
 
     @impl(tir.IndexMapOp)

@@ -124,7 +124,7 @@ def _reduction_impl(name: str):
     def run(self, interp: Interpreter, op, args: PythonValues):
         elt = op.result.type.element_type
         x = np.asarray(args[0], dtype=opmath_dtype(elt))
-        dims = tuple(op.dim.get_values())
+        dims = tuple(d for d in op.dim.get_values() if d < x.ndim)  # 0-d: dim 0 is the tensor
         return (np.asarray(fit(fn(x, dims, op.keepdim is not None), elt)),)
 
     run.__name__ = f"run_{name}"
@@ -306,7 +306,7 @@ class TorchFunctions(InterpreterFunctions):
     def run_softmax(self, interp: Interpreter, op: torch_d.SoftmaxOp, args: PythonValues):
         elt = op.result.type.element_type
         x = np.asarray(args[0], dtype=opmath_dtype(elt))
-        if x.ndim == 0:
+        if x.ndim == 0 or x.size == 0:
             return (np.asarray(fit(np.ones_like(x), elt)),)
         axis = op.dim.value.data % x.ndim
         e = np.exp(x - np.max(x, axis=axis, keepdims=True))

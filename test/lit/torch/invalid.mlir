@@ -313,7 +313,7 @@ func.func @full_int() -> tensor<2xi64> {
 // -----
 
 func.func @sdpa_rank(%q: tensor<4xf32>) -> tensor<4xf32> {
-  // CHECK: torch.sdpa: expected q, k, v of one rank >= 2, got (4,), (4,), (4,)
+  // CHECK: torch.sdpa: expected q, k, v of rank >= 2, got (4,), (4,), (4,)
   %y = torch.sdpa %q, %q, %q : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
@@ -329,7 +329,7 @@ func.func @sdpa_kv(%q: tensor<2x7x16xf32>, %k: tensor<2x7x8xf32>) -> tensor<2x7x
 // -----
 
 func.func @sdpa_kv_batch(%q: tensor<2x7x16xf32>, %k: tensor<2x5x16xf32>, %v: tensor<3x5x16xf32>) -> tensor<2x7x16xf32> {
-  // CHECK: torch.sdpa: expected k and v batch dims to match, got (2,) and (3,)
+  // CHECK: torch.sdpa: batch dims of (2, 7, 16), (2, 5, 16) and (3, 5, 16) do not broadcast
   %y = torch.sdpa %q, %k, %v : (tensor<2x7x16xf32>, tensor<2x5x16xf32>, tensor<3x5x16xf32>) -> tensor<2x7x16xf32>
   func.return %y : tensor<2x7x16xf32>
 }
@@ -337,7 +337,7 @@ func.func @sdpa_kv_batch(%q: tensor<2x7x16xf32>, %k: tensor<2x5x16xf32>, %v: ten
 // -----
 
 func.func @sdpa_heads(%q: tensor<1x4x7x16xf32>, %k: tensor<1x2x7x16xf32>) -> tensor<1x4x7x16xf32> {
-  // CHECK: torch.sdpa: expected q and k batch dims to match, got (1, 4) and (1, 2)
+  // CHECK: torch.sdpa: batch dims of (1, 4, 7, 16), (1, 2, 7, 16) and (1, 2, 7, 16) do not broadcast
   %y = torch.sdpa %q, %k, %k : (tensor<1x4x7x16xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x4x7x16xf32>
   func.return %y : tensor<1x4x7x16xf32>
 }
@@ -345,7 +345,7 @@ func.func @sdpa_heads(%q: tensor<1x4x7x16xf32>, %k: tensor<1x2x7x16xf32>) -> ten
 // -----
 
 func.func @sdpa_gqa(%q: tensor<1x4x7x16xf32>, %k: tensor<1x3x7x16xf32>) -> tensor<1x4x7x16xf32> {
-  // CHECK: torch.sdpa: expected query heads (dim -3) a multiple of kv heads with enable_gqa, got (1, 4, 7, 16) and (1, 3, 7, 16)
+  // CHECK: torch.sdpa: batch dims of (1, 4, 7, 16), (1, 3, 7, 16) and (1, 3, 7, 16) do not broadcast (with enable_gqa, query heads (dim -3) must be a multiple of kv heads)
   %y = torch.sdpa %q, %k, %k {enable_gqa} : (tensor<1x4x7x16xf32>, tensor<1x3x7x16xf32>, tensor<1x3x7x16xf32>) -> tensor<1x4x7x16xf32>
   func.return %y : tensor<1x4x7x16xf32>
 }

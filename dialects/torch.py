@@ -101,6 +101,9 @@ UNARY_OPS: dict[str, str] = {
     "cos": "CosOp",
     "sin": "SinOp",
     "reciprocal": "ReciprocalOp",
+    "abs": "AbsOp",
+    "log": "LogOp",
+    "erf": "ErfOp",
 }
 
 BINARY_OPS: dict[str, str] = {
@@ -978,6 +981,7 @@ REDUCTION_OPS: dict[str, str] = {
     "sum": "SumOp",
     "mean": "MeanOp",
     "amax": "AmaxOp",
+    "amin": "AminOp",
 }
 
 
@@ -1024,26 +1028,243 @@ REDUCTION_CLASSES = {n: _make_reduction(n, c) for n, c in REDUCTION_OPS.items()}
 globals().update({c.__name__: c for c in REDUCTION_CLASSES.values()})
 
 
-@irdl_op_definition
-class SoftmaxOp(_TorchOp):
-    """`torch.softmax %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>` —
-    exp(x - max) / sum(exp(x - max)) along `dim` (aten._softmax, aten.softmax.int; a dtype
-    argument imports as a `torch.to` before it)."""
+# ops along one dim that keep the shape: torch op name -> class name
+ALONG_DIM_OPS: dict[str, str] = {
+    "softmax": "SoftmaxOp",  # exp(x - max) / sum(exp(x - max)) (a dtype argument: torch.to first)
+    "cumsum": "CumsumOp",  # inclusive prefix sums
+    "cumprod": "CumprodOp",  # inclusive prefix products
+}
 
-    name = "torch.softmax"
+
+def _along_dim_verify(self) -> None:
+    _unary_verify(self)
+    _norm_dim(self, _int(self.dim), max(len(_shape(self.input.type)), 1))
+
+
+def _make_along_dim(op_name: str, cls_name: str) -> type[IRDLOperation]:
+    cls = type(cls_name, (_TorchOp,), {
+        "__doc__": f"`torch.{op_name} %x {{dim = 1 : i64}} : (tensor<4x8xf32>) -> "
+        f"tensor<4x8xf32>` (aten.{op_name} along `dim`; 0-d: dim 0).",
+        "name": f"torch.{op_name}",
+        "input": operand_def(TensorType),
+        "result": result_def(TensorType),
+        "dim": prop_def(IntegerAttr),
+        "traits": traits_def(Pure()),
+        "verify_": _along_dim_verify,
+        "__init__": lambda self, x, dim, result_type: IRDLOperation.__init__(
+            self, operands=[x], result_types=[result_type],
+            properties={"dim": IntegerAttr(dim, 64)}),
+    })
+    return irdl_op_definition(cls)
+
+
+ALONG_DIM_CLASSES = {n: _make_along_dim(n, c) for n, c in ALONG_DIM_OPS.items()}
+globals().update({c.__name__: c for c in ALONG_DIM_CLASSES.values()})
+SoftmaxOp = ALONG_DIM_CLASSES["softmax"]
+
+# the index of the largest / smallest element along a dim (the first one on ties; NaN is
+# the largest): i64 results
+ARG_OPS: dict[str, str] = {"argmax": "ArgmaxOp", "argmin": "ArgminOp"}
+
+
+def _arg_verify(self) -> None:
+    x = _tensor(self, self.input, "the input")
+    r = _tensor(self, self.result, "the result")
+    rank = len(_shape(x))
+    d = _norm_dim(self, _int(self.dim), max(rank, 1))
+    _check_result_shape(self, reduced_shape(_shape(x), [d] if rank else [],
+                                            self.keepdim is not None), r)
+    if str(r.element_type) != "i64":
+        raise VerifyException(f"{self.name}: expected an i64 result, got {r}")
+
+
+def _make_arg(op_name: str, cls_name: str) -> type[IRDLOperation]:
+    def init(self, x: SSAValue, dim: int, keepdim: bool, result_type: TensorType):
+        props: dict[str, Attribute] = {"dim": IntegerAttr(dim, 64)}
+        if keepdim:
+            props["keepdim"] = UnitAttr()
+        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
+
+    cls = type(cls_name, (_TorchOp,), {
+        "__doc__": f"`torch.{op_name} %x {{dim = 1 : i64, keepdim}} : (tensor<4x8xf32>) -> "
+        f"tensor<4x1xi64>` (aten.{op_name}; without a dim it imports on the flattened input).",
+        "name": f"torch.{op_name}",
+        "input": operand_def(TensorType),
+        "result": result_def(TensorType),
+        "dim": prop_def(IntegerAttr),
+        "keepdim": opt_prop_def(UnitAttr),
+        "traits": traits_def(Pure()),
+        "verify_": _arg_verify,
+        "__init__": init,
+    })
+    return irdl_op_definition(cls)
+
+
+ARG_CLASSES = {n: _make_arg(n, c) for n, c in ARG_OPS.items()}
+globals().update({c.__name__: c for c in ARG_CLASSES.values()})
+
+
+@irdl_op_definition
+class GatherOp(_TorchOp):
+    """`torch.gather %x, %idx {dim = 1 : i64} : (tensor<4x8xf32>, tensor<4x3xi64>) ->
+    tensor<4x3xf32>` — y[i][j] = x[i][idx[i][j]] for dim 1 (aten.gather): one rank, the
+    result shaped like the index, which is no larger than x off `dim`."""
+
+    name = "torch.gather"
     input = operand_def(TensorType)
+    index = operand_def(TensorType)
     result = result_def(TensorType)
     dim = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim: int, result_type: TensorType):
-        super().__init__(
-            operands=[x], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
-        )
+    def __init__(self, x: SSAValue, index: SSAValue, dim: int, result_type: TensorType):
+        super().__init__(operands=[x, index], result_types=[result_type],
+                         properties={"dim": IntegerAttr(dim, 64)})
 
     def verify_(self) -> None:
-        _unary_verify(self)
-        _norm_dim(self, _int(self.dim), max(len(_shape(self.input.type)), 1))
+        x = _tensor(self, self.input, "the input")
+        (idx,) = _check_indices(self, [self.index])
+        r = _tensor(self, self.result, "the result")
+        sx, si = _shape(x), _shape(idx)
+        d = _norm_dim(self, _int(self.dim), max(len(sx), 1))
+        if len(sx) != len(si) or any(i > n for k, (i, n) in enumerate(zip(si, sx)) if k != d):
+            raise VerifyException(
+                f"{self.name}: expected an index of rank {len(sx)} no larger than {sx} off "
+                f"dim {d}, got {si}"
+            )
+        _check_result_shape(self, si, r)
+        _same_element_type(self, x, r)
+
+
+def window_shape(size: int, k: int, stride: int, lo: int, hi: int, dilation: int) -> int:
+    """Outputs of a sliding window (convolution, pooling) over a dim padded by lo and hi."""
+    return (size + lo + hi - dilation * (k - 1) - 1) // stride + 1
+
+
+class _WindowOp(_TorchOp):
+    """Shared by convolution and pooling: a window over the last `len(stride)` dims, padded by
+    `padding` (lo per dim, then hi per dim: 'same' and ceil_mode pad asymmetrically)."""
+
+    stride = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    dilation = prop_def(DenseArrayBase)
+
+    def window(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """(stride, pad lo, pad hi, dilation), one entry per window dim."""
+        st, pad, dil = (list(a.get_values()) for a in (self.stride, self.padding, self.dilation))
+        n = len(st)
+        return st, pad[:n], pad[n:], dil
+
+    def check_window(self, x: Sequence[int], kernel: Sequence[int], r: TensorType) -> None:
+        st, lo, hi, dil = self.window()
+        n = len(st)
+        if not (len(kernel) == len(dil) == n and len(lo) == len(hi) == n) or len(x) < n:
+            raise VerifyException(
+                f"{self.name}: expected stride, dilation, kernel and padding (lo, hi) for each "
+                f"of {n} window dims of {tuple(x)}"
+            )
+        if min(st + dil + list(kernel)) < 1 or min(lo + hi) < 0:
+            raise VerifyException(f"{self.name}: expected positive stride, dilation and kernel, "
+                                  "and non-negative padding")
+        spatial = [window_shape(x[-n + i], kernel[i], st[i], lo[i], hi[i], dil[i])
+                   for i in range(n)]
+        if min(spatial, default=1) < 0:
+            raise VerifyException(f"{self.name}: the window is larger than the padded input")
+        _check_result_shape(self, [*_shape(r)[:-n], *spatial], r)
+
+
+def _window_props(stride, pad_lo, pad_hi, dilation) -> dict[str, Attribute]:
+    return {"stride": DenseArrayBase.from_list(i64, list(stride)),
+            "padding": DenseArrayBase.from_list(i64, [*pad_lo, *pad_hi]),
+            "dilation": DenseArrayBase.from_list(i64, list(dilation))}
+
+
+@irdl_op_definition
+class ConvOp(_WindowOp):
+    """`torch.conv %x, %w, %b {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>,
+    dilation = array<i64: 1, 1>, groups = 1 : i64}` — aten.conv1d/2d/3d: x (N, C, *S), w
+    (O, C / groups, *K), an optional bias (O): y (N, O, *S'). Unbatched inputs import with a
+    unit batch dim."""
+
+    name = "torch.conv"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    groups = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x, w, b, stride, pad_lo, pad_hi, dilation, groups: int, result_type):
+        super().__init__(
+            operands=[x, w, [b] if b is not None else []], result_types=[result_type],
+            properties={**_window_props(stride, pad_lo, pad_hi, dilation),
+                        "groups": IntegerAttr(groups, 64)})
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        w = _tensor(self, self.weight, "the weight")
+        r = _tensor(self, self.result, "the result")
+        sx, sw, g = _shape(x), _shape(w), _int(self.groups)
+        n = len(self.stride.get_values())
+        if len(sx) != n + 2 or len(sw) != n + 2 or g < 1 or sw[0] % g or sx[1] != sw[1] * g:
+            raise VerifyException(
+                f"{self.name}: expected x (N, C, ...) and w (O, C / {g}, ...) of rank {n + 2} "
+                f"with O a multiple of {g}, got {sx} and {sw}"
+            )
+        types = [x, w, r]
+        if self.bias is not None:
+            types.append(_tensor(self, self.bias, "the bias"))
+            if _shape(types[-1]) != (sw[0],):
+                raise VerifyException(f"{self.name}: expected a bias of shape ({sw[0]},)")
+        self.check_window(sx, sw[2:], r)
+        if _shape(r)[:2] != (sx[0], sw[0]):
+            raise VerifyException(f"{self.name}: expected result dims ({sx[0]}, {sw[0]}, ...)")
+        _same_element_type(self, *types)
+
+
+# pooling: torch op name -> class name (avg: count_include_pad, divisor_override)
+POOL_OPS: dict[str, str] = {"max_pool": "MaxPoolOp", "avg_pool": "AvgPoolOp"}
+
+
+def _pool_verify(self) -> None:
+    x = _tensor(self, self.input, "the input")
+    r = _tensor(self, self.result, "the result")
+    self.check_window(_shape(x), list(self.kernel.get_values()), r)
+    if _shape(r)[:-len(self.kernel.get_values())] != _shape(x)[:-len(self.kernel.get_values())]:
+        raise VerifyException(f"{self.name}: expected the leading dims of {_shape(x)}")
+    _same_element_type(self, x, r)
+
+
+def _make_pool(op_name: str, cls_name: str) -> type[IRDLOperation]:
+    def init(self, x, kernel, stride, pad_lo, pad_hi, dilation, result_type,
+             count_include_pad: bool = False, divisor: int | None = None):
+        props = {**_window_props(stride, pad_lo, pad_hi, dilation),
+                 "kernel": DenseArrayBase.from_list(i64, list(kernel))}
+        if count_include_pad:
+            props["count_include_pad"] = UnitAttr()
+        if divisor is not None:
+            props["divisor_override"] = IntegerAttr(divisor, 64)
+        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
+
+    cls = type(cls_name, (_WindowOp,), {
+        "__doc__": f"`torch.{op_name} %x {{kernel = array<i64: 2, 2>, stride, padding, "
+        f"dilation}}` (aten.{op_name}1d/2d/3d over the last len(kernel) dims; the padding "
+        "pads with the identity (max) or counts as zeros (avg with count_include_pad)).",
+        "name": f"torch.{op_name}",
+        "input": operand_def(TensorType),
+        "result": result_def(TensorType),
+        "kernel": prop_def(DenseArrayBase),
+        "count_include_pad": opt_prop_def(UnitAttr),
+        "divisor_override": opt_prop_def(IntegerAttr),
+        "traits": traits_def(Pure()),
+        "verify_": _pool_verify,
+        "__init__": init,
+    })
+    return irdl_op_definition(cls)
+
+
+POOL_CLASSES = {n: _make_pool(n, c) for n, c in POOL_OPS.items()}
+globals().update({c.__name__: c for c in POOL_CLASSES.values()})
 
 
 @irdl_op_definition
@@ -1161,7 +1382,8 @@ class WhereOp(_TorchOp):
 
 MATH_OPS: list[type[IRDLOperation]] = [
     *COMPARE_CLASSES.values(), *LOGICAL_CLASSES.values(), *REDUCTION_CLASSES.values(),
-    LinearOp, GeluOp, SoftmaxOp, LayerNormOp, ToOp, WhereOp,
+    *ALONG_DIM_CLASSES.values(), *ARG_CLASSES.values(), *POOL_CLASSES.values(),
+    LinearOp, GeluOp, LayerNormOp, ToOp, WhereOp, GatherOp, ConvOp,
 ]
 
 

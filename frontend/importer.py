@@ -20,7 +20,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from deplo.frontend.aten import ATEN_CONVERTERS, Importer, tensor_type, where_from
+from deplo.frontend.aten import (
+    ATEN_CONVERTERS,
+    REFUSED,
+    Importer,
+    result_type,
+    tensor_type,
+    where_from,
+)
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
@@ -105,11 +112,12 @@ def import_exported(
                 fold_causal_mask(node, ev)
             convert = ATEN_CONVERTERS.get(node.target)
             if convert is None:
+                why = f" ({REFUSED[node.target]})" if node.target in REFUSED else ""
                 raise FrontendError(
-                    f"unsupported PyTorch op '{node.target}' {where_from(node)}"
+                    f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}"
                 )
             last = im.block.last_op
-            value = convert(im, node, tensor_type(node.meta["val"]))
+            value = convert(im, node, result_type(node.meta["val"]))
             im.values[node] = value
             scope = layer_scope(node)
             # every op the converter built (constants, dtype conversions too) joins the scope

@@ -34,6 +34,7 @@ from deplo.lowering.legality import check_converted
 from deplo.lowering.scalar_ops import (
     ELEMENTWISE,
     REDUCE_COMBINE,
+    arg_combine,
     cast,
     compare,
     const,
@@ -112,28 +113,35 @@ def lower_full(kb: KernelBuilder, op: tir.FullOp) -> None:
 
 
 def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
+    """Free loops over the kept dims, nested reduce loops over the reduced ones carrying the
+    accumulator (arg kinds: the best value and its index); an empty reduction stores the
+    identity."""
     x, out = kb.kernel.args
     kind = op.kind.data
     in_shape = op.input.type.get_shape()
     dims = op.reduced_dims
     kept = [i for i in range(len(in_shape)) if i not in dims]
-    init = kb.const(tir.REDUCE_IDENTITY[kind], op.result.type.element_type)
-    if any(in_shape[d] == 0 for d in dims):  # an empty reduction is its identity
-        kb.free_nest(op.result.type.get_shape(), lambda b, ivs: _store_identity(b, init, out, ivs))
+    inits = [kb.const(tir.REDUCE_IDENTITY[kind], op.input.type.element_type)]
+    if kind in tir.ARG_KINDS:
+        inits.append(kb.const(0, op.result.type.element_type))
+    if any(in_shape[d] == 0 for d in dims):
+        kb.free_nest(op.result.type.get_shape(),
+                     lambda b, ivs: _store_identity(b, inits[-1], out, ivs))
         return
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         # nested reduce loops, one per reduced dim; the innermost loads and combines
-        loops, rivs, acc = [], [], init
+        loops, rivs, accs = [], [], inits
         inner = b
         for j, d in enumerate(dims):
-            r = loop.ForOp(0, in_shape[d], loop.LoopKind.REDUCE, [acc])
+            r = loop.ForOp(0, in_shape[d], loop.LoopKind.REDUCE, accs)
             r.iv.name_hint = f"r{j}"
-            r.accs[0].name_hint = "acc"
+            for a in r.accs:
+                a.name_hint = "acc"
             inner.insert(r)
             loops.append(r)
             rivs.append(r.iv)
-            acc = r.accs[0]
+            accs = list(r.accs)
             inner = Builder(InsertPoint.at_end(r.body.block))
         coords: list[SSAValue] = [None] * len(in_shape)  # type: ignore[list-item]
         for i, v in zip(kept, ivs):
@@ -141,13 +149,39 @@ def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
         for d, v in zip(dims, rivs):
             coords[d] = v
         val = inner.insert(loop.LoadOp(x, coords)).result
-        nxt = REDUCE_COMBINE[kind](inner, acc, val)
+        if kind in tir.ARG_KINDS:
+            nxt = arg_combine(inner, kind, *accs, val, rivs[-1])
+        else:
+            nxt = [REDUCE_COMBINE[kind](inner, accs[0], val)]
         for r in reversed(loops):
-            r.body.block.add_op(loop.YieldOp(nxt))
-            nxt = r.res[0]
-        _store_identity(b, nxt, out, ivs)
+            r.body.block.add_op(loop.YieldOp(*nxt))
+            nxt = list(r.res)
+        _store_identity(b, nxt[-1], out, ivs)
 
     kb.free_nest(op.result.type.get_shape(), body)
+
+
+def lower_scan(kb: KernelBuilder, op: tir.ScanOp) -> None:
+    """y[.., i, ..] as a reduction over every j of the dim, j > i contributing the identity: the
+    same combination order as a serial scan, in the canonical form of a reduction kernel
+    (free loops over the result, one reduce loop) that every later pass handles; O(n^2) work
+    per row, parallel over i."""
+    x, out = kb.kernel.args
+    kind, dim = op.kind.data, op.dim.value.data
+    t = op.result.type
+    init = kb.const(tir.REDUCE_IDENTITY[kind], t.element_type)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        r = b.insert(loop.ForOp(0, t.get_shape()[dim], loop.LoopKind.REDUCE, [init]))
+        r.iv.name_hint, r.accs[0].name_hint = "r0", "acc"
+        inner = Builder(InsertPoint.at_end(r.body.block))
+        v = inner.insert(loop.LoadOp(x, [*ivs[:dim], r.iv, *ivs[dim + 1:]])).result
+        keep = inner.insert(arith.CmpiOp(r.iv, ivs[dim], "sle")).result
+        v = inner.insert(arith.SelectOp(keep, v, init)).result
+        inner.insert(loop.YieldOp(REDUCE_COMBINE[kind](inner, r.accs[0], v)))
+        _store_identity(b, r.res[0], out, ivs)
+
+    kb.free_nest(t.get_shape(), body)
 
 
 def pointwise(scalar: Callable[[Builder, Operation, list[SSAValue]], SSAValue]) -> Callable:
@@ -229,6 +263,7 @@ LOWER: dict[type[Operation], Callable] = {
     tir.IndexMapOp: lower_index_map,
     tir.FullOp: lower_full,
     tir.ReduceOp: lower_reduce,
+    tir.ScanOp: lower_scan,
     tir.GatherOp: lower_gather,
     tir.ConcatOp: lower_concat,
     tir.IotaOp: lower_iota,

@@ -46,6 +46,7 @@ class Entry:
         return f"{self.name}.{self.variant}" if self.variant else self.name
 
 
+UINT8 = {"unsupported dtype torch.uint8": "uint8 tensors (deplo's integers are signed)"}
 TRAINING_DROPOUT = {"dropout in training mode": "training-mode dropout is random"}
 
 COVERAGE: list[Entry] = [
@@ -102,9 +103,62 @@ COVERAGE: list[Entry] = [
     Entry("squeeze", "torch.squeeze"),
     Entry("select", "torch.select"),
     Entry("cat", "torch.cat"),
-    Entry("nn.functional.embedding", "torch.embedding"),
+    Entry("nn.functional.embedding", "torch.embedding",
+          refusals={"embedding_renorm_": "max_norm renormalizes the weight in place"}),
     Entry("contiguous", "(no op)"),
     Entry("clone", "(no op)"),
+    # composites (decomposed at import into the torch ops above)
+    Entry("true_divide", "torch.div"),
+    Entry("view_as", "torch.reshape"),
+    Entry("reshape_as", "torch.reshape"),
+    Entry("expand_as", "torch.expand"),
+    Entry("flatten", "torch.reshape"),
+    Entry("unflatten", "torch.reshape"),
+    Entry("movedim", "torch.permute"),
+    Entry("stack", "torch.reshape + torch.cat"),
+    Entry("split", "torch.slice per part"),
+    Entry("split", "torch.slice per part", "list_args"),
+    Entry("chunk", "torch.slice per part"),
+    Entry("unbind", "torch.select per part"),
+    Entry("narrow", "torch.slice",
+          refusals={"torch.export failed": "a start given as a tensor is data-dependent"}),
+    Entry("square", "torch.mul"),
+    Entry("nn.functional.dropout", "(eval mode: no op)", refusals=TRAINING_DROPOUT),
+    Entry("clamp", "torch.maximum + torch.minimum"),
+    Entry("clamp_min", "torch.maximum"),
+    Entry("clamp_max", "torch.minimum"),
+    Entry("masked_fill", "torch.where"),
+    Entry("tril", "torch.arange + torch.le + torch.where"),
+    Entry("triu", "torch.arange + torch.ge + torch.where"),
+    Entry("log_softmax", "amax, sub, exp, sum, log (f32)"),
+    Entry("log_softmax", "torch.to + amax, sub, exp, sum, log", "with_dtype"),
+    Entry("logsumexp", "amax, where, sub, exp, sum, log, add (f32)"),
+    Entry("var", "sum, div, sub, mul, sum, div (f32)"),
+    Entry("var", "sum, div, sub, mul, sum, div (f32)", "unbiased"),
+    Entry("std", "var + sqrt (f32)"),
+    Entry("std", "var + sqrt (f32)", "unbiased"),
+    Entry("linalg.vector_norm", "abs, amax/amin/sum/pow, sqrt (f32)"),
+    Entry("norm", "linalg_vector_norm"),
+    Entry("norm", "linalg_vector_norm", "fro"),
+    Entry("norm", "linalg_vector_norm", "inf"),
+    Entry("baddbmm", "torch.matmul + mul + add"),
+    Entry("index_select", "torch.index"),
+    Entry("nn.functional.group_norm", "reshape + layer_norm + mul + add (f32)"),
+    # new ops
+    Entry("abs", "torch.abs"),
+    Entry("log", "torch.log"),
+    Entry("erf", "torch.erf"),
+    Entry("amin", "torch.amin"),
+    Entry("cumsum", "torch.cumsum -> tir.scan"),
+    Entry("cumprod", "torch.cumprod -> tir.scan"),
+    Entry("argmax", "torch.argmax -> tir.reduce argmax"),
+    Entry("argmin", "torch.argmin -> tir.reduce argmin"),
+    Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
+    Entry("nn.functional.conv1d", "torch.conv (im2col index maps, one K axis)"),
+    Entry("nn.functional.conv2d", "torch.conv (im2col index maps, one K axis)"),
+    Entry("nn.functional.max_pool2d", "torch.max_pool",
+          refusals={"max_pool2d_with_indices": "return_indices=True (indices not computed)"}),
+    Entry("nn.functional.avg_pool2d", "torch.avg_pool"),
 ]
 
 
@@ -257,6 +311,9 @@ def run_all(cap: int | None = CAP) -> dict[tuple[str, str], list[Outcome]]:
 
 if __name__ == "__main__":
     cap = None if "--all" in sys.argv else CAP
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if only:
+        COVERAGE[:] = [e for e in COVERAGE if e.key in only or e.name in only]
     res = run_all(cap)
     text = table(res)
     if "--write" in sys.argv:

@@ -109,6 +109,10 @@ ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
 LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
 """The kinds on i1 tensors; every other kind computes on numbers."""
 
+INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs"))
+"""The kinds that also compute on integers (index arithmetic; torch computes the rest in a
+float type)."""
+
 
 class ReduceKind(StrEnum):
     ADD = "add"
@@ -128,8 +132,16 @@ REDUCE_IDENTITY: dict[ReduceKind, float] = {
     ReduceKind.MIN: float("inf"), ReduceKind.ARGMAX: float("-inf"),
     ReduceKind.ARGMIN: float("inf"),
 }
-"""Each combiner's identity: a reduction's initial value (an arg kind's best value so far),
-and its result over nothing."""
+
+
+def reduce_identity(kind: ReduceKind, elt: Attribute) -> float:
+    """The combiner's identity in element type `elt`: a reduction's initial value (an arg
+    kind's best value so far) and its result over nothing; +-inf is an integer's extreme."""
+    v = REDUCE_IDENTITY[kind]
+    if isinstance(elt, IntegerType) and v in (float("inf"), float("-inf")):
+        half = 2 ** (elt.width.data - 1)
+        return half - 1 if v > 0 else -half
+    return v
 
 
 @irdl_attr_definition
@@ -218,12 +230,15 @@ class ElementwiseOp(IRDLOperation):
                     f"{self.name} {kind}: expected operand {i} of type {self.result.type}, "
                     f"got {v.type}"
                 )
-        is_i1 = _is_i1(self.result.type.element_type)
+        elt = self.result.type.element_type
+        is_i1 = _is_i1(elt)
         if (kind in LOGICAL_KINDS) != is_i1:
             want = "i1" if kind in LOGICAL_KINDS else "numbers"
             raise VerifyException(
                 f"{self.name} {kind}: expected {want}, got {self.result.type}"
             )
+        if isinstance(elt, IntegerType) and not is_i1 and kind not in INTEGER_KINDS:
+            raise VerifyException(f"{self.name} {kind}: expected floats, got {self.result.type}")
 
     def print(self, printer: Printer) -> None:
         print_kind_call(printer, self.kind.data, self.inputs, self.attributes)

@@ -31,14 +31,33 @@ def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
     return b.insert(arith.DivfOp(one, b.insert(arith.AddfOp(one, e)).result)).result
 
 
+def _typed(float_op: type, int_op: type) -> Callable[..., SSAValue]:
+    """A binary op for floats or (signless, signed) integers, by the operands' type."""
+    return lambda b, x, y: b.insert(
+        (int_op if isinstance(x.type, IntegerType) else float_op)(x, y)).result
+
+
+def _neg(b: Builder, x: SSAValue) -> SSAValue:
+    if isinstance(x.type, IntegerType):
+        return b.insert(arith.SubiOp(const(b, 0, x.type), x)).result
+    return b.insert(arith.NegfOp(x)).result
+
+
+def _abs(b: Builder, x: SSAValue) -> SSAValue:
+    if isinstance(x.type, IntegerType):
+        neg = b.insert(arith.CmpiOp(x, const(b, 0, x.type), "slt")).result
+        return b.insert(arith.SelectOp(neg, _neg(b, x), x)).result
+    return b.insert(math.AbsFOp(x)).result
+
+
 ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
-    EK.ADD: lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
-    EK.SUB: lambda b, x, y: b.insert(arith.SubfOp(x, y)).result,
-    EK.MUL: lambda b, x, y: b.insert(arith.MulfOp(x, y)).result,
+    EK.ADD: _typed(arith.AddfOp, arith.AddiOp),
+    EK.SUB: _typed(arith.SubfOp, arith.SubiOp),
+    EK.MUL: _typed(arith.MulfOp, arith.MuliOp),
     EK.DIV: lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
-    EK.MAX: lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
-    EK.MIN: lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
-    EK.NEG: lambda b, x: b.insert(arith.NegfOp(x)).result,
+    EK.MAX: _typed(arith.MaximumfOp, arith.MaxSIOp),
+    EK.MIN: _typed(arith.MinimumfOp, arith.MinSIOp),
+    EK.NEG: _neg,
     EK.EXP: lambda b, x: b.insert(math.ExpOp(x)).result,
     EK.RSQRT: lambda b, x: b.insert(math.RsqrtOp(x)).result,
     EK.SQRT: lambda b, x: b.insert(math.SqrtOp(x)).result,
@@ -49,12 +68,11 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.COS: lambda b, x: b.insert(math.CosOp(x)).result,
     EK.SIN: lambda b, x: b.insert(math.SinOp(x)).result,
     EK.ERF: lambda b, x: b.insert(math.ErfOp(x)).result,
-    EK.ABS: lambda b, x: b.insert(math.AbsFOp(x)).result,
+    EK.ABS: _abs,
     EK.LOG: lambda b, x: b.insert(math.LogOp(x)).result,
     EK.AND: lambda b, x, y: b.insert(arith.AndIOp(x, y)).result,
     EK.OR: lambda b, x, y: b.insert(arith.OrIOp(x, y)).result,
 }
-
 # tir compare kind -> (arith.cmpf predicate, arith.cmpi predicate). Floats compare ordered, but
 # `ne` is unordered: NaN != x is true, as in torch.
 COMPARE: dict[CK, tuple[str, str]] = {
@@ -108,10 +126,10 @@ def cast(b: Builder, x: SSAValue, to: Attribute) -> SSAValue:
 
 
 REDUCE_COMBINE: dict[RK, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
-    RK.ADD: lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
-    RK.MUL: lambda b, x, y: b.insert(arith.MulfOp(x, y)).result,
-    RK.MAX: lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
-    RK.MIN: lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
+    RK.ADD: ELEMENTWISE[EK.ADD],
+    RK.MUL: ELEMENTWISE[EK.MUL],
+    RK.MAX: ELEMENTWISE[EK.MAX],
+    RK.MIN: ELEMENTWISE[EK.MIN],
 }
 
 
@@ -119,11 +137,12 @@ def arg_combine(b: Builder, kind: RK, best: SSAValue, index: SSAValue, v: SSAVal
                 iv: SSAValue) -> list[SSAValue]:
     """One step of argmax/argmin: (best, index) becomes (v, iv) where v is strictly better —
     the first of equal values stays — or v is the first NaN (torch's NaN is the extreme)."""
-    better = b.insert(arith.CmpfOp(v, best, "ogt" if kind == RK.ARGMAX else "olt")).result
-    nan = b.insert(arith.CmpfOp(v, v, "une")).result
-    best_is_number = b.insert(arith.CmpfOp(best, best, "oeq")).result
-    first_nan = b.insert(arith.AndIOp(nan, best_is_number)).result
-    take = b.insert(arith.OrIOp(better, first_nan)).result
+    take = compare(b, CK.GT if kind == RK.ARGMAX else CK.LT, v, best)
+    if not isinstance(v.type, IntegerType):
+        nan = b.insert(arith.CmpfOp(v, v, "une")).result
+        best_is_number = b.insert(arith.CmpfOp(best, best, "oeq")).result
+        first_nan = b.insert(arith.AndIOp(nan, best_is_number)).result
+        take = b.insert(arith.OrIOp(take, first_nan)).result
     at = b.insert(arith.IndexCastOp(iv, index.type)).result
     return [b.insert(arith.SelectOp(take, v, best)).result,
             b.insert(arith.SelectOp(take, at, index)).result]

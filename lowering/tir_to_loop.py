@@ -121,7 +121,7 @@ def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
     in_shape = op.input.type.get_shape()
     dims = op.reduced_dims
     kept = [i for i in range(len(in_shape)) if i not in dims]
-    inits = [kb.const(tir.REDUCE_IDENTITY[kind], op.input.type.element_type)]
+    inits = [kb.const(tir.reduce_identity(kind, op.input.type.element_type), op.input.type.element_type)]
     if kind in tir.ARG_KINDS:
         inits.append(kb.const(0, op.result.type.element_type))
     if any(in_shape[d] == 0 for d in dims):
@@ -169,7 +169,7 @@ def lower_scan(kb: KernelBuilder, op: tir.ScanOp) -> None:
     x, out = kb.kernel.args
     kind, dim = op.kind.data, op.dim.value.data
     t = op.result.type
-    init = kb.const(tir.REDUCE_IDENTITY[kind], t.element_type)
+    init = kb.const(tir.reduce_identity(kind, t.element_type), t.element_type)
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         r = b.insert(loop.ForOp(0, t.get_shape()[dim], loop.LoopKind.REDUCE, [init]))

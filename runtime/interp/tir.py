@@ -182,7 +182,7 @@ class TirFunctions(InterpreterFunctions):
         kind = op.kind.data
         if kind in tir.ARG_KINDS:
             return (np.asarray(REDUCE_IMPLS[kind](x, axis=op.reduced_dims[0])),)
-        r = REDUCE_IMPLS[kind].reduce(x, axis=op.reduced_dims, initial=tir.REDUCE_IDENTITY[kind])
+        r = REDUCE_IMPLS[kind].reduce(x, axis=op.reduced_dims, initial=tir.reduce_identity(kind, op.input.type.element_type))
         return (np.asarray(fit(r, elt)),)
 
     @impl(tir.ScanOp)

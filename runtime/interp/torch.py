@@ -109,9 +109,18 @@ def _predicate_impl(name: str):
 
 
 def _extreme(fn: Callable[..., Any], identity: float) -> Callable[..., Any]:
-    """amax / amin over `axis` (an empty one gives the identity: torch's empty softmax rows)."""
-    return lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims, initial=identity) \
-        if axis else x
+    """amax / amin over `axis` (an empty one gives the identity: torch's empty softmax rows;
+    an integer's extreme for integers)."""
+
+    def run(x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
+        if x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            init = info.min if identity < 0 else info.max
+        else:
+            init = identity
+        return fn(x, axis=axis, keepdims=keepdims, initial=init) if axis else x
+
+    return run
 
 
 # reductions over `dim` (in opmath: f16/bf16 sums accumulate in float32, as torch does)

@@ -879,6 +879,9 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.unflatten.int: _view("unflatten"),
     aten.expand_as.default: _expand,
     aten.type_as.default: _to_dtype,
+    aten.mT.default: lambda im, node, rt: im.insert(
+        T.TransposeOp(im.value(node.args[0]), rt.get_num_dims() - 2, rt.get_num_dims() - 1, rt),
+        "mT"),
     aten.movedim.int: _movedim,
     aten.movedim.intlist: _movedim,
     aten.stack.default: _stack,

@@ -373,3 +373,51 @@ func.func @sdpa_mask_type(%q: tensor<7x16xf32>, %m: tensor<7x7xf16>) -> tensor<7
   %y = torch.sdpa %q, %q, %q, %m : (tensor<7x16xf32>, tensor<7x16xf32>, tensor<7x16xf32>, tensor<7x7xf16>) -> tensor<7x16xf32>
   func.return %y : tensor<7x16xf32>
 }
+
+// -----
+
+func.func @cumsum_dim(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  // CHECK: torch.cumsum: expected dim in [-2, 1], got 2
+  %y = torch.cumsum %x {dim = 2 : i64} : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  func.return %y : tensor<4x5xf32>
+}
+
+// -----
+
+func.func @argmax_type(%x: tensor<4x5xf32>) -> tensor<4xf32> {
+  // CHECK: torch.argmax: expected an i64 result, got tensor<4xf32>
+  %y = torch.argmax %x {dim = 1 : i64} : (tensor<4x5xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @gather_index(%x: tensor<4x5xf32>, %i: tensor<5x2xi64>) -> tensor<5x2xf32> {
+  // CHECK: torch.gather: expected an index of rank 2 no larger than (4, 5) off dim 1, got (5, 2)
+  %y = torch.gather %x, %i {dim = 1 : i64} : (tensor<4x5xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
+  func.return %y : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x4x9x9xf32>, %w: tensor<6x3x3x3xf32>) -> tensor<1x6x7x7xf32> {
+  // CHECK: torch.conv: expected x (N, C, ...) and w (O, C / 1, ...) of rank 4 with O a multiple of 1, got (1, 4, 9, 9) and (6, 3, 3, 3)
+  %y = torch.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x9x9xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x7x7xf32>
+  func.return %y : tensor<1x6x7x7xf32>
+}
+
+// -----
+
+func.func @conv_shape(%x: tensor<1x3x9x9xf32>, %w: tensor<6x3x3x3xf32>) -> tensor<1x6x9x9xf32> {
+  // CHECK: torch.conv: expected result shape (1, 6, 7, 7), got (1, 6, 9, 9)
+  %y = torch.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x9x9xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x9x9xf32>
+  func.return %y : tensor<1x6x9x9xf32>
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x4x4xf32> {
+  // CHECK: torch.max_pool: expected stride, dilation, kernel and padding (lo, hi) for each of 2 window dims of (1, 3, 9, 9)
+  %y = torch.max_pool %x {kernel = array<i64: 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>} : (tensor<1x3x9x9xf32>) -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
+}

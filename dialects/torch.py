@@ -172,61 +172,65 @@ def _logical_verify(self) -> None:
             raise VerifyException(f"{self.name}: expected i1 operands and result, got {t}")
 
 
-def _make_unary(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    cls = type(
-        cls_name,
-        (_TorchOp,),
-        {
-            "__doc__": f"`torch.{op_name} %x : (tensor<4xf32>) -> tensor<4xf32>` (aten.{op_name}).",
-            "name": f"torch.{op_name}",
-            "input": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "traits": traits_def(Pure()),
-            "verify_": _unary_verify,
-            "__init__": lambda self, x, result_type: IRDLOperation.__init__(
-                self, operands=[x], result_types=[result_type]
-            ),
-        },
-    )
-    return irdl_op_definition(cls)
+def _props(**values) -> dict[str, Attribute]:
+    """Properties from Python values: True is a unit, an int an i64, a list an array<i64>;
+    None and False are left out."""
+    out: dict[str, Attribute] = {}
+    for k, v in values.items():
+        if v is not None and v is not False:
+            out[k] = (UnitAttr() if v is True else IntegerAttr(v, 64) if isinstance(v, int)
+                      else DenseArrayBase.from_list(i64, list(v)))
+    return out
 
 
-def _make_binary(op_name: str, cls_name: str, verify=_binary_verify) -> type[IRDLOperation]:
-    cls = type(
-        cls_name,
-        (_TorchOp,),
-        {
-            "__doc__": f"`torch.{op_name} %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> "
-            f"tensor<4x8xf32>` (aten.{op_name}, with broadcasting).",
-            "name": f"torch.{op_name}",
-            "lhs": operand_def(TensorType),
-            "rhs": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "traits": traits_def(Pure()),
-            "verify_": verify,
-            "__init__": lambda self, a, b, result_type: IRDLOperation.__init__(
-                self, operands=[a, b], result_types=[result_type]
-            ),
-        },
-    )
-    return irdl_op_definition(cls)
+def _operands_init(self, *args) -> None:
+    """The default builder of a family: the operands, then the result type."""
+    IRDLOperation.__init__(self, operands=list(args[:-1]), result_types=[args[-1]])
 
 
-UNARY_CLASSES = {name: _make_unary(name, cls) for name, cls in UNARY_OPS.items()}
-BINARY_CLASSES = {name: _make_binary(name, cls) for name, cls in BINARY_OPS.items()}
-COMPARE_CLASSES = {n: _make_binary(n, c, _compare_verify) for n, c in COMPARE_OPS.items()}
-LOGICAL_CLASSES = {n: _make_binary(n, c, _logical_verify) for n, c in LOGICAL_OPS.items()}
-globals().update(
-    {
-        c.__name__: c
-        for c in (
-            *UNARY_CLASSES.values(),
-            *BINARY_CLASSES.values(),
-            *COMPARE_CLASSES.values(),
-            *LOGICAL_CLASSES.values(),
-        )
-    }
-)
+def _props_init(*names: str):
+    """A builder taking the operand, then the properties `names` (see `_props`), then the
+    result type."""
+
+    def init(self, x: SSAValue, *args) -> None:
+        *values, result_type = args
+        IRDLOperation.__init__(self, operands=[x], result_types=[result_type],
+                               properties=_props(**dict(zip(names, values))))
+
+    return init
+
+
+def _family(table: dict[str, str], doc: str, verify, fields, init=_operands_init,
+            base: type = _TorchOp) -> dict[str, type[IRDLOperation]]:
+    """One op class per row of `table` (torch op name -> class name), alike but for the name:
+    `doc` is formatted with {op}, `fields()` gives the operand/property/result definitions."""
+
+    def make(op: str, cls_name: str) -> type[IRDLOperation]:
+        body = {"__doc__": doc.format(op=op), "name": f"torch.{op}", "traits": traits_def(Pure()),
+                "verify_": verify, "__init__": init, **fields()}
+        return irdl_op_definition(type(cls_name, (base,), body))
+
+    classes = {op: make(op, c) for op, c in table.items()}
+    globals().update({c.__name__: c for c in classes.values()})
+    return classes
+
+
+def _unary_fields() -> dict:
+    return {"input": operand_def(TensorType), "result": result_def(TensorType)}
+
+
+def _binary_fields() -> dict:
+    return {"lhs": operand_def(TensorType), "rhs": operand_def(TensorType),
+            "result": result_def(TensorType)}
+
+
+BINARY_DOC = ("`torch.{op} %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>` "
+              "(aten.{op}, with broadcasting).")
+UNARY_CLASSES = _family(UNARY_OPS, "`torch.{op} %x : (tensor<4xf32>) -> tensor<4xf32>` "
+                        "(aten.{op}).", _unary_verify, _unary_fields)
+BINARY_CLASSES = _family(BINARY_OPS, BINARY_DOC, _binary_verify, _binary_fields)
+COMPARE_CLASSES = _family(COMPARE_OPS, BINARY_DOC, _compare_verify, _binary_fields)
+LOGICAL_CLASSES = _family(LOGICAL_OPS, BINARY_DOC, _logical_verify, _binary_fields)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,8 +290,7 @@ class MatmulOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType):
-        super().__init__(operands=[a, b], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         a = _tensor(self, self.lhs, "the lhs")
@@ -415,8 +418,7 @@ class ReshapeOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, result_type: TensorType):
-        super().__init__(operands=[x], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -439,12 +441,7 @@ class PermuteOp(_TorchOp):
     dims = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dims: Sequence[int], result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
-        )
+    __init__ = _props_init("dims")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -472,12 +469,7 @@ class TransposeOp(_TorchOp):
     dim1 = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim0: int, dim1: int, result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dim0": IntegerAttr(dim0, 64), "dim1": IntegerAttr(dim1, 64)},
-        )
+    __init__ = _props_init("dim0", "dim1")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -500,8 +492,7 @@ class ExpandOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, result_type: TensorType):
-        super().__init__(operands=[x], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -524,10 +515,7 @@ class UnsqueezeOp(_TorchOp):
     dim = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim: int, result_type: TensorType):
-        super().__init__(
-            operands=[x], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
-        )
+    __init__ = _props_init("dim")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -549,12 +537,7 @@ class SqueezeOp(_TorchOp):
     dims = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dims: Sequence[int], result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
-        )
+    __init__ = _props_init("dims")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -582,17 +565,7 @@ class SliceOp(_TorchOp):
     step = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x, dim: int, start: int, end: int, step: int, result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={
-                "dim": IntegerAttr(dim, 64),
-                "start": IntegerAttr(start, 64),
-                "end": IntegerAttr(end, 64),
-                "step": IntegerAttr(step, 64),
-            },
-        )
+    __init__ = _props_init("dim", "start", "end", "step")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -618,12 +591,7 @@ class SelectOp(_TorchOp):
     index = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim: int, index: int, result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dim": IntegerAttr(dim, 64), "index": IntegerAttr(index, 64)},
-        )
+    __init__ = _props_init("dim", "index")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -645,10 +613,7 @@ class CatOp(_TorchOp):
     dim = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, xs: Sequence[SSAValue], dim: int, result_type: TensorType):
-        super().__init__(
-            operands=[xs], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
-        )
+    __init__ = _props_init("dim")
 
     def verify_(self) -> None:
         r = _tensor(self, self.result, "the result")
@@ -691,8 +656,7 @@ class EmbeddingOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, weight: SSAValue, indices: SSAValue, result_type: TensorType):
-        super().__init__(operands=[weight, indices], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         w = _tensor(self, self.weight, "the weight")
@@ -998,34 +962,16 @@ def _reduction_verify(self) -> None:
     _same_element_type(self, x, r)
 
 
-def _make_reduction(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    def init(self, x: SSAValue, dims: Sequence[int], keepdim: bool, result_type: TensorType):
-        props: dict[str, Attribute] = {"dim": DenseArrayBase.from_list(i64, sorted(dims))}
-        if keepdim:
-            props["keepdim"] = UnitAttr()
-        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
-
-    cls = type(
-        cls_name,
-        (_TorchOp,),
-        {
-            "__doc__": f"`torch.{op_name} %x {{dim = array<i64: 1>, keepdim}} : "
-            f"(tensor<4x8xf32>) -> tensor<4x1xf32>` (aten.{op_name}; dims non-negative, sorted).",
-            "name": f"torch.{op_name}",
-            "input": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "dim": prop_def(DenseArrayBase),
-            "keepdim": opt_prop_def(UnitAttr),
-            "traits": traits_def(Pure()),
-            "verify_": _reduction_verify,
-            "__init__": init,
-        },
-    )
-    return irdl_op_definition(cls)
+def _reduction_init(self, x: SSAValue, dims: Sequence[int], keepdim: bool, result_type) -> None:
+    IRDLOperation.__init__(self, operands=[x], result_types=[result_type],
+                           properties=_props(dim=sorted(dims), keepdim=keepdim))
 
 
-REDUCTION_CLASSES = {n: _make_reduction(n, c) for n, c in REDUCTION_OPS.items()}
-globals().update({c.__name__: c for c in REDUCTION_CLASSES.values()})
+REDUCTION_CLASSES = _family(
+    REDUCTION_OPS, "`torch.{op} %x {{dim = array<i64: 1>, keepdim}} : (tensor<4x8xf32>) -> "
+    "tensor<4x1xf32>` (aten.{op}; dims non-negative, sorted).", _reduction_verify,
+    lambda: {**_unary_fields(), "dim": prop_def(DenseArrayBase), "keepdim": opt_prop_def(UnitAttr)},
+    _reduction_init)
 
 
 # ops along one dim that keep the shape: torch op name -> class name
@@ -1041,25 +987,10 @@ def _along_dim_verify(self) -> None:
     _norm_dim(self, _int(self.dim), max(len(_shape(self.input.type)), 1))
 
 
-def _make_along_dim(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    cls = type(cls_name, (_TorchOp,), {
-        "__doc__": f"`torch.{op_name} %x {{dim = 1 : i64}} : (tensor<4x8xf32>) -> "
-        f"tensor<4x8xf32>` (aten.{op_name} along `dim`; 0-d: dim 0).",
-        "name": f"torch.{op_name}",
-        "input": operand_def(TensorType),
-        "result": result_def(TensorType),
-        "dim": prop_def(IntegerAttr),
-        "traits": traits_def(Pure()),
-        "verify_": _along_dim_verify,
-        "__init__": lambda self, x, dim, result_type: IRDLOperation.__init__(
-            self, operands=[x], result_types=[result_type],
-            properties={"dim": IntegerAttr(dim, 64)}),
-    })
-    return irdl_op_definition(cls)
-
-
-ALONG_DIM_CLASSES = {n: _make_along_dim(n, c) for n, c in ALONG_DIM_OPS.items()}
-globals().update({c.__name__: c for c in ALONG_DIM_CLASSES.values()})
+ALONG_DIM_CLASSES = _family(
+    ALONG_DIM_OPS, "`torch.{op} %x {{dim = 1 : i64}} : (tensor<4x8xf32>) -> tensor<4x8xf32>` "
+    "(aten.{op} along `dim`; 0-d: dim 0).", _along_dim_verify,
+    lambda: {**_unary_fields(), "dim": prop_def(IntegerAttr)}, _props_init("dim"))
 SoftmaxOp = ALONG_DIM_CLASSES["softmax"]
 
 # the index of the largest / smallest element along a dim (the first one on ties; NaN is
@@ -1078,30 +1009,11 @@ def _arg_verify(self) -> None:
         raise VerifyException(f"{self.name}: expected an i64 result, got {r}")
 
 
-def _make_arg(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    def init(self, x: SSAValue, dim: int, keepdim: bool, result_type: TensorType):
-        props: dict[str, Attribute] = {"dim": IntegerAttr(dim, 64)}
-        if keepdim:
-            props["keepdim"] = UnitAttr()
-        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
-
-    cls = type(cls_name, (_TorchOp,), {
-        "__doc__": f"`torch.{op_name} %x {{dim = 1 : i64, keepdim}} : (tensor<4x8xf32>) -> "
-        f"tensor<4x1xi64>` (aten.{op_name}; without a dim it imports on the flattened input).",
-        "name": f"torch.{op_name}",
-        "input": operand_def(TensorType),
-        "result": result_def(TensorType),
-        "dim": prop_def(IntegerAttr),
-        "keepdim": opt_prop_def(UnitAttr),
-        "traits": traits_def(Pure()),
-        "verify_": _arg_verify,
-        "__init__": init,
-    })
-    return irdl_op_definition(cls)
-
-
-ARG_CLASSES = {n: _make_arg(n, c) for n, c in ARG_OPS.items()}
-globals().update({c.__name__: c for c in ARG_CLASSES.values()})
+ARG_CLASSES = _family(
+    ARG_OPS, "`torch.{op} %x {{dim = 1 : i64, keepdim}} : (tensor<4x8xf32>) -> tensor<4x1xi64>` "
+    "(aten.{op}; without a dim it imports on the flattened input).", _arg_verify,
+    lambda: {**_unary_fields(), "dim": prop_def(IntegerAttr), "keepdim": opt_prop_def(UnitAttr)},
+    _props_init("dim", "keepdim"))
 
 
 @irdl_op_definition
@@ -1118,8 +1030,7 @@ class GatherOp(_TorchOp):
     traits = traits_def(Pure())
 
     def __init__(self, x: SSAValue, index: SSAValue, dim: int, result_type: TensorType):
-        super().__init__(operands=[x, index], result_types=[result_type],
-                         properties={"dim": IntegerAttr(dim, 64)})
+        super().__init__(operands=[x, index], result_types=[result_type], properties=_props(dim=dim))
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -1173,12 +1084,6 @@ class _WindowOp(_TorchOp):
         _check_result_shape(self, [*_shape(r)[:-n], *spatial], r)
 
 
-def _window_props(stride, pad_lo, pad_hi, dilation) -> dict[str, Attribute]:
-    return {"stride": DenseArrayBase.from_list(i64, list(stride)),
-            "padding": DenseArrayBase.from_list(i64, [*pad_lo, *pad_hi]),
-            "dilation": DenseArrayBase.from_list(i64, list(dilation))}
-
-
 @irdl_op_definition
 class ConvOp(_WindowOp):
     """`torch.conv %x, %w, %b {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>,
@@ -1197,8 +1102,8 @@ class ConvOp(_WindowOp):
     def __init__(self, x, w, b, stride, pad_lo, pad_hi, dilation, groups: int, result_type):
         super().__init__(
             operands=[x, w, [b] if b is not None else []], result_types=[result_type],
-            properties={**_window_props(stride, pad_lo, pad_hi, dilation),
-                        "groups": IntegerAttr(groups, 64)})
+            properties=_props(stride=stride, padding=[*pad_lo, *pad_hi], dilation=dilation,
+                              groups=groups))
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -1235,36 +1140,20 @@ def _pool_verify(self) -> None:
     _same_element_type(self, x, r)
 
 
-def _make_pool(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    def init(self, x, kernel, stride, pad_lo, pad_hi, dilation, result_type,
-             count_include_pad: bool = False, divisor: int | None = None):
-        props = {**_window_props(stride, pad_lo, pad_hi, dilation),
-                 "kernel": DenseArrayBase.from_list(i64, list(kernel))}
-        if count_include_pad:
-            props["count_include_pad"] = UnitAttr()
-        if divisor is not None:
-            props["divisor_override"] = IntegerAttr(divisor, 64)
-        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
-
-    cls = type(cls_name, (_WindowOp,), {
-        "__doc__": f"`torch.{op_name} %x {{kernel = array<i64: 2, 2>, stride, padding, "
-        f"dilation}}` (aten.{op_name}1d/2d/3d over the last len(kernel) dims; the padding "
-        "pads with the identity (max) or counts as zeros (avg with count_include_pad)).",
-        "name": f"torch.{op_name}",
-        "input": operand_def(TensorType),
-        "result": result_def(TensorType),
-        "kernel": prop_def(DenseArrayBase),
-        "count_include_pad": opt_prop_def(UnitAttr),
-        "divisor_override": opt_prop_def(IntegerAttr),
-        "traits": traits_def(Pure()),
-        "verify_": _pool_verify,
-        "__init__": init,
-    })
-    return irdl_op_definition(cls)
+def _pool_init(self, x, kernel, stride, pad_lo, pad_hi, dilation, result_type,
+               count_include_pad: bool = False, divisor: int | None = None) -> None:
+    props = _props(kernel=kernel, stride=stride, padding=[*pad_lo, *pad_hi], dilation=dilation,
+                   count_include_pad=count_include_pad, divisor_override=divisor)
+    IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
 
 
-POOL_CLASSES = {n: _make_pool(n, c) for n, c in POOL_OPS.items()}
-globals().update({c.__name__: c for c in POOL_CLASSES.values()})
+POOL_CLASSES = _family(
+    POOL_OPS, "`torch.{op} %x {{kernel = array<i64: 2, 2>, stride, padding, dilation}}` "
+    "(aten.{op}1d/2d/3d over the last len(kernel) dims; padding is the identity (max) or "
+    "zeros (avg, counted with count_include_pad)).", _pool_verify,
+    lambda: {**_unary_fields(), "kernel": prop_def(DenseArrayBase),
+             "count_include_pad": opt_prop_def(UnitAttr),
+             "divisor_override": opt_prop_def(IntegerAttr)}, _pool_init, _WindowOp)
 
 
 @irdl_op_definition
@@ -1338,8 +1227,7 @@ class ToOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, result_type: TensorType):
-        super().__init__(operands=[x], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -1360,8 +1248,7 @@ class WhereOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, result_type: TensorType):
-        super().__init__(operands=[c, a, b], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         c = _tensor(self, self.condition, "the condition")

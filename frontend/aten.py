@@ -158,14 +158,6 @@ def _identity(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return im.value(node.args[0])
 
 
-def _to(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """aten.to.device / to.dtype_layout: only the device (CPU/GPU is decided later) — identity."""
-    x = im.value(node.args[0])
-    if x.type != rt:
-        raise FrontendError(f"unsupported dtype change in '{node.target}': {x.type} -> {rt}")
-    return x
-
-
 def _view(name: str) -> Converter:
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         x = im.value(node.args[0])
@@ -333,8 +325,6 @@ SHAPE_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten.detach.default: _identity,
     torch.ops.aten.detach_.default: _identity,
     torch.ops.aten.lift_fresh_copy.default: _identity,
-    torch.ops.aten.to.device: _to,
-    torch.ops.aten.to.dtype_layout: _to,
     torch.ops.aten.scaled_dot_product_attention.default: _sdpa,
 }
 
@@ -423,19 +413,15 @@ _ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default}
 
 
 def _reduction(name: str) -> Converter:
-    """sum / mean (.default: every dim; .dim_IntList / .dim) and amax: dims normalized and
-    sorted, an empty list meaning every dim; a dtype argument converts the input first."""
+    """sum / mean (.default: every dim; .dim_IntList / .dim), amax, amin: an empty dim list
+    means every dim; a dtype argument converts the input first."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        x = im.value(node.args[0])
-        rank = _rank(x)
-        dims = None if node.target in _ALL_DIMS else _arg(node, 1, "dim")
-        keepdim = False if node.target in _ALL_DIMS else bool(_arg(node, 2, "keepdim", False))
-        if isinstance(dims, int):
-            dims = [dims]
-        dims = sorted({_norm(d, rank) for d in dims}) if dims else list(range(rank))
-        x = _as_dtype(im, x, rt.element_type)
-        return im.insert(T.REDUCTION_CLASSES[name](x, dims, keepdim, rt), name)
+        x = _as_dtype(im, im.value(node.args[0]), rt.element_type)
+        if node.target in _ALL_DIMS:
+            return _reduce(im, name, x, range(_rank(x)), False)
+        return _reduce(im, name, x, _dims(node, 1, "dim", _rank(x)),
+                       bool(_arg(node, 2, "keepdim", False)))
 
     return convert
 
@@ -960,7 +946,7 @@ ATEN_CONVERTERS: dict[object, Converter] = {
     aten.mm.default: _matmul,
     aten.rms_norm.default: _rms_norm,
     **SHAPE_CONVERTERS,
-    **MATH_CONVERTERS,  # after SHAPE_CONVERTERS: its to.device/to.dtype_layout also convert dtypes
+    **MATH_CONVERTERS,
     **COMPOSITE_CONVERTERS,
 }
 

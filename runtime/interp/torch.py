@@ -148,13 +148,18 @@ def _reduction_impl(name: str):
 
 def _with_elementwise_impls(cls: type) -> type:
     """One `@impl` per generated op class: elementwise from `_TABLE`, comparisons and logical
-    ops from `_PREDICATES`, reductions from `_REDUCTIONS`."""
+    ops from `_PREDICATES`, reductions from `_REDUCTIONS`, scans, arg-reductions and pooling
+    from `_TABLE_IMPLS`."""
     for name, op_cls in {**torch_d.UNARY_CLASSES, **torch_d.BINARY_CLASSES}.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_elementwise_impl(name)))
     for name, op_cls in {**torch_d.COMPARE_CLASSES, **torch_d.LOGICAL_CLASSES}.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_predicate_impl(name)))
     for name, op_cls in torch_d.REDUCTION_CLASSES.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_reduction_impl(name)))
+    classes = {**torch_d.ALONG_DIM_CLASSES, **torch_d.ARG_CLASSES, **torch_d.POOL_CLASSES}
+    for name, run in _TABLE_IMPLS.items():
+        setattr(cls, f"run_{name}",
+                impl(classes[name])(lambda self, interp, op, args, run=run: run(op, args[0])))
     return cls
 
 
@@ -226,6 +231,16 @@ def _pool_divisor(op, size, out, kernel) -> np.ndarray:
             start, end = np.maximum(start, 0), np.minimum(end, n)
         div = np.multiply.outer(div, end - start)
     return div
+
+
+_TABLE_IMPLS: dict[str, Callable[..., PythonValues]] = {
+    "cumsum": lambda op, x: _along_dim(op, x, np.cumsum),
+    "cumprod": lambda op, x: _along_dim(op, x, np.cumprod),
+    "argmax": lambda op, x: _arg(op, x, np.argmax),
+    "argmin": lambda op, x: _arg(op, x, np.argmin),
+    "max_pool": lambda op, x: _pool(op, x, -np.inf, np.maximum),
+    "avg_pool": lambda op, x: _pool(op, x, 0.0, np.add),
+}
 
 
 @register_impls
@@ -379,22 +394,6 @@ class TorchFunctions(InterpreterFunctions):
         e = np.exp(x - np.max(x, axis=axis, keepdims=True))
         return (np.asarray(fit(e / np.sum(e, axis=axis, keepdims=True), elt)),)
 
-    @impl(torch_d.CumsumOp)
-    def run_cumsum(self, interp: Interpreter, op, args: PythonValues):
-        return _along_dim(op, args[0], np.cumsum)
-
-    @impl(torch_d.CumprodOp)
-    def run_cumprod(self, interp: Interpreter, op, args: PythonValues):
-        return _along_dim(op, args[0], np.cumprod)
-
-    @impl(torch_d.ArgmaxOp)
-    def run_argmax(self, interp: Interpreter, op, args: PythonValues):
-        return _arg(op, args[0], np.argmax)
-
-    @impl(torch_d.ArgminOp)
-    def run_argmin(self, interp: Interpreter, op, args: PythonValues):
-        return _arg(op, args[0], np.argmin)
-
     @impl(torch_d.GatherOp)
     def run_gather(self, interp: Interpreter, op: torch_d.GatherOp, args: PythonValues):
         x, idx = (np.asarray(a) for a in args)
@@ -421,14 +420,6 @@ class TorchFunctions(InterpreterFunctions):
         if bias:
             y += bias[0].reshape(-1, *[1] * len(st))
         return (np.asarray(fit(y, op.result.type.element_type)),)
-
-    @impl(torch_d.MaxPoolOp)
-    def run_max_pool(self, interp: Interpreter, op, args: PythonValues):
-        return _pool(op, args[0], -np.inf, np.maximum)
-
-    @impl(torch_d.AvgPoolOp)
-    def run_avg_pool(self, interp: Interpreter, op, args: PythonValues):
-        return _pool(op, args[0], 0.0, np.add)
 
     @impl(torch_d.LayerNormOp)
     def run_layer_norm(self, interp: Interpreter, op: torch_d.LayerNormOp, args: PythonValues):

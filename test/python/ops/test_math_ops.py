@@ -159,6 +159,13 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "avg_pool2d_divisor": (lambda x: F.avg_pool2d(x, 3, divisor_override=4), [(3, 9, 12)],
                            "torch.avg_pool"),
     "dropout_eval": (lambda x: F.dropout(x, 0.3, training=False) * 2, [(5, 7)], "torch.mul"),
+    # whole modules that need the composites (unflatten, chunk, eval dropout, ...)
+    "multihead_attention": (lambda x, m=_module(torch.nn.MultiheadAttention(16, 4, batch_first=True)
+                                                ).eval(): m(x, x, x, need_weights=False)[0],
+                            [(2, 5, 16)], "torch.sdpa"),
+    "transformer_encoder_layer": (_module(torch.nn.TransformerEncoderLayer(16, 4, 32,
+                                                                           batch_first=True)),
+                                  [(2, 5, 16)], "torch.layer_norm"),
 }
 
 

@@ -2,6 +2,8 @@
 
     %y = tir.elementwise add(%a, %b) : tensor<16x64xf32>       -> np.add(a, b)
     %r = tir.reduce add %p [2] : tensor<..> -> tensor<..>       -> np.add.reduce(p, axis=(2,))
+    %a = tir.reduce argmax %p [2] : ... -> tensor<..xi64>       -> np.argmax(p, axis=2)
+    %s = tir.scan add %p [1] : tensor<..>                       -> np.add.accumulate(p, axis=1)
     %b = tir.index_map %x (d0, d1) -> (d1) : ...               -> x[map(np.indices(out))]
     %z = tir.full 0.0 : tensor<16x16xf32>                      -> np.full
     %g = tir.gather %w (d0, d1)[s0] -> (s0, d1) indices(...)    -> w[ids[...], d1]

@@ -2,8 +2,12 @@
 
     torch.add / sub / mul / div / maximum / minimum / pow    broadcasting, as aten
     torch.relu / neg / exp / rsqrt / sqrt / tanh / sigmoid / silu (= x * sigmoid(x)) / cos / sin
+        / abs / log / erf
     torch.eq / ne / lt / le / gt / ge, logical_and / or      bool results
-    torch.sum / mean / amax                            over `dim`, keepdim
+    torch.sum / mean / amax / amin                     over `dim`, keepdim
+    torch.cumsum / cumprod, argmax / argmin            along `dim` (0-d: dim 0)
+    torch.gather                                       np.take_along_axis
+    torch.conv / max_pool / avg_pool                   window offset by offset on the padded input
     torch.matmul                                       1-D promotion and batch broadcast (np.matmul)
     torch.linear                                       x @ w.T + b
     torch.gelu                                         erf form, or the tanh approximation

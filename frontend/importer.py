@@ -166,6 +166,7 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         with torch.no_grad():
             return torch.export.export(module, tuple(example_inputs), strict=False)
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
-        raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
+        why = "a value depends on tensor contents (data-dependent); " if "nbacked" in str(e) else ""
+        raise FrontendError(f"torch.export failed: {why}{type(e).__name__}: {e}") from None
     finally:
         fake_log.setLevel(level)

@@ -6,8 +6,10 @@
     %z = tir.full 0.000000e+00 : tensor<16x16xf32>
 
 `elementwise` applies one scalar kind to operands of one type; `reduce` folds dims with a
-combiner; `index_map` moves data by an affine map from output coordinates to input coordinates
-(broadcast, transpose, reshape, slice; floordiv/mod allowed); `full` is a splat constant. Matmul
+combiner (`argmax`/`argmin` fold one dim to the i64 index of its best element); `scan` keeps
+every prefix along one dim (`tir.scan add %x [1] : tensor<4x8xf32>` is cumsum); `index_map`
+moves data by an affine map from output coordinates to input coordinates (broadcast,
+transpose, reshape, slice; floordiv/mod allowed); `full` is a splat constant. Matmul
 is index_maps + `mul` + `reduce add`: the broadcast product is never materialized, because
 `loop-fuse` inlines it into the reduction.
 
@@ -22,7 +24,7 @@ from integer index tensors: embedding, `x[idx]`), `concat` (inputs laid along a 
 
 Ops whose result element type differs from their operands': `compare` (a kind from its table,
 i1 result), `select` (an i1 condition picks between two operands) and `cast` (another element
-type: f32/f16/bf16/f64, i1 as 0/1).
+type: floats, integers, i1 as 0/1).
 
     %m = tir.compare lt(%x, %y) : tensor<4x8xf32> -> tensor<4x8xi1>
     %s = tir.select %m, %x, %y : tensor<4x8xf32>
@@ -93,6 +95,8 @@ class ElementwiseKind(StrEnum):
     COS = "cos"
     SIN = "sin"
     ERF = "erf"
+    ABS = "abs"
+    LOG = "log"
     AND = "and"  # i1 operands
     OR = "or"  # i1 operands
 
@@ -105,15 +109,39 @@ ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
 LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
 """The kinds on i1 tensors; every other kind computes on numbers."""
 
+INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs"))
+"""The kinds that also compute on integers (index arithmetic; torch computes the rest in a
+float type)."""
+
 
 class ReduceKind(StrEnum):
     ADD = "add"
     MAX = "max"
     MIN = "min"
     MUL = "mul"
+    ARGMAX = "argmax"  # the index (i64) of the first largest element; NaN is the largest
+    ARGMIN = "argmin"
 
 
 REDUCE_KINDS = tuple(ReduceKind)
+ARG_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN)
+"""Reductions to an index: one dim, an i64 result; `tir.scan` takes the others."""
+
+REDUCE_IDENTITY: dict[ReduceKind, float] = {
+    ReduceKind.ADD: 0.0, ReduceKind.MUL: 1.0, ReduceKind.MAX: float("-inf"),
+    ReduceKind.MIN: float("inf"), ReduceKind.ARGMAX: float("-inf"),
+    ReduceKind.ARGMIN: float("inf"),
+}
+
+
+def reduce_identity(kind: ReduceKind, elt: Attribute) -> float:
+    """The combiner's identity in element type `elt`: a reduction's initial value (an arg
+    kind's best value so far) and its result over nothing; +-inf is an integer's extreme."""
+    v = REDUCE_IDENTITY[kind]
+    if isinstance(elt, IntegerType) and v in (float("inf"), float("-inf")):
+        half = 2 ** (elt.width.data - 1)
+        return half - 1 if v > 0 else -half
+    return v
 
 
 @irdl_attr_definition
@@ -202,12 +230,15 @@ class ElementwiseOp(IRDLOperation):
                     f"{self.name} {kind}: expected operand {i} of type {self.result.type}, "
                     f"got {v.type}"
                 )
-        is_i1 = _is_i1(self.result.type.element_type)
+        elt = self.result.type.element_type
+        is_i1 = _is_i1(elt)
         if (kind in LOGICAL_KINDS) != is_i1:
             want = "i1" if kind in LOGICAL_KINDS else "numbers"
             raise VerifyException(
                 f"{self.name} {kind}: expected {want}, got {self.result.type}"
             )
+        if isinstance(elt, IntegerType) and not is_i1 and kind not in INTEGER_KINDS:
+            raise VerifyException(f"{self.name} {kind}: expected floats, got {self.result.type}")
 
     def print(self, printer: Printer) -> None:
         print_kind_call(printer, self.kind.data, self.inputs, self.attributes)
@@ -261,10 +292,15 @@ class ReduceOp(IRDLOperation):
                 f"{self.name}: expected distinct sorted dims within rank {len(shape)}, got {list(dims)}"
             )
         kept = tuple(n for i, n in enumerate(shape) if i not in dims)
-        if kept != tuple(r.get_shape()) or r.element_type != x.element_type:
+        arg = self.kind.data in ARG_KINDS
+        elt = IntegerType(64) if arg else x.element_type
+        if kept != tuple(r.get_shape()) or r.element_type != elt:
             raise VerifyException(
-                f"{self.name}: reducing {x} over {list(dims)} gives shape {list(kept)}, got {r}"
+                f"{self.name}: reducing {x} over {list(dims)} gives shape {list(kept)} of "
+                f"{elt}, got {r}"
             )
+        if arg and len(dims) != 1:
+            raise VerifyException(f"{self.name} {self.kind.data}: expected one dim, got {list(dims)}")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data} ")
@@ -281,6 +317,55 @@ class ReduceOp(IRDLOperation):
         attrs, (in_t,), out_t = parse_signature(parser, 1)
         (xv,) = parser.resolve_operands([x], [in_t], pos)
         op = cls(kind, xv, dims, out_t)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """`%y = tir.scan add %x [1] : tensor<4x8xf32>` — inclusive prefix combination along one
+    dim: y[.., i, ..] = x[.., 0, ..] ⊕ ... ⊕ x[.., i, ..] in that order (cumsum, cumprod; the
+    value kinds of the combiner table)."""
+
+    name = "tir.scan"
+    kind = prop_def(ReduceKindAttr)
+    dim = prop_def(IntegerAttr[I64])
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: ReduceKind, x: SSAValue, dim: int):
+        super().__init__(operands=[x], result_types=[SSAValue.get(x).type],
+                         properties={"kind": ReduceKindAttr(kind), "dim": IntegerAttr(dim, 64)})
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        d, rank = self.dim.value.data, x.get_num_dims()
+        if self.kind.data in ARG_KINDS:
+            raise VerifyException(f"{self.name}: expected a value combiner, got {self.kind.data}")
+        if not 0 <= d < rank:
+            raise VerifyException(f"{self.name}: expected a dim in [0, {rank - 1}], got {d}")
+        if self.result.type != x:
+            raise VerifyException(f"{self.name}: expected a result of type {x}, got {self.result.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_ssa_value(self.input)
+        printer.print_string(f" [{self.dim.value.data}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScanOp:
+        pos = parser.pos
+        kind = parser.parse_str_enum(ReduceKind)
+        x = parser.parse_unresolved_operand()
+        (dim,) = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        (xv,) = parser.resolve_operands([x], [parser.parse_type()], pos)
+        op = cls(kind, xv, dim)
         op.attributes |= attrs
         return op
 
@@ -315,6 +400,8 @@ def expr_range(expr: AffineExpr, dim_ranges: Sequence[tuple[int, int]]) -> tuple
 
 
 def check_map_in_bounds(op_name: str, m: AffineMap, out_shape, in_shape) -> None:
+    if 0 in out_shape:  # no element is read
+        return
     ranges = [(0, n - 1) for n in out_shape]
     for i, (e, n) in enumerate(zip(m.results, in_shape, strict=True)):
         lo, hi = expr_range(e, ranges)
@@ -426,6 +513,8 @@ class FullOp(IRDLOperation):
 
 
 def _check_static_coord(op_name: str, i: int, e: AffineExpr, ranges, n: int) -> None:
+    if any(hi < lo for lo, hi in ranges):  # an empty result reads nothing
+        return
     lo, hi = expr_range(e, ranges)
     if lo < 0 or hi >= n:
         raise VerifyException(
@@ -833,8 +922,9 @@ class SelectOp(IRDLOperation):
         return op
 
 
-CAST_ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i1")
-"""What `tir.cast` converts between: floats, and i1 to/from a float (true is 1, nonzero is true)."""
+CAST_ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
+"""What `tir.cast` converts between: floats and integers (floats to integers truncate; true is
+1, nonzero is true)."""
 
 
 @irdl_op_definition
@@ -881,7 +971,7 @@ class CastOp(IRDLOperation):
 
 Tir = Dialect(
     "tir",
-    [ElementwiseOp, ReduceOp, IndexMapOp, FullOp, GatherOp, ConcatOp, IotaOp,
+    [ElementwiseOp, ReduceOp, ScanOp, IndexMapOp, FullOp, GatherOp, ConcatOp, IotaOp,
      CompareOp, SelectOp, CastOp],
     [ElementwiseKindAttr, ReduceKindAttr, CompareKindAttr],
 )

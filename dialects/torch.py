@@ -101,6 +101,9 @@ UNARY_OPS: dict[str, str] = {
     "cos": "CosOp",
     "sin": "SinOp",
     "reciprocal": "ReciprocalOp",
+    "abs": "AbsOp",
+    "log": "LogOp",
+    "erf": "ErfOp",
 }
 
 BINARY_OPS: dict[str, str] = {
@@ -169,61 +172,65 @@ def _logical_verify(self) -> None:
             raise VerifyException(f"{self.name}: expected i1 operands and result, got {t}")
 
 
-def _make_unary(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    cls = type(
-        cls_name,
-        (_TorchOp,),
-        {
-            "__doc__": f"`torch.{op_name} %x : (tensor<4xf32>) -> tensor<4xf32>` (aten.{op_name}).",
-            "name": f"torch.{op_name}",
-            "input": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "traits": traits_def(Pure()),
-            "verify_": _unary_verify,
-            "__init__": lambda self, x, result_type: IRDLOperation.__init__(
-                self, operands=[x], result_types=[result_type]
-            ),
-        },
-    )
-    return irdl_op_definition(cls)
+def _props(**values) -> dict[str, Attribute]:
+    """Properties from Python values: True is a unit, an int an i64, a list an array<i64>;
+    None and False are left out."""
+    out: dict[str, Attribute] = {}
+    for k, v in values.items():
+        if v is not None and v is not False:
+            out[k] = (UnitAttr() if v is True else IntegerAttr(v, 64) if isinstance(v, int)
+                      else DenseArrayBase.from_list(i64, list(v)))
+    return out
 
 
-def _make_binary(op_name: str, cls_name: str, verify=_binary_verify) -> type[IRDLOperation]:
-    cls = type(
-        cls_name,
-        (_TorchOp,),
-        {
-            "__doc__": f"`torch.{op_name} %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> "
-            f"tensor<4x8xf32>` (aten.{op_name}, with broadcasting).",
-            "name": f"torch.{op_name}",
-            "lhs": operand_def(TensorType),
-            "rhs": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "traits": traits_def(Pure()),
-            "verify_": verify,
-            "__init__": lambda self, a, b, result_type: IRDLOperation.__init__(
-                self, operands=[a, b], result_types=[result_type]
-            ),
-        },
-    )
-    return irdl_op_definition(cls)
+def _operands_init(self, *args) -> None:
+    """The default builder of a family: the operands, then the result type."""
+    IRDLOperation.__init__(self, operands=list(args[:-1]), result_types=[args[-1]])
 
 
-UNARY_CLASSES = {name: _make_unary(name, cls) for name, cls in UNARY_OPS.items()}
-BINARY_CLASSES = {name: _make_binary(name, cls) for name, cls in BINARY_OPS.items()}
-COMPARE_CLASSES = {n: _make_binary(n, c, _compare_verify) for n, c in COMPARE_OPS.items()}
-LOGICAL_CLASSES = {n: _make_binary(n, c, _logical_verify) for n, c in LOGICAL_OPS.items()}
-globals().update(
-    {
-        c.__name__: c
-        for c in (
-            *UNARY_CLASSES.values(),
-            *BINARY_CLASSES.values(),
-            *COMPARE_CLASSES.values(),
-            *LOGICAL_CLASSES.values(),
-        )
-    }
-)
+def _props_init(*names: str):
+    """A builder taking the operand, then the properties `names` (see `_props`), then the
+    result type."""
+
+    def init(self, x: SSAValue, *args) -> None:
+        *values, result_type = args
+        IRDLOperation.__init__(self, operands=[x], result_types=[result_type],
+                               properties=_props(**dict(zip(names, values))))
+
+    return init
+
+
+def _family(table: dict[str, str], doc: str, verify, fields, init=_operands_init,
+            base: type = _TorchOp) -> dict[str, type[IRDLOperation]]:
+    """One op class per row of `table` (torch op name -> class name), alike but for the name:
+    `doc` is formatted with {op}, `fields()` gives the operand/property/result definitions."""
+
+    def make(op: str, cls_name: str) -> type[IRDLOperation]:
+        body = {"__doc__": doc.format(op=op), "name": f"torch.{op}", "traits": traits_def(Pure()),
+                "verify_": verify, "__init__": init, **fields()}
+        return irdl_op_definition(type(cls_name, (base,), body))
+
+    classes = {op: make(op, c) for op, c in table.items()}
+    globals().update({c.__name__: c for c in classes.values()})
+    return classes
+
+
+def _unary_fields() -> dict:
+    return {"input": operand_def(TensorType), "result": result_def(TensorType)}
+
+
+def _binary_fields() -> dict:
+    return {"lhs": operand_def(TensorType), "rhs": operand_def(TensorType),
+            "result": result_def(TensorType)}
+
+
+BINARY_DOC = ("`torch.{op} %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>` "
+              "(aten.{op}, with broadcasting).")
+UNARY_CLASSES = _family(UNARY_OPS, "`torch.{op} %x : (tensor<4xf32>) -> tensor<4xf32>` "
+                        "(aten.{op}).", _unary_verify, _unary_fields)
+BINARY_CLASSES = _family(BINARY_OPS, BINARY_DOC, _binary_verify, _binary_fields)
+COMPARE_CLASSES = _family(COMPARE_OPS, BINARY_DOC, _compare_verify, _binary_fields)
+LOGICAL_CLASSES = _family(LOGICAL_OPS, BINARY_DOC, _logical_verify, _binary_fields)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,8 +292,7 @@ class MatmulOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType):
-        super().__init__(operands=[a, b], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         a = _tensor(self, self.lhs, "the lhs")
@@ -414,8 +420,7 @@ class ReshapeOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, result_type: TensorType):
-        super().__init__(operands=[x], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -438,12 +443,7 @@ class PermuteOp(_TorchOp):
     dims = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dims: Sequence[int], result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
-        )
+    __init__ = _props_init("dims")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -471,12 +471,7 @@ class TransposeOp(_TorchOp):
     dim1 = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim0: int, dim1: int, result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dim0": IntegerAttr(dim0, 64), "dim1": IntegerAttr(dim1, 64)},
-        )
+    __init__ = _props_init("dim0", "dim1")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -499,8 +494,7 @@ class ExpandOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, result_type: TensorType):
-        super().__init__(operands=[x], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -523,10 +517,7 @@ class UnsqueezeOp(_TorchOp):
     dim = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim: int, result_type: TensorType):
-        super().__init__(
-            operands=[x], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
-        )
+    __init__ = _props_init("dim")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -548,12 +539,7 @@ class SqueezeOp(_TorchOp):
     dims = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dims: Sequence[int], result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
-        )
+    __init__ = _props_init("dims")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -581,17 +567,7 @@ class SliceOp(_TorchOp):
     step = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x, dim: int, start: int, end: int, step: int, result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={
-                "dim": IntegerAttr(dim, 64),
-                "start": IntegerAttr(start, 64),
-                "end": IntegerAttr(end, 64),
-                "step": IntegerAttr(step, 64),
-            },
-        )
+    __init__ = _props_init("dim", "start", "end", "step")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -617,12 +593,7 @@ class SelectOp(_TorchOp):
     index = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim: int, index: int, result_type: TensorType):
-        super().__init__(
-            operands=[x],
-            result_types=[result_type],
-            properties={"dim": IntegerAttr(dim, 64), "index": IntegerAttr(index, 64)},
-        )
+    __init__ = _props_init("dim", "index")
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -644,10 +615,7 @@ class CatOp(_TorchOp):
     dim = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, xs: Sequence[SSAValue], dim: int, result_type: TensorType):
-        super().__init__(
-            operands=[xs], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
-        )
+    __init__ = _props_init("dim")
 
     def verify_(self) -> None:
         r = _tensor(self, self.result, "the result")
@@ -690,8 +658,7 @@ class EmbeddingOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, weight: SSAValue, indices: SSAValue, result_type: TensorType):
-        super().__init__(operands=[weight, indices], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         w = _tensor(self, self.weight, "the weight")
@@ -843,36 +810,25 @@ class SdpaOp(_TorchOp):
         v = _tensor(self, self.value, "the value")
         r = _tensor(self, self.result, "the result")
         sq, sk, sv = _shape(q), _shape(k), _shape(v)
-        if len(sq) < 2 or not len(sq) == len(sk) == len(sv):
-            raise VerifyException(
-                f"{self.name}: expected q, k, v of one rank >= 2, got {sq}, {sk}, {sv}"
-            )
+        if min(len(sq), len(sk), len(sv)) < 2:
+            raise VerifyException(f"{self.name}: expected q, k, v of rank >= 2, got {sq}, {sk}, {sv}")
         if sk[-1] != sq[-1] or sk[-2] != sv[-2]:
             raise VerifyException(
                 f"{self.name}: expected k (..., S, {sq[-1]}) and v (..., S, Ev), got {sk} and {sv}"
             )
-        if sk[:-2] != sv[:-2]:
+        want = sdpa_batch(sq, sk, sv, self.enable_gqa is not None)
+        if want is None:
             raise VerifyException(
-                f"{self.name}: expected k and v batch dims to match, got {sk[:-2]} and {sv[:-2]}"
+                f"{self.name}: batch dims of {sq}, {sk} and {sv} do not broadcast (with "
+                f"enable_gqa, query heads (dim -3) must be a multiple of kv heads)"
             )
-        gqa = self.enable_gqa is not None
-        lead = len(sq) - 3 if gqa else len(sq) - 2
-        if gqa and (len(sq) < 3 or sq[-3] % sk[-3] != 0):
-            raise VerifyException(
-                f"{self.name}: expected query heads (dim -3) a multiple of kv heads with "
-                f"enable_gqa, got {sq} and {sk}"
-            )
-        if sq[:lead] != sk[:lead]:
-            raise VerifyException(
-                f"{self.name}: expected q and k batch dims to match, got {sq[:-2]} and {sk[:-2]}"
-            )
-        _check_result_shape(self, [*sq[:-1], sv[-1]], r)
+        _check_result_shape(self, [*want, sq[-2], sv[-1]], r)
         _same_element_type(self, q, k, v, r)
         if self.attn_mask is not None:
             m = _tensor(self, self.attn_mask, "the attn_mask")
             if self.is_causal is not None:
                 raise VerifyException(f"{self.name}: expected is_causal or attn_mask, got both")
-            want = (*sq[:-1], sk[-2])
+            want = (*want, sq[-2], sk[-2])
             if broadcast_shapes(_shape(m), want) != want:
                 raise VerifyException(
                     f"{self.name}: expected an attn_mask broadcastable to {want}, got {_shape(m)}"
@@ -881,6 +837,18 @@ class SdpaOp(_TorchOp):
                 raise VerifyException(
                     f"{self.name}: expected a bool or {q.element_type} attn_mask, got {m}"
                 )
+
+
+def sdpa_batch(sq, sk, sv, gqa: bool) -> tuple[int, ...] | None:
+    """The batch dims of sdpa's result: q's, k's and v's broadcast together (matmul's rule),
+    kv heads (dim -3) first repeated to q's with enable_gqa; None if they do not fit."""
+    bk, bv = list(sk[:-2]), list(sv[:-2])
+    if gqa:
+        if min(len(sq), len(sk), len(sv)) < 3 or sk[-3] != sv[-3] or sq[-3] % sk[-3]:
+            return None
+        bk[-1] = bv[-1] = sq[-3]
+    b = broadcast_shapes(sq[:-2], bk)
+    return None if b is None else broadcast_shapes(b, bv)
 
 
 SHAPE_OPS: list[type[IRDLOperation]] = [
@@ -979,6 +947,7 @@ REDUCTION_OPS: dict[str, str] = {
     "sum": "SumOp",
     "mean": "MeanOp",
     "amax": "AmaxOp",
+    "amin": "AminOp",
 }
 
 
@@ -995,56 +964,198 @@ def _reduction_verify(self) -> None:
     _same_element_type(self, x, r)
 
 
-def _make_reduction(op_name: str, cls_name: str) -> type[IRDLOperation]:
-    def init(self, x: SSAValue, dims: Sequence[int], keepdim: bool, result_type: TensorType):
-        props: dict[str, Attribute] = {"dim": DenseArrayBase.from_list(i64, sorted(dims))}
-        if keepdim:
-            props["keepdim"] = UnitAttr()
-        IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
-
-    cls = type(
-        cls_name,
-        (_TorchOp,),
-        {
-            "__doc__": f"`torch.{op_name} %x {{dim = array<i64: 1>, keepdim}} : "
-            f"(tensor<4x8xf32>) -> tensor<4x1xf32>` (aten.{op_name}; dims non-negative, sorted).",
-            "name": f"torch.{op_name}",
-            "input": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "dim": prop_def(DenseArrayBase),
-            "keepdim": opt_prop_def(UnitAttr),
-            "traits": traits_def(Pure()),
-            "verify_": _reduction_verify,
-            "__init__": init,
-        },
-    )
-    return irdl_op_definition(cls)
+def _reduction_init(self, x: SSAValue, dims: Sequence[int], keepdim: bool, result_type) -> None:
+    IRDLOperation.__init__(self, operands=[x], result_types=[result_type],
+                           properties=_props(dim=sorted(dims), keepdim=keepdim))
 
 
-REDUCTION_CLASSES = {n: _make_reduction(n, c) for n, c in REDUCTION_OPS.items()}
-globals().update({c.__name__: c for c in REDUCTION_CLASSES.values()})
+REDUCTION_CLASSES = _family(
+    REDUCTION_OPS, "`torch.{op} %x {{dim = array<i64: 1>, keepdim}} : (tensor<4x8xf32>) -> "
+    "tensor<4x1xf32>` (aten.{op}; dims non-negative, sorted).", _reduction_verify,
+    lambda: {**_unary_fields(), "dim": prop_def(DenseArrayBase), "keepdim": opt_prop_def(UnitAttr)},
+    _reduction_init)
+
+
+# ops along one dim that keep the shape: torch op name -> class name
+ALONG_DIM_OPS: dict[str, str] = {
+    "softmax": "SoftmaxOp",  # exp(x - max) / sum(exp(x - max)) (a dtype argument: torch.to first)
+    "cumsum": "CumsumOp",  # inclusive prefix sums
+    "cumprod": "CumprodOp",  # inclusive prefix products
+}
+
+
+def _along_dim_verify(self) -> None:
+    _unary_verify(self)
+    _norm_dim(self, _int(self.dim), max(len(_shape(self.input.type)), 1))
+
+
+ALONG_DIM_CLASSES = _family(
+    ALONG_DIM_OPS, "`torch.{op} %x {{dim = 1 : i64}} : (tensor<4x8xf32>) -> tensor<4x8xf32>` "
+    "(aten.{op} along `dim`; 0-d: dim 0).", _along_dim_verify,
+    lambda: {**_unary_fields(), "dim": prop_def(IntegerAttr)}, _props_init("dim"))
+SoftmaxOp = ALONG_DIM_CLASSES["softmax"]
+
+# the index of the largest / smallest element along a dim (the first one on ties; NaN is
+# the largest): i64 results
+ARG_OPS: dict[str, str] = {"argmax": "ArgmaxOp", "argmin": "ArgminOp"}
+
+
+def _arg_verify(self) -> None:
+    x = _tensor(self, self.input, "the input")
+    r = _tensor(self, self.result, "the result")
+    rank = len(_shape(x))
+    d = _norm_dim(self, _int(self.dim), max(rank, 1))
+    _check_result_shape(self, reduced_shape(_shape(x), [d] if rank else [],
+                                            self.keepdim is not None), r)
+    if str(r.element_type) != "i64":
+        raise VerifyException(f"{self.name}: expected an i64 result, got {r}")
+
+
+ARG_CLASSES = _family(
+    ARG_OPS, "`torch.{op} %x {{dim = 1 : i64, keepdim}} : (tensor<4x8xf32>) -> tensor<4x1xi64>` "
+    "(aten.{op}; without a dim it imports on the flattened input).", _arg_verify,
+    lambda: {**_unary_fields(), "dim": prop_def(IntegerAttr), "keepdim": opt_prop_def(UnitAttr)},
+    _props_init("dim", "keepdim"))
 
 
 @irdl_op_definition
-class SoftmaxOp(_TorchOp):
-    """`torch.softmax %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>` —
-    exp(x - max) / sum(exp(x - max)) along `dim` (aten._softmax, aten.softmax.int; a dtype
-    argument imports as a `torch.to` before it)."""
+class GatherOp(_TorchOp):
+    """`torch.gather %x, %idx {dim = 1 : i64} : (tensor<4x8xf32>, tensor<4x3xi64>) ->
+    tensor<4x3xf32>` — y[i][j] = x[i][idx[i][j]] for dim 1 (aten.gather): one rank, the
+    result shaped like the index, which is no larger than x off `dim`."""
 
-    name = "torch.softmax"
+    name = "torch.gather"
     input = operand_def(TensorType)
+    index = operand_def(TensorType)
     result = result_def(TensorType)
     dim = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, dim: int, result_type: TensorType):
-        super().__init__(
-            operands=[x], result_types=[result_type], properties={"dim": IntegerAttr(dim, 64)}
-        )
+    def __init__(self, x: SSAValue, index: SSAValue, dim: int, result_type: TensorType):
+        super().__init__(operands=[x, index], result_types=[result_type], properties=_props(dim=dim))
 
     def verify_(self) -> None:
-        _unary_verify(self)
-        _norm_dim(self, _int(self.dim), max(len(_shape(self.input.type)), 1))
+        x = _tensor(self, self.input, "the input")
+        (idx,) = _check_indices(self, [self.index])
+        r = _tensor(self, self.result, "the result")
+        sx, si = _shape(x), _shape(idx)
+        d = _norm_dim(self, _int(self.dim), max(len(sx), 1))
+        if len(sx) != len(si) or any(i > n for k, (i, n) in enumerate(zip(si, sx)) if k != d):
+            raise VerifyException(
+                f"{self.name}: expected an index of rank {len(sx)} no larger than {sx} off "
+                f"dim {d}, got {si}"
+            )
+        _check_result_shape(self, si, r)
+        _same_element_type(self, x, r)
+
+
+def window_shape(size: int, k: int, stride: int, lo: int, hi: int, dilation: int) -> int:
+    """Outputs of a sliding window (convolution, pooling) over a dim padded by lo and hi."""
+    return (size + lo + hi - dilation * (k - 1) - 1) // stride + 1
+
+
+class _WindowOp(_TorchOp):
+    """Shared by convolution and pooling: a window over the last `len(stride)` dims, padded by
+    `padding` (lo per dim, then hi per dim: 'same' and ceil_mode pad asymmetrically)."""
+
+    stride = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    dilation = prop_def(DenseArrayBase)
+
+    def window(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """(stride, pad lo, pad hi, dilation), one entry per window dim."""
+        st, pad, dil = (list(a.get_values()) for a in (self.stride, self.padding, self.dilation))
+        n = len(st)
+        return st, pad[:n], pad[n:], dil
+
+    def check_window(self, x: Sequence[int], kernel: Sequence[int], r: TensorType) -> None:
+        st, lo, hi, dil = self.window()
+        n = len(st)
+        if not (len(kernel) == len(dil) == n and len(lo) == len(hi) == n) or len(x) < n:
+            raise VerifyException(
+                f"{self.name}: expected stride, dilation, kernel and padding (lo, hi) for each "
+                f"of {n} window dims of {tuple(x)}"
+            )
+        if min(st + dil + list(kernel)) < 1 or min(lo + hi) < 0:
+            raise VerifyException(f"{self.name}: expected positive stride, dilation and kernel, "
+                                  "and non-negative padding")
+        spatial = [window_shape(x[-n + i], kernel[i], st[i], lo[i], hi[i], dil[i])
+                   for i in range(n)]
+        if min(spatial, default=1) < 0:
+            raise VerifyException(f"{self.name}: the window is larger than the padded input")
+        _check_result_shape(self, [*_shape(r)[:-n], *spatial], r)
+
+
+@irdl_op_definition
+class ConvOp(_WindowOp):
+    """`torch.conv %x, %w, %b {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>,
+    dilation = array<i64: 1, 1>, groups = 1 : i64}` — aten.conv1d/2d/3d: x (N, C, *S), w
+    (O, C / groups, *K), an optional bias (O): y (N, O, *S'). Unbatched inputs import with a
+    unit batch dim."""
+
+    name = "torch.conv"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    groups = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, x, w, b, stride, pad_lo, pad_hi, dilation, groups: int, result_type):
+        super().__init__(
+            operands=[x, w, [b] if b is not None else []], result_types=[result_type],
+            properties=_props(stride=stride, padding=[*pad_lo, *pad_hi], dilation=dilation,
+                              groups=groups))
+
+    def verify_(self) -> None:
+        x = _tensor(self, self.input, "the input")
+        w = _tensor(self, self.weight, "the weight")
+        r = _tensor(self, self.result, "the result")
+        sx, sw, g = _shape(x), _shape(w), _int(self.groups)
+        n = len(self.stride.get_values())
+        if len(sx) != n + 2 or len(sw) != n + 2 or g < 1 or sw[0] % g or sx[1] != sw[1] * g:
+            raise VerifyException(
+                f"{self.name}: expected x (N, C, ...) and w (O, C / {g}, ...) of rank {n + 2} "
+                f"with O a multiple of {g}, got {sx} and {sw}"
+            )
+        types = [x, w, r]
+        if self.bias is not None:
+            types.append(_tensor(self, self.bias, "the bias"))
+            if _shape(types[-1]) != (sw[0],):
+                raise VerifyException(f"{self.name}: expected a bias of shape ({sw[0]},)")
+        self.check_window(sx, sw[2:], r)
+        if _shape(r)[:2] != (sx[0], sw[0]):
+            raise VerifyException(f"{self.name}: expected result dims ({sx[0]}, {sw[0]}, ...)")
+        _same_element_type(self, *types)
+
+
+# pooling: torch op name -> class name (avg: count_include_pad, divisor_override)
+POOL_OPS: dict[str, str] = {"max_pool": "MaxPoolOp", "avg_pool": "AvgPoolOp"}
+
+
+def _pool_verify(self) -> None:
+    x = _tensor(self, self.input, "the input")
+    r = _tensor(self, self.result, "the result")
+    self.check_window(_shape(x), list(self.kernel.get_values()), r)
+    if _shape(r)[:-len(self.kernel.get_values())] != _shape(x)[:-len(self.kernel.get_values())]:
+        raise VerifyException(f"{self.name}: expected the leading dims of {_shape(x)}")
+    _same_element_type(self, x, r)
+
+
+def _pool_init(self, x, kernel, stride, pad_lo, pad_hi, dilation, result_type,
+               count_include_pad: bool = False, divisor: int | None = None) -> None:
+    props = _props(kernel=kernel, stride=stride, padding=[*pad_lo, *pad_hi], dilation=dilation,
+                   count_include_pad=count_include_pad, divisor_override=divisor)
+    IRDLOperation.__init__(self, operands=[x], result_types=[result_type], properties=props)
+
+
+POOL_CLASSES = _family(
+    POOL_OPS, "`torch.{op} %x {{kernel = array<i64: 2, 2>, stride, padding, dilation}}` "
+    "(aten.{op}1d/2d/3d over the last len(kernel) dims; padding is the identity (max) or "
+    "zeros (avg, counted with count_include_pad)).", _pool_verify,
+    lambda: {**_unary_fields(), "kernel": prop_def(DenseArrayBase),
+             "count_include_pad": opt_prop_def(UnitAttr),
+             "divisor_override": opt_prop_def(IntegerAttr)}, _pool_init, _WindowOp)
 
 
 @irdl_op_definition
@@ -1118,8 +1229,7 @@ class ToOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, x: SSAValue, result_type: TensorType):
-        super().__init__(operands=[x], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -1140,8 +1250,7 @@ class WhereOp(_TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, result_type: TensorType):
-        super().__init__(operands=[c, a, b], result_types=[result_type])
+    __init__ = _operands_init
 
     def verify_(self) -> None:
         c = _tensor(self, self.condition, "the condition")
@@ -1162,7 +1271,8 @@ class WhereOp(_TorchOp):
 
 MATH_OPS: list[type[IRDLOperation]] = [
     *COMPARE_CLASSES.values(), *LOGICAL_CLASSES.values(), *REDUCTION_CLASSES.values(),
-    LinearOp, GeluOp, SoftmaxOp, LayerNormOp, ToOp, WhereOp,
+    *ALONG_DIM_CLASSES.values(), *ARG_CLASSES.values(), *POOL_CLASSES.values(),
+    LinearOp, GeluOp, LayerNormOp, ToOp, WhereOp, GatherOp, ConvOp,
 ]
 
 

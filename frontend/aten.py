@@ -1,22 +1,101 @@
-"""The ATen op -> Torch IR table: one converter per captured op.
+"""The ATen op -> Torch IR table: one converter per captured op, and the context they share.
 
-A converter gets the importer (for operand values), the FX node and the result type from the
-node's metadata, and returns the SSA value of the op it built. A node whose target is not a key
-here is an error naming the op and where it came from (see importer.py).
+A converter gets the `Importer` (operand values, the builder), the FX node and the result type
+from the node's metadata, and returns the SSA value of the op it built. A node whose target is
+not a key here is an error naming the op and where it came from (see importer.py, which walks
+the graph and imports this module; this module never imports it).
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Callable
 
+import numpy as np
 import torch
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.builder import Builder
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Block, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import torch as T
-from deplo.frontend.dtypes import mlir_element_type
+from deplo.frontend import expr as expr_module
+from deplo.frontend.dtypes import mlir_element_type, to_numpy
 from deplo.frontend.errors import FrontendError
-from deplo.frontend.importer import Importer, where_from
+from deplo.frontend.fold import StaticEvaluator
+
+
+def tensor_type(value) -> TensorType:
+    """The MLIR type of a FakeTensor/Tensor from the exported graph's metadata."""
+    return TensorType(mlir_element_type(value.dtype), list(value.shape))
+
+
+def result_type(val) -> TensorType | tuple[TensorType, ...]:
+    """The type of a node's result, or a tuple of them (split, chunk, unbind)."""
+    if isinstance(val, (tuple, list)):
+        return tuple(tensor_type(v) for v in val)
+    return tensor_type(val)
+
+
+def where_from(node: torch.fx.Node) -> str:
+    """`in <module path> at file:line: code` from an FX node's metadata, for error messages."""
+    parts = []
+    stack = node.meta.get("nn_module_stack")
+    if stack:
+        path = list(stack.values())[-1][0]
+        if path:
+            parts.append(f"in module '{path}'")
+    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+    if trace and expr_module.__file__ in "".join(trace[-2:]):
+        parts.append("in the expression")
+    elif len(trace) >= 2:
+        parts.append(f"at {trace[-2].strip()}: {trace[-1].strip()}")
+    return " ".join(parts) or "(no source location recorded)"
+
+
+class Importer:
+    def __init__(self, block: Block, static: StaticEvaluator | None = None):
+        self.block = block
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.values: dict[torch.fx.Node, SSAValue] = {}
+        self.static = static or StaticEvaluator({})
+        self.constants: dict[str, np.ndarray] = {}
+
+    def value(self, arg, like: TensorType | None = None) -> SSAValue:
+        """An SSA value for an FX argument; a Python number becomes a 0-d torch.constant, and a
+        folded tensor a constant argument of @main (`%const.NAME`)."""
+        if isinstance(arg, torch.fx.Node):
+            if arg not in self.values and self.static.is_static(arg):
+                self.values[arg] = self._constant_arg(arg)
+            return self.values[arg]
+        if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+            elt = like.element_type if like is not None else mlir_element_type(torch.float32)
+            t = TensorType(elt, [])
+            op = T.FullOp(arg, t) if isinstance(elt, IntegerType) else T.ConstantOp(float(arg), t)
+            return self.insert(op, "cst")
+        raise FrontendError(f"unsupported argument {arg!r}")
+
+    def static_value(self, arg):
+        """The folded value of a static FX node (a tensor or Python value), else None."""
+        return self.static.values.get(arg) if isinstance(arg, torch.fx.Node) else None
+
+    def _constant_arg(self, node: torch.fx.Node) -> SSAValue:
+        tensor = self.static.values[node]
+        if not isinstance(tensor, torch.Tensor):
+            raise FrontendError(f"folded value {node.name} is not a tensor: {tensor!r}")
+        name = f"const.{node.name}"
+        arg = self.block.insert_arg(tensor_type(tensor), len(self.block.args))
+        arg.name_hint = name
+        self.constants[name] = to_numpy(tensor)
+        return arg
+
+    def insert(self, op, hint: str | None = None) -> SSAValue:
+        self.builder.insert(op)
+        if hint:
+            op.results[0].name_hint = hint
+        return op.results[0]
+
 
 Converter = Callable[[Importer, torch.fx.Node, TensorType], SSAValue]
 
@@ -77,14 +156,6 @@ def _norm(d: int, rank: int) -> int:
 def _identity(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """alias, contiguous, clone, detach, lift_fresh_copy: values are immutable here."""
     return im.value(node.args[0])
-
-
-def _to(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """aten.to.device / to.dtype_layout: only the device (CPU/GPU is decided later) — identity."""
-    x = im.value(node.args[0])
-    if x.type != rt:
-        raise FrontendError(f"unsupported dtype change in '{node.target}': {x.type} -> {rt}")
-    return x
 
 
 def _view(name: str) -> Converter:
@@ -254,8 +325,6 @@ SHAPE_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten.detach.default: _identity,
     torch.ops.aten.detach_.default: _identity,
     torch.ops.aten.lift_fresh_copy.default: _identity,
-    torch.ops.aten.to.device: _to,
-    torch.ops.aten.to.dtype_layout: _to,
     torch.ops.aten.scaled_dot_product_attention.default: _sdpa,
 }
 
@@ -344,19 +413,15 @@ _ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default}
 
 
 def _reduction(name: str) -> Converter:
-    """sum / mean (.default: every dim; .dim_IntList / .dim) and amax: dims normalized and
-    sorted, an empty list meaning every dim; a dtype argument converts the input first."""
+    """sum / mean (.default: every dim; .dim_IntList / .dim), amax, amin: an empty dim list
+    means every dim; a dtype argument converts the input first."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        x = im.value(node.args[0])
-        rank = _rank(x)
-        dims = None if node.target in _ALL_DIMS else _arg(node, 1, "dim")
-        keepdim = False if node.target in _ALL_DIMS else bool(_arg(node, 2, "keepdim", False))
-        if isinstance(dims, int):
-            dims = [dims]
-        dims = sorted({_norm(d, rank) for d in dims}) if dims else list(range(rank))
-        x = _as_dtype(im, x, rt.element_type)
-        return im.insert(T.REDUCTION_CLASSES[name](x, dims, keepdim, rt), name)
+        x = _as_dtype(im, im.value(node.args[0]), rt.element_type)
+        if node.target in _ALL_DIMS:
+            return _reduce(im, name, x, range(_rank(x)), False)
+        return _reduce(im, name, x, _dims(node, 1, "dim", _rank(x)),
+                       bool(_arg(node, 2, "keepdim", False)))
 
     return convert
 
@@ -454,7 +519,414 @@ MATH_CONVERTERS: dict[object, Converter] = {
 }
 
 
+# --- composites: decompositions at import into the torch ops above ---------------------------
+#
+# Each is one coverage row (docs/ops.md). f16/bf16 inputs of a composite that reduces are
+# converted to float32 first and its result rounded once, as aten computes them.
+
+
+def _t(v: SSAValue, shape=None, elt=None) -> TensorType:
+    """v's tensor type with another shape and/or element type."""
+    return TensorType(elt or v.type.element_type, list(v.type.get_shape() if shape is None else shape))
+
+
+def _f32(im: Importer, x: SSAValue) -> SSAValue:
+    """x as float32 when it is f16/bf16 (aten's opmath), else x."""
+    is_half = str(x.type.element_type) in ("f16", "bf16")
+    return _as_dtype(im, x, mlir_element_type(torch.float32)) if is_half else x
+
+
+def _reshape(im: Importer, x: SSAValue, shape, hint: str = "reshape") -> SSAValue:
+    return x if list(x.type.get_shape()) == list(shape) else im.insert(T.ReshapeOp(x, _t(x, shape)), hint)
+
+
+def _reduce(im: Importer, name: str, x: SSAValue, dims, keepdim: bool) -> SSAValue:
+    rank = _rank(x)
+    dims = sorted({_norm(d, rank) for d in dims})
+    shape = T.reduced_shape(x.type.get_shape(), dims if rank else [], keepdim)
+    return im.insert(T.REDUCTION_CLASSES[name](x, dims, keepdim, _t(x, shape)), name)
+
+
+def _ew(im: Importer, name: str, *xs: SSAValue) -> SSAValue:
+    """An elementwise torch op on values of one element type, the result broadcast."""
+    shape = xs[0].type.get_shape()
+    for v in xs[1:]:
+        shape = T.broadcast_shapes(shape, v.type.get_shape())
+    classes = T.BINARY_CLASSES if len(xs) == 2 else T.UNARY_CLASSES
+    return im.insert(classes[name](*xs, _t(xs[0], shape)), name)
+
+
+def _scalar(im: Importer, value: float, like: SSAValue) -> SSAValue:
+    return im.insert(T.FullOp(value, _t(like, [])), "cst")
+
+
+def _dims(node: torch.fx.Node, i: int, name: str, rank: int) -> list[int]:
+    """A dim argument (int, list or None: every dim) as sorted non-negative dims."""
+    d = _arg(node, i, name)
+    d = [d] if isinstance(d, int) else d
+    return sorted({_norm(x, rank) for x in d}) if d else list(range(rank))
+
+
+def _square(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    x = _as_dtype(im, im.value(node.args[0]), rt.element_type)
+    return im.insert(T.MulOp(x, x, rt), "square")
+
+
+def _movedim(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """movedim.int / .intlist: the permutation putting each source dim at its destination."""
+    x = im.value(node.args[0])
+    rank = _rank(x)
+    src, dst = ([_norm(d, rank) for d in (a if isinstance(a, (list, tuple)) else [a])]
+                for a in node.args[1:3])
+    perm: list[int | None] = [None] * rank
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(d for d in range(rank) if d not in src)
+    order = [p if p is not None else next(rest) for p in perm]
+    return x if order == list(range(rank)) else im.insert(T.PermuteOp(x, order, rt), "movedim")
+
+
+def _stack(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """stack: each input with a unit dim inserted, concatenated along it."""
+    d = _norm(_arg(node, 1, "dim", 0), rt.get_num_dims())
+    shape = list(rt.get_shape())
+    shape[d] = 1
+    xs = [_reshape(im, _as_dtype(im, im.value(t), rt.element_type), shape, "stack")
+          for t in node.args[0]]
+    return xs[0] if len(xs) == 1 else im.insert(T.CatOp(xs, d, rt), "stack")
+
+
+def _split(im: Importer, node: torch.fx.Node, rts) -> tuple[SSAValue, ...]:
+    """split / split_with_sizes / chunk: slices along the dim, sized like the results; unbind:
+    selects."""
+    x = im.value(node.args[0])
+    if node.target == aten.unbind.int:
+        d = _norm(_arg(node, 1, "dim", 0), _rank(x))
+        return tuple(im.insert(T.SelectOp(x, d, i, t), "unbind") for i, t in enumerate(rts))
+    d = _norm(_arg(node, 2, "dim", 0), _rank(x))
+    outs, start = [], 0
+    for t in rts:
+        n = t.get_shape()[d]
+        outs.append(x if t == x.type else im.insert(T.SliceOp(x, d, start, start + n, 1, t), "split"))
+        start += n
+    return tuple(outs)
+
+
+def _narrow(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    x = im.value(node.args[0])
+    d = _norm(node.args[1], _rank(x))
+    start = node.args[2] % x.type.get_shape()[d] if node.args[2] < 0 else node.args[2]
+    if x.type == rt:
+        return x
+    return im.insert(T.SliceOp(x, d, start, start + node.args[3], 1, rt), "narrow")
+
+
+def _dropout(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """Eval-mode dropout (or p = 0) is the identity; training-mode dropout is random."""
+    if _arg(node, 2, "train", False) and _arg(node, 1, "p", 0.5):
+        raise FrontendError(f"unsupported dropout in training mode (random) in '{node.target}' "
+                            f"{where_from(node)}")
+    return im.value(node.args[0])
+
+
+def _clamp(lo_at: int | None, hi_at: int | None) -> Converter:
+    """clamp (.default, .Tensor), clamp_min, clamp_max: maximum with the lower bound, then
+    minimum with the upper one (a NaN input stays NaN; lo > hi gives hi, as aten)."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        y = _as_dtype(im, im.value(node.args[0]), rt.element_type)
+        for at, name, kw in ((lo_at, "maximum", "min"), (hi_at, "minimum", "max")):
+            bound = _arg(node, at, kw) if at is not None else None
+            if bound is not None:
+                y = _ew(im, name, y, _as_dtype(im, im.value(bound, rt), rt.element_type))
+        return y
+
+    return convert
+
+
+def _masked_fill(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """masked_fill.Scalar / .Tensor: where(mask, value, x)."""
+    x = _as_dtype(im, im.value(node.args[0]), rt.element_type)
+    v = _as_dtype(im, im.value(node.args[2], rt), rt.element_type)
+    return im.insert(T.WhereOp(im.value(node.args[1]), v, x, rt), "masked_fill")
+
+
+def _triangle(upper: bool) -> Converter:
+    """tril / triu: where(column - diagonal <= row (>= for triu), x, 0) over the last two dims;
+    the row and column numbers are aranges."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = im.value(node.args[0])
+        k = int(_arg(node, 1, "diagonal", 0))
+        m, n = x.type.get_shape()[-2:]
+        i64 = mlir_element_type(torch.int64)
+        rows = im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "row")
+        rows = _reshape(im, rows, [m, 1], "row")
+        cols = im.insert(T.ArangeOp(-k, n - k, 1, TensorType(i64, [n])), "col")
+        keep = im.insert((T.GeOp if upper else T.LeOp)(
+            cols, rows, TensorType(mlir_element_type(torch.bool), [m, n])), "keep")
+        return im.insert(T.WhereOp(keep, x, _scalar(im, 0, x), rt), "triu" if upper else "tril")
+
+    return convert
+
+
+def _log_softmax(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """log_softmax / _log_softmax: x - max - log(sum(exp(x - max))) along dim, in float32 for
+    f16/bf16 (one rounding)."""
+    x = _f32(im, _as_dtype(im, im.value(node.args[0]), rt.element_type))
+    d = [node.args[1]]
+    shifted = _ew(im, "sub", x, _reduce(im, "amax", x, d, True))
+    lse = _ew(im, "log", _reduce(im, "sum", _ew(im, "exp", shifted), d, True))
+    return _as_dtype(im, _ew(im, "sub", shifted, lse), rt.element_type)
+
+
+def _logsumexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """log(sum(exp(x - m))) + m, m the max (taken as 0 where infinite, as aten), in float32."""
+    x = _f32(im, im.value(node.args[0]))
+    dims, keep = _dims(node, 1, "dim", _rank(x)), bool(_arg(node, 2, "keepdim", False))
+    m = _reduce(im, "amax", x, dims, True)
+    inf = im.insert(T.EqOp(_ew(im, "abs", m), _scalar(im, float("inf"), m),
+                           _t(m, elt=mlir_element_type(torch.bool))), "inf")
+    m = im.insert(T.WhereOp(inf, _scalar(im, 0, m), m, m.type), "max")
+    y = _ew(im, "log", _reduce(im, "sum", _ew(im, "exp", _ew(im, "sub", x, m)), dims, keep))
+    y = _ew(im, "add", y, _reshape(im, m, y.type.get_shape()))
+    return _as_dtype(im, y, rt.element_type)
+
+
+def _variance(std: bool) -> Converter:
+    """var / std (.correction, .dim, .default): sum((x - mean)^2) / max(N - correction, 0),
+    in float32 for f16/bf16; std is its sqrt."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = _f32(im, im.value(node.args[0]))
+        overload = node.target._overloadname
+        dims = _dims(node, 1, "dim", _rank(x)) if overload != "default" else list(range(_rank(x)))
+        if overload == "correction":
+            c = node.kwargs.get("correction")
+            correction, keep = 1 if c is None else c, node.kwargs.get("keepdim", False)
+        else:
+            at = 1 if overload == "default" else 2
+            correction = int(_arg(node, at, "unbiased", True))
+            keep = overload == "dim" and _arg(node, 3, "keepdim", False)
+        n = math.prod(x.type.get_shape()[d] for d in dims if d < _rank(x))
+        mean = _ew(im, "div", _reduce(im, "sum", x, dims, True), _scalar(im, n, x))
+        dev = _ew(im, "sub", x, mean)
+        y = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, bool(keep)),
+                _scalar(im, max(n - correction, 0), x))
+        return _as_dtype(im, _ew(im, "sqrt", y) if std else y, rt.element_type)
+
+    return convert
+
+
+def _vector_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """linalg_vector_norm: max|x| (ord inf), min|x| (-inf), the count of nonzeros (0),
+    sum|x| (1), sqrt(sum x^2) (2), else sum(|x|^p)^(1/p); in float32 for f16/bf16."""
+    x = _f32(im, _as_dtype(im, im.value(node.args[0]), rt.element_type))
+    p = float(_arg(node, 1, "ord", 2))
+    dims, keep = _dims(node, 2, "dim", _rank(x)), bool(_arg(node, 3, "keepdim", False))
+    a = _ew(im, "abs", x)
+    if math.isinf(p):
+        y = _reduce(im, "amax" if p > 0 else "amin", a, dims, keep)
+    elif p == 0:
+        nz = im.insert(T.NeOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
+        y = _reduce(im, "sum", im.insert(T.ToOp(nz, x.type), "nonzero"), dims, keep)
+    elif p == 2:
+        y = _ew(im, "sqrt", _reduce(im, "sum", _ew(im, "mul", x, x), dims, keep))
+    elif p == 1:
+        y = _reduce(im, "sum", a, dims, keep)
+    else:
+        y = _reduce(im, "sum", _ew(im, "pow", a, _scalar(im, p, a)), dims, keep)
+        y = _ew(im, "pow", y, _scalar(im, 1 / p, y))
+    return _as_dtype(im, y, rt.element_type)
+
+
+def _group_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """group_norm: (N, G, C/G * rest) normalized over its last dim (layer_norm without affine),
+    then weight and bias per channel; in float32 for f16/bf16, one rounding."""
+    x = _f32(im, im.value(node.args[0]))
+    groups, w, b = node.args[1], _arg(node, 2, "weight"), _arg(node, 3, "bias")
+    eps = float(_arg(node, 4, "eps", 1e-5))
+    shape = list(x.type.get_shape())
+    flat = [shape[0], groups, math.prod(shape[1:]) // groups]
+    y = _reshape(im, x, flat, "group_norm")
+    y = im.insert(T.LayerNormOp(y, None, None, flat[-1:], eps, y.type), "group_norm")
+    y = _reshape(im, y, shape, "group_norm")
+    per_channel = [shape[1], *[1] * (len(shape) - 2)]
+    for v, name in ((w, "mul"), (b, "add")):
+        if v is not None:
+            y = _ew(im, name, y, _reshape(im, _f32(im, im.value(v)), per_channel))
+    return _as_dtype(im, y, rt.element_type)
+
+
+def _index_select(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """index_select: torch.index on one dim (a 0-d input or index taken as 1-d)."""
+    x, idx = im.value(node.args[0]), im.value(node.args[2])
+    x1 = _reshape(im, x, [1]) if not _rank(x) else x
+    idx = _reshape(im, idx, [1]) if not _rank(idx) else idx
+    d = _norm(node.args[1], _rank(x1))
+    shape, _ = T.index_shape(x1.type.get_shape(), [d], [idx.type.get_shape()])
+    y = im.insert(T.IndexOp(x1, [idx], [d], _t(x1, shape)), "index_select")
+    return _reshape(im, y, rt.get_shape())
+
+
+def _gather(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """gather (a 0-d input or index taken as 1-d)."""
+    x, idx = (im.value(a) for a in (node.args[0], node.args[2]))
+    if not _rank(x):
+        x, idx = _reshape(im, x, [1]), _reshape(im, idx, [1] * max(_rank(idx), 1))
+    y = im.insert(T.GatherOp(x, idx, _norm(node.args[1], _rank(x)), _t(x, idx.type.get_shape())),
+                  "gather")
+    return _reshape(im, y, rt.get_shape())
+
+
+def _along_dim(name: str) -> Converter:
+    """cumsum / cumprod (a dtype argument converts first)."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = _as_dtype(im, im.value(node.args[0]), rt.element_type)
+        op = T.ALONG_DIM_CLASSES[name](x, _norm(node.args[1], max(_rank(x), 1)), rt)
+        return im.insert(op, name)
+
+    return convert
+
+
+def _arg_reduction(name: str) -> Converter:
+    """argmax / argmin; without a dim, of the flattened input (keepdim: every dim kept as 1)."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = im.value(node.args[0])
+        dim, keep = _arg(node, 1, "dim"), bool(_arg(node, 2, "keepdim", False))
+        if dim is None:
+            x, dim, keep = _reshape(im, x, [math.prod(x.type.get_shape())]), 0, False
+        r = _t(x, T.reduced_shape(x.type.get_shape(), [_norm(dim, _rank(x))] if _rank(x) else [],
+                                  keep), mlir_element_type(torch.int64))
+        y = im.insert(T.ARG_CLASSES[name](x, _norm(dim, max(_rank(x), 1)), keep, r), name)
+        return _reshape(im, y, rt.get_shape())
+
+    return convert
+
+
+def _ints(v, n: int) -> list[int]:
+    """An int or list argument of a window op, one entry per window dim."""
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return v * n if len(v) == 1 else v
+
+
+def _conv(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """conv1d/2d/3d (.default and .padding 'same'/'valid'): torch.conv on a batch (an unbatched
+    input gets a unit batch dim)."""
+    x, w = im.value(node.args[0]), im.value(node.args[1])
+    bias = _arg(node, 2, "bias")
+    n = _rank(w) - 2
+    stride, dil = _ints(_arg(node, 3, "stride", [1]), n), _ints(_arg(node, 5, "dilation", [1]), n)
+    pad = _arg(node, 4, "padding", [0])
+    k = w.type.get_shape()[2:]
+    if pad == "same":
+        total = [d * (kk - 1) for d, kk in zip(dil, k)]
+        lo, hi = [t // 2 for t in total], [t - t // 2 for t in total]
+    else:
+        lo = hi = [0] * n if pad == "valid" else _ints(pad, n)
+    batched = _reshape(im, x, [1, *x.type.get_shape()]) if _rank(x) == n + 1 else x
+    out = [batched.type.get_shape()[0], *rt.get_shape()[-n - 1:]]
+    y = im.insert(T.ConvOp(batched, w, im.value(bias) if bias is not None else None, stride,
+                           lo, hi, dil, _arg(node, 6, "groups", 1), _t(x, out)), "conv")
+    return _reshape(im, y, rt.get_shape())
+
+
+def _pool(kind: str) -> Converter:
+    """max_poolNd / avg_poolNd: the right padding grows to take ceil_mode's last window."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = im.value(node.args[0])
+        kernel = list(node.args[1]) if isinstance(node.args[1], (list, tuple)) else [node.args[1]]
+        n = len(kernel)
+        stride = _ints(_arg(node, 2, "stride", []) or kernel, n)
+        lo = _ints(_arg(node, 3, "padding", [0]), n)
+        dil = _ints(_arg(node, 4, "dilation", [1]), n) if kind == "max_pool" else [1] * n
+        sizes, out = x.type.get_shape()[-n:], rt.get_shape()[-n:]
+        hi = [max(p, (o - 1) * s + d * (kk - 1) + 1 - size - p)
+              for p, o, s, d, kk, size in zip(lo, out, stride, dil, kernel, sizes)]
+        extra = {}
+        if kind == "avg_pool":
+            extra = {"count_include_pad": _arg(node, 5, "count_include_pad", True),
+                     "divisor": _arg(node, 6, "divisor_override")}
+        op = T.POOL_CLASSES[kind](x, kernel, stride, lo, hi, dil, rt, **extra)
+        return im.insert(op, kind)
+
+    return convert
+
+
 aten = torch.ops.aten
+COMPOSITE_CONVERTERS: dict[object, Converter] = {
+    aten.true_divide.Tensor: _binary("div"),
+    aten.view_as.default: _view("view"),
+    aten.reshape_as.default: _view("reshape"),
+    aten.flatten.using_ints: _view("flatten"),
+    aten.unflatten.int: _view("unflatten"),
+    aten.expand_as.default: _expand,
+    aten.type_as.default: _to_dtype,
+    aten.mT.default: lambda im, node, rt: im.insert(
+        T.TransposeOp(im.value(node.args[0]), rt.get_num_dims() - 2, rt.get_num_dims() - 1, rt),
+        "mT"),
+    aten.movedim.int: _movedim,
+    aten.movedim.intlist: _movedim,
+    aten.stack.default: _stack,
+    aten.split.Tensor: _split,
+    aten.split_with_sizes.default: _split,
+    aten.chunk.default: _split,
+    aten.unbind.int: _split,
+    aten.narrow.default: _narrow,
+    aten.square.default: _square,
+    aten.dropout.default: _dropout,
+    aten.clamp.default: _clamp(1, 2),
+    aten.clamp.Tensor: _clamp(1, 2),
+    aten.clamp_min.default: _clamp(1, None),
+    aten.clamp_max.default: _clamp(None, 1),
+    aten.clamp_min.Tensor: _clamp(1, None),
+    aten.clamp_max.Tensor: _clamp(None, 1),
+    aten.masked_fill.Scalar: _masked_fill,
+    aten.masked_fill.Tensor: _masked_fill,
+    aten.tril.default: _triangle(upper=False),
+    aten.triu.default: _triangle(upper=True),
+    aten.log_softmax.int: _log_softmax,
+    aten._log_softmax.default: _log_softmax,
+    aten.logsumexp.default: _logsumexp,
+    aten.var.correction: _variance(std=False),
+    aten.var.dim: _variance(std=False),
+    aten.var.default: _variance(std=False),
+    aten.std.correction: _variance(std=True),
+    aten.std.dim: _variance(std=True),
+    aten.std.default: _variance(std=True),
+    aten.linalg_vector_norm.default: _vector_norm,
+    aten.group_norm.default: _group_norm,
+    aten.baddbmm.default: _addmm,
+    aten.index_select.default: _index_select,
+    aten.gather.default: _gather,
+    aten.cumsum.default: _along_dim("cumsum"),
+    aten.cumprod.default: _along_dim("cumprod"),
+    aten.argmax.default: _arg_reduction("argmax"),
+    aten.argmin.default: _arg_reduction("argmin"),
+    aten.amin.default: _reduction("amin"),
+    aten.abs.default: _unary("abs"),
+    aten.log.default: _unary("log"),
+    aten.erf.default: _unary("erf"),
+    **{getattr(aten, f"conv{n}d").default: _conv for n in (1, 2, 3)},
+    **{getattr(aten, f"conv{n}d").padding: _conv for n in (1, 2, 3)},
+    **{getattr(aten, f"{k}{n}d").default: _pool(k) for k in ("max_pool", "avg_pool")
+       for n in (1, 2, 3)},
+    operator.getitem: lambda im, node, rt: im.values[node.args[0]][node.args[1]],
+}
+
+REFUSED: dict[object, str] = {
+    **{getattr(aten, f"max_pool{n}d_with_indices").default:
+       "the indices of max pooling (return_indices=True) are not computed" for n in (1, 2, 3)},
+    **{op: "sorting is a data-dependent permutation; Tensor IR has no scatter or sorting network"
+       for op in (aten.sort.default, aten.sort.stable, aten.topk.default, aten.argsort.default,
+                  aten.argsort.stable)},
+    aten.embedding_renorm_.default: "embedding's max_norm renormalizes the weight in place",
+}
+"""ATen ops refused on purpose, with the reason the error gives (docs/ops.md lists them)."""
+
 ATEN_CONVERTERS: dict[object, Converter] = {
     aten.add.Tensor: _binary("add"),
     aten.sub.Tensor: _binary("sub"),
@@ -474,7 +946,8 @@ ATEN_CONVERTERS: dict[object, Converter] = {
     aten.mm.default: _matmul,
     aten.rms_norm.default: _rms_norm,
     **SHAPE_CONVERTERS,
-    **MATH_CONVERTERS,  # after SHAPE_CONVERTERS: its to.device/to.dtype_layout also convert dtypes
+    **MATH_CONVERTERS,
+    **COMPOSITE_CONVERTERS,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType
 from xdsl.ir import Attribute
@@ -26,3 +27,11 @@ def mlir_element_type(dtype: torch.dtype) -> Attribute:
     if dtype == torch.bool:
         return IntegerType(1)
     raise FrontendError(f"unsupported dtype {dtype}")
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray | None:
+    """A CPU copy of a tensor as numpy (bf16 as float32), or None for meta tensors."""
+    if t.device.type == "meta":
+        return None
+    t = t.detach()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()

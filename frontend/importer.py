@@ -9,21 +9,26 @@ naming the op and the line of the user's code it came from, never a silent fallb
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch.export.graph_signature import InputKind
-from xdsl.builder import Builder
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
-from xdsl.rewriter import InsertPoint
 
-from deplo.dialects import torch as T
-from deplo.frontend import expr as expr_module
-from deplo.frontend.dtypes import mlir_element_type
+from deplo.frontend.aten import (
+    ATEN_CONVERTERS,
+    REFUSED,
+    Importer,
+    result_type,
+    tensor_type,
+    where_from,
+)
+from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
 from deplo.frontend.layers import SCOPE_ATTR, layer_scope, outline_layers
@@ -44,74 +49,9 @@ class Program:
     def reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """PyTorch eager on the same inputs: the oracle for every level."""
         with torch.no_grad():
-            out = self.torch_module(*[torch.from_numpy(np.ascontiguousarray(a)) for a in inputs])
+            out = self.torch_module(*[torch.from_numpy(np.array(a, order="C")) for a in inputs])
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        return [_numpy(o) for o in outs]
-
-
-def tensor_type(value) -> TensorType:
-    """The MLIR type of a FakeTensor/Tensor from the exported graph's metadata."""
-    return TensorType(mlir_element_type(value.dtype), list(value.shape))
-
-
-def where_from(node: torch.fx.Node) -> str:
-    """`in <module path> at file:line: code` from an FX node's metadata, for error messages."""
-    parts = []
-    stack = node.meta.get("nn_module_stack")
-    if stack:
-        path = list(stack.values())[-1][0]
-        if path:
-            parts.append(f"in module '{path}'")
-    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
-    if trace and expr_module.__file__ in "".join(trace[-2:]):
-        parts.append("in the expression")
-    elif len(trace) >= 2:
-        parts.append(f"at {trace[-2].strip()}: {trace[-1].strip()}")
-    return " ".join(parts) or "(no source location recorded)"
-
-
-class Importer:
-    def __init__(self, block: Block, static: StaticEvaluator | None = None):
-        self.block = block
-        self.builder = Builder(InsertPoint.at_end(block))
-        self.values: dict[torch.fx.Node, SSAValue] = {}
-        self.static = static or StaticEvaluator({})
-        self.constants: dict[str, np.ndarray] = {}
-
-    def value(self, arg, like: TensorType | None = None) -> SSAValue:
-        """An SSA value for an FX argument; a Python number becomes a 0-d torch.constant, and a
-        folded tensor a constant argument of @main (`%const.NAME`)."""
-        if isinstance(arg, torch.fx.Node):
-            if arg not in self.values and self.static.is_static(arg):
-                self.values[arg] = self._constant_arg(arg)
-            return self.values[arg]
-        if isinstance(arg, (int, float)) and not isinstance(arg, bool):
-            elt = like.element_type if like is not None else mlir_element_type(torch.float32)
-            return self.insert(T.ConstantOp(float(arg), TensorType(elt, [])), "cst")
-        raise FrontendError(f"unsupported argument {arg!r}")
-
-    def static_value(self, arg):
-        """The folded value of a static FX node (a tensor or Python value), else None."""
-        return self.static.values.get(arg) if isinstance(arg, torch.fx.Node) else None
-
-    def _constant_arg(self, node: torch.fx.Node) -> SSAValue:
-        tensor = self.static.values[node]
-        if not isinstance(tensor, torch.Tensor):
-            raise FrontendError(f"folded value {node.name} is not a tensor: {tensor!r}")
-        name = f"const.{node.name}"
-        arg = self.block.insert_arg(tensor_type(tensor), len(self.block.args))
-        arg.name_hint = name
-        self.constants[name] = _numpy(tensor)
-        return arg
-
-    def insert(self, op, hint: str | None = None) -> SSAValue:
-        self.builder.insert(op)
-        if hint:
-            op.results[0].name_hint = hint
-        return op.results[0]
-
-
-from deplo.frontend.aten import ATEN_CONVERTERS
+        return [to_numpy(o) for o in outs]
 
 
 @dataclass
@@ -120,6 +60,13 @@ class Imported:
     input_names: list[str]
     param_names: list[str]  # parameters and buffers that stay arguments
     constants: dict[str, np.ndarray]  # folded tensors, arguments after the parameters
+
+
+def ssa_name(name: str) -> str:
+    """A valid SSA name hint for a module path: `0.weight` (nn.Sequential) is `%_0.weight`;
+    the real name stays in `param_names`."""
+    name = re.sub(r"[^\w$.-]", "_", name)
+    return name if re.match(r"[A-Za-z_$.-]", name) else "_" + name
 
 
 def import_exported(
@@ -154,7 +101,7 @@ def import_exported(
     im = Importer(block, ev)
     for node, arg, name in zip((*user, *kept), block.args, (*names, *param_names)):
         im.values[node] = arg
-        arg.name_hint = name
+        arg.name_hint = ssa_name(name)
 
     results: list[SSAValue] = []
     for node in gm.graph.nodes:
@@ -165,11 +112,12 @@ def import_exported(
                 fold_causal_mask(node, ev)
             convert = ATEN_CONVERTERS.get(node.target)
             if convert is None:
+                why = f" ({REFUSED[node.target]})" if node.target in REFUSED else ""
                 raise FrontendError(
-                    f"unsupported PyTorch op '{node.target}' {where_from(node)}"
+                    f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}"
                 )
             last = im.block.last_op
-            value = convert(im, node, tensor_type(node.meta["val"]))
+            value = convert(im, node, result_type(node.meta["val"]))
             im.values[node] = value
             scope = layer_scope(node)
             # every op the converter built (constants, dtype conversions too) joins the scope
@@ -203,8 +151,8 @@ def import_module(
     imported.module = outline_layers(imported.module)
     constants = {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
     state = dict(module.named_parameters()) | buffers | constants
-    params = [_numpy(state[n]) for n in imported.param_names] + list(imported.constants.values())
-    inputs = [_numpy(t) for t in example_inputs]
+    params = [to_numpy(state[n]) for n in imported.param_names] + list(imported.constants.values())
+    inputs = [to_numpy(t) for t in example_inputs]
     return Program(imported.module, imported.input_names,
                    imported.param_names + list(imported.constants), params, inputs, module)
 
@@ -218,14 +166,7 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         with torch.no_grad():
             return torch.export.export(module, tuple(example_inputs), strict=False)
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
-        raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
+        why = "a value depends on tensor contents (data-dependent); " if "nbacked" in str(e) else ""
+        raise FrontendError(f"torch.export failed: {why}{type(e).__name__}: {e}") from None
     finally:
         fake_log.setLevel(level)
-
-
-def _numpy(t: torch.Tensor) -> np.ndarray | None:
-    """A CPU copy of a tensor as numpy (bf16 as float32), or None for meta tensors."""
-    if t.device.type == "meta":
-        return None
-    t = t.detach()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()

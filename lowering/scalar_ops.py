@@ -31,14 +31,33 @@ def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
     return b.insert(arith.DivfOp(one, b.insert(arith.AddfOp(one, e)).result)).result
 
 
+def _typed(float_op: type, int_op: type) -> Callable[..., SSAValue]:
+    """A binary op for floats or (signless, signed) integers, by the operands' type."""
+    return lambda b, x, y: b.insert(
+        (int_op if isinstance(x.type, IntegerType) else float_op)(x, y)).result
+
+
+def _neg(b: Builder, x: SSAValue) -> SSAValue:
+    if isinstance(x.type, IntegerType):
+        return b.insert(arith.SubiOp(const(b, 0, x.type), x)).result
+    return b.insert(arith.NegfOp(x)).result
+
+
+def _abs(b: Builder, x: SSAValue) -> SSAValue:
+    if isinstance(x.type, IntegerType):
+        neg = b.insert(arith.CmpiOp(x, const(b, 0, x.type), "slt")).result
+        return b.insert(arith.SelectOp(neg, _neg(b, x), x)).result
+    return b.insert(math.AbsFOp(x)).result
+
+
 ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
-    EK.ADD: lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
-    EK.SUB: lambda b, x, y: b.insert(arith.SubfOp(x, y)).result,
-    EK.MUL: lambda b, x, y: b.insert(arith.MulfOp(x, y)).result,
+    EK.ADD: _typed(arith.AddfOp, arith.AddiOp),
+    EK.SUB: _typed(arith.SubfOp, arith.SubiOp),
+    EK.MUL: _typed(arith.MulfOp, arith.MuliOp),
     EK.DIV: lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
-    EK.MAX: lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
-    EK.MIN: lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
-    EK.NEG: lambda b, x: b.insert(arith.NegfOp(x)).result,
+    EK.MAX: _typed(arith.MaximumfOp, arith.MaxSIOp),
+    EK.MIN: _typed(arith.MinimumfOp, arith.MinSIOp),
+    EK.NEG: _neg,
     EK.EXP: lambda b, x: b.insert(math.ExpOp(x)).result,
     EK.RSQRT: lambda b, x: b.insert(math.RsqrtOp(x)).result,
     EK.SQRT: lambda b, x: b.insert(math.SqrtOp(x)).result,
@@ -49,10 +68,11 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.COS: lambda b, x: b.insert(math.CosOp(x)).result,
     EK.SIN: lambda b, x: b.insert(math.SinOp(x)).result,
     EK.ERF: lambda b, x: b.insert(math.ErfOp(x)).result,
+    EK.ABS: _abs,
+    EK.LOG: lambda b, x: b.insert(math.LogOp(x)).result,
     EK.AND: lambda b, x, y: b.insert(arith.AndIOp(x, y)).result,
     EK.OR: lambda b, x, y: b.insert(arith.OrIOp(x, y)).result,
 }
-
 # tir compare kind -> (arith.cmpf predicate, arith.cmpi predicate). Floats compare ordered, but
 # `ne` is unordered: NaN != x is true, as in torch.
 COMPARE: dict[CK, tuple[str, str]] = {
@@ -73,17 +93,30 @@ def compare(b: Builder, kind: CK, x: SSAValue, y: SSAValue) -> SSAValue:
     return b.insert(arith.CmpfOp(x, y, fp)).result
 
 
+def _width(t: Attribute) -> int:
+    return t.width.data if isinstance(t, IntegerType) else t.bitwidth  # type: ignore[attr-defined]
+
+
 def cast(b: Builder, x: SSAValue, to: Attribute) -> SSAValue:
-    """A scalar converted between float types (`arith.extf`/`truncf`; f16 <-> bf16 through
-    f32) or between i1 and a float (`arith.uitofp`; nonzero, NaN included, is true)."""
+    """A scalar converted between element types: floats by `extf`/`truncf` (f16 <-> bf16
+    through f32), integers to floats by `sitofp` (i1 `uitofp`: true is 1), floats to integers by
+    `fptosi` (truncation; to i1: nonzero, NaN included, is true), integers by `extsi`/`trunci`
+    (i1 `extui`; to i1: nonzero)."""
     frm = x.type
     if frm == to:
         return x
-    if isinstance(frm, IntegerType):
-        return b.insert(arith.UIToFPOp(x, to)).result
-    if isinstance(to, IntegerType):
+    wf, wt = _width(frm), _width(to)
+    if isinstance(to, IntegerType) and wt == 1:
+        if isinstance(frm, IntegerType):
+            return b.insert(arith.CmpiOp(x, const(b, 0, frm), "ne")).result
         return b.insert(arith.CmpfOp(x, const(b, 0.0, frm), "une")).result
-    wf, wt = frm.bitwidth, to.bitwidth  # type: ignore[attr-defined]
+    if isinstance(frm, IntegerType) and isinstance(to, IntegerType):
+        op = arith.ExtUIOp if wf == 1 else arith.ExtSIOp if wf < wt else arith.TruncIOp
+        return b.insert(op(x, to)).result
+    if isinstance(frm, IntegerType):
+        return b.insert((arith.UIToFPOp if wf == 1 else arith.SIToFPOp)(x, to)).result
+    if isinstance(to, IntegerType):
+        return b.insert(arith.FPToSIOp(x, to)).result
     if wf == wt:  # f16 <-> bf16
         x = b.insert(arith.ExtFOp(x, Float32Type())).result
         return b.insert(arith.TruncFOp(x, to)).result
@@ -91,16 +124,25 @@ def cast(b: Builder, x: SSAValue, to: Attribute) -> SSAValue:
         return b.insert(arith.ExtFOp(x, to)).result
     return b.insert(arith.TruncFOp(x, to)).result
 
+
 REDUCE_COMBINE: dict[RK, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
-    RK.ADD: lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
-    RK.MUL: lambda b, x, y: b.insert(arith.MulfOp(x, y)).result,
-    RK.MAX: lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
-    RK.MIN: lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
+    RK.ADD: ELEMENTWISE[EK.ADD],
+    RK.MUL: ELEMENTWISE[EK.MUL],
+    RK.MAX: ELEMENTWISE[EK.MAX],
+    RK.MIN: ELEMENTWISE[EK.MIN],
 }
 
-REDUCE_INIT: dict[RK, float] = {
-    RK.ADD: 0.0,
-    RK.MUL: 1.0,
-    RK.MAX: float("-inf"),
-    RK.MIN: float("inf"),
-}
+
+def arg_combine(b: Builder, kind: RK, best: SSAValue, index: SSAValue, v: SSAValue,
+                iv: SSAValue) -> list[SSAValue]:
+    """One step of argmax/argmin: (best, index) becomes (v, iv) where v is strictly better —
+    the first of equal values stays — or v is the first NaN (torch's NaN is the extreme)."""
+    take = compare(b, CK.GT if kind == RK.ARGMAX else CK.LT, v, best)
+    if not isinstance(v.type, IntegerType):
+        nan = b.insert(arith.CmpfOp(v, v, "une")).result
+        best_is_number = b.insert(arith.CmpfOp(best, best, "oeq")).result
+        first_nan = b.insert(arith.AndIOp(nan, best_is_number)).result
+        take = b.insert(arith.OrIOp(take, first_nan)).result
+    at = b.insert(arith.IndexCastOp(iv, index.type)).result
+    return [b.insert(arith.SelectOp(take, v, best)).result,
+            b.insert(arith.SelectOp(take, at, index)).result]

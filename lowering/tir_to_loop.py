@@ -34,7 +34,7 @@ from deplo.lowering.legality import check_converted
 from deplo.lowering.scalar_ops import (
     ELEMENTWISE,
     REDUCE_COMBINE,
-    REDUCE_INIT,
+    arg_combine,
     cast,
     compare,
     const,
@@ -113,25 +113,35 @@ def lower_full(kb: KernelBuilder, op: tir.FullOp) -> None:
 
 
 def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
+    """Free loops over the kept dims, nested reduce loops over the reduced ones carrying the
+    accumulator (arg kinds: the best value and its index); an empty reduction stores the
+    identity."""
     x, out = kb.kernel.args
     kind = op.kind.data
     in_shape = op.input.type.get_shape()
     dims = op.reduced_dims
     kept = [i for i in range(len(in_shape)) if i not in dims]
-    init = kb.const(REDUCE_INIT[kind], op.result.type.element_type)
+    inits = [kb.const(tir.reduce_identity(kind, op.input.type.element_type), op.input.type.element_type)]
+    if kind in tir.ARG_KINDS:
+        inits.append(kb.const(0, op.result.type.element_type))
+    if any(in_shape[d] == 0 for d in dims):
+        kb.free_nest(op.result.type.get_shape(),
+                     lambda b, ivs: _store_identity(b, inits[-1], out, ivs))
+        return
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         # nested reduce loops, one per reduced dim; the innermost loads and combines
-        loops, rivs, acc = [], [], init
+        loops, rivs, accs = [], [], inits
         inner = b
         for j, d in enumerate(dims):
-            r = loop.ForOp(0, in_shape[d], loop.LoopKind.REDUCE, [acc])
+            r = loop.ForOp(0, in_shape[d], loop.LoopKind.REDUCE, accs)
             r.iv.name_hint = f"r{j}"
-            r.accs[0].name_hint = "acc"
+            for a in r.accs:
+                a.name_hint = "acc"
             inner.insert(r)
             loops.append(r)
             rivs.append(r.iv)
-            acc = r.accs[0]
+            accs = list(r.accs)
             inner = Builder(InsertPoint.at_end(r.body.block))
         coords: list[SSAValue] = [None] * len(in_shape)  # type: ignore[list-item]
         for i, v in zip(kept, ivs):
@@ -139,13 +149,39 @@ def lower_reduce(kb: KernelBuilder, op: tir.ReduceOp) -> None:
         for d, v in zip(dims, rivs):
             coords[d] = v
         val = inner.insert(loop.LoadOp(x, coords)).result
-        nxt = REDUCE_COMBINE[kind](inner, acc, val)
+        if kind in tir.ARG_KINDS:
+            nxt = arg_combine(inner, kind, *accs, val, rivs[-1])
+        else:
+            nxt = [REDUCE_COMBINE[kind](inner, accs[0], val)]
         for r in reversed(loops):
-            r.body.block.add_op(loop.YieldOp(nxt))
-            nxt = r.res[0]
-        _store_identity(b, nxt, out, ivs)
+            r.body.block.add_op(loop.YieldOp(*nxt))
+            nxt = list(r.res)
+        _store_identity(b, nxt[-1], out, ivs)
 
     kb.free_nest(op.result.type.get_shape(), body)
+
+
+def lower_scan(kb: KernelBuilder, op: tir.ScanOp) -> None:
+    """y[.., i, ..] as a reduction over every j of the dim, j > i contributing the identity: the
+    same combination order as a serial scan, in the canonical form of a reduction kernel
+    (free loops over the result, one reduce loop) that every later pass handles; O(n^2) work
+    per row, parallel over i."""
+    x, out = kb.kernel.args
+    kind, dim = op.kind.data, op.dim.value.data
+    t = op.result.type
+    init = kb.const(tir.reduce_identity(kind, t.element_type), t.element_type)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        r = b.insert(loop.ForOp(0, t.get_shape()[dim], loop.LoopKind.REDUCE, [init]))
+        r.iv.name_hint, r.accs[0].name_hint = "r0", "acc"
+        inner = Builder(InsertPoint.at_end(r.body.block))
+        v = inner.insert(loop.LoadOp(x, [*ivs[:dim], r.iv, *ivs[dim + 1:]])).result
+        keep = inner.insert(arith.CmpiOp(r.iv, ivs[dim], "sle")).result
+        v = inner.insert(arith.SelectOp(keep, v, init)).result
+        inner.insert(loop.YieldOp(REDUCE_COMBINE[kind](inner, r.accs[0], v)))
+        _store_identity(b, r.res[0], out, ivs)
+
+    kb.free_nest(t.get_shape(), body)
 
 
 def pointwise(scalar: Callable[[Builder, Operation, list[SSAValue]], SSAValue]) -> Callable:
@@ -186,6 +222,8 @@ def lower_concat(kb: KernelBuilder, op: tir.ConcatOp) -> None:
     *ins, out = kb.kernel.args
     dim, rank = op.dim.value.data, op.result.type.get_num_dims()
     for x, offset in zip(ins, op.offsets()):
+        if 0 in x.type.get_shape():
+            continue
         exprs = [AffineExpr.dimension(i) + (offset if i == dim else 0) for i in range(rank)]
         amap = AffineMap(rank, 0, tuple(exprs))
 
@@ -225,6 +263,7 @@ LOWER: dict[type[Operation], Callable] = {
     tir.IndexMapOp: lower_index_map,
     tir.FullOp: lower_full,
     tir.ReduceOp: lower_reduce,
+    tir.ScanOp: lower_scan,
     tir.GatherOp: lower_gather,
     tir.ConcatOp: lower_concat,
     tir.IotaOp: lower_iota,
@@ -275,16 +314,18 @@ def lower_function(module: ModuleOp, fn: func.FuncOp) -> None:
             raise DiagnosticException(f"tir-to-loop: cannot lift '{op.name}' into a loop nest")
         ins = [values[v] for v in op.operands]
         out_t = memref_of(op.results[0].type)
+        buf = host.insert(memref.AllocOp([], [], out_t)).memref
+        buf.name_hint = op.results[0].name_hint
+        values[op.results[0]] = buf
+        if 0 in out_t.get_shape():  # nothing to compute: the (empty) buffer is the result
+            continue
         name = _kernel_name(op, used)
         kb = KernelBuilder.create(
             name, [*(v.type for v in ins), out_t], [*(v.name_hint or "in" for v in ins), "out"]
         )
         lower(kb, op)
         Builder(kernel_ip).insert(kb.kernel)
-        buf = host.insert(memref.AllocOp([], [], out_t)).memref
-        buf.name_hint = op.results[0].name_hint
         host.insert(loop.LaunchOp(name, [*ins, buf]))
-        values[op.results[0]] = buf
     ret = new_block.last_op
     fn.body.detach_block(old)
     fn.body.add_block(new_block)

@@ -42,7 +42,7 @@ BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
                "maximum": EK.MAX, "minimum": EK.MIN}
 UNARY_KIND = {"neg": EK.NEG, "exp": EK.EXP, "rsqrt": EK.RSQRT, "sqrt": EK.SQRT,
               "tanh": EK.TANH, "sigmoid": EK.SIGMOID, "silu": EK.SILU,
-              "cos": EK.COS, "sin": EK.SIN}
+              "cos": EK.COS, "sin": EK.SIN, "abs": EK.ABS, "log": EK.LOG, "erf": EK.ERF}
 COMPARE_KIND = {k.value: k for k in tir.CompareKind}  # torch.eq ... torch.ge
 
 
@@ -81,7 +81,8 @@ class TirBuilder:
 
     def reduce(self, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[int]) -> SSAValue:
         shape = [n for i, n in enumerate(x.type.get_shape()) if i not in dims]
-        return self._add(tir.ReduceOp(kind, x, dims, TensorType(x.type.element_type, shape)))
+        elt = IntegerType(64) if kind in tir.ARG_KINDS else x.type.element_type
+        return self._add(tir.ReduceOp(kind, x, dims, TensorType(elt, shape)))
 
     def broadcast(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
         """x broadcast to `shape` the way PyTorch aligns trailing dims; x itself if it fits."""
@@ -219,11 +220,13 @@ def _keep_map(rank: int, dims: Sequence[int]) -> AffineMap:
 
 def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[int],
               keepdim: bool, mean: bool = False) -> SSAValue:
-    """sum / amax / mean over `dims`; keepdim re-inserts them as size-1 dims (an index_map).
-    f16/bf16 sums and means accumulate in float32, rounded once (as torch does)."""
+    """sum / amax / amin / mean / argmax / argmin over `dims`; keepdim re-inserts them as
+    size-1 dims (an index_map). f16/bf16 sums and means accumulate in float32, rounded once
+    (as torch does)."""
+    shape = list(x.type.get_shape())
+    dims = [d for d in dims if d < len(shape)]  # dim 0 of a 0-d tensor is the tensor
     if not dims:
         return x
-    shape = list(x.type.get_shape())
     like = x.type
     if kind == tir.ReduceKind.ADD:
         x = _opmath(b, x)
@@ -231,7 +234,8 @@ def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[i
     if mean:
         count = math.prod(shape[d] for d in dims)
         r = b.ew(EK.DIV, r, b.full(float(count), r.type))
-    r = _back(b, r, like)
+    if kind not in tir.ARG_KINDS:
+        r = _back(b, r, like)
     if not keepdim:
         return r
     kept = [1 if i in dims else n for i, n in enumerate(shape)]
@@ -347,6 +351,28 @@ def _reduction(kind: tir.ReduceKind, mean: bool = False) -> Decomposition:
     return go
 
 
+def _arg_reduction(kind: tir.ReduceKind) -> Decomposition:
+    def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+        if not op.input.type.get_shape():  # the index of a 0-d tensor's only element
+            return b.full(0, rt)
+        return reduction(b, kind, op.input, [op.dim.value.data % len(op.input.type.get_shape())],
+                         op.keepdim is not None)
+
+    return go
+
+
+def _scan(kind: tir.ReduceKind) -> Decomposition:
+    """cumsum / cumprod: f16/bf16 accumulate in float32, each prefix rounded once (as aten)."""
+
+    def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+        if not rt.get_shape():
+            return op.input
+        x = _opmath(b, op.input)
+        return _back(b, b._add(tir.ScanOp(kind, x, op.dim.value.data % rt.get_num_dims())), rt)
+
+    return go
+
+
 def _layer_norm(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     nd = len(op.normalized_shape.get_values())
     return layer_norm(b, op.input, op.weight, op.bias, nd, op.eps.value.data)
@@ -372,6 +398,11 @@ MATH_DECOMPOSITIONS: dict[str, Decomposition] = {
     "sum": _reduction(tir.ReduceKind.ADD),
     "mean": _reduction(tir.ReduceKind.ADD, mean=True),
     "amax": _reduction(tir.ReduceKind.MAX),
+    "amin": _reduction(tir.ReduceKind.MIN),
+    "argmax": _arg_reduction(tir.ReduceKind.ARGMAX),
+    "argmin": _arg_reduction(tir.ReduceKind.ARGMIN),
+    "cumsum": _scan(tir.ReduceKind.ADD),
+    "cumprod": _scan(tir.ReduceKind.MUL),
     "linear": lambda b, op, rt: linear(b, op.input, op.weight, op.bias, rt.get_shape()),
     "gelu": lambda b, op, rt: gelu(b, op.input, op.approximation),
     "softmax": lambda b, op, rt: softmax(
@@ -429,6 +460,8 @@ def reshape_map(src: Sequence[int], dst: Sequence[int]) -> AffineMap:
 
 def _reshape(b: TirBuilder, x: SSAValue, shape: Sequence[int]) -> SSAValue:
     src = tuple(x.type.get_shape())
+    if 0 in shape:  # nothing to move
+        return b.full(0, TensorType(x.type.element_type, list(shape)))
     return x if src == tuple(shape) else b.index_map(x, reshape_map(src, shape), shape)
 
 
@@ -513,55 +546,160 @@ LOWEST = {"f32": float(np.finfo(np.float32).min), "f64": float(np.finfo(np.float
 
 def sdpa(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     """softmax(q kᵀ * scale, masked) v: two broadcast products reduced over their last axis, a
-    max-subtracted softmax over S between them. GQA is a floordiv on the kv head coordinate.
+    max-subtracted softmax over S between them. Batch dims broadcast; GQA is a floordiv on the
+    kv head coordinate. f16/bf16 operands are extended to float32: both contractions and the
+    softmax accumulate in float32, rounded once at the end.
 
     A masked score is the lowest finite value of the dtype rather than -inf (as HF's masks do):
     after the max subtraction its exp is exactly 0, and the constant prints and parses back."""
-    q, k, v = op.query, op.key, op.value
-    sq, sk, sv = (list(t.type.get_shape()) for t in (q, k, v))
-    d = AffineExpr.dimension
-    lead = len(sq) - 2  # batch and head dims
-    L, E, S, Ev = sq[-2], sq[-1], sk[-2], sv[-1]
-    group = sq[-3] // sk[-3] if op.enable_gqa is not None and lead else 1
+    q, k, v = (_opmath(b, x) for x in (op.query, op.key, op.value))
+    out = list(rt.get_shape())
+    batch, n = out[:-2], len(out) - 2
+    L, E, S, Ev = out[-2], q.type.get_shape()[-1], k.type.get_shape()[-2], out[-1]
+    group = batch[-1] // k.type.get_shape()[-3] if op.enable_gqa is not None else 1
+    d, zero = AffineExpr.dimension, AffineExpr.constant(0)
 
-    def kv_dims() -> list[AffineExpr]:
-        ds = [d(i) for i in range(lead)]
-        if group > 1:
-            ds[lead - 1] = ds[lead - 1] // group
-        return ds
+    def lead(x: SSAValue, kv: bool) -> list[AffineExpr]:
+        """x's batch coordinates from the result's (broadcast from the right, GQA heads)."""
+        s = x.type.get_shape()[:-2]
+        exprs = [zero if m == 1 and batch[i + n - len(s)] != 1 else d(i + n - len(s))
+                 for i, m in enumerate(s)]
+        if kv and group > 1:
+            exprs[-1] = d(n - 1) // group
+        return exprs
 
-    # scores[p, l, s] = sum_e q[p, l, e] * k[p', s, e]
-    space = [*sq[:lead], L, S, E]
-    n = len(space)
-    qe = b.index_map(q, AffineMap(n, 0, (*[d(i) for i in range(lead)], d(lead), d(lead + 2))), space)
-    ke = b.index_map(k, AffineMap(n, 0, (*kv_dims(), d(lead + 1), d(lead + 2))), space)
-    scores = b.reduce(tir.ReduceKind.ADD, b.ew(EK.MUL, qe, ke), [n - 1])
-    sshape = [*sq[:lead], L, S]
+    def read(x: SSAValue, kv: bool, coords, space) -> SSAValue:
+        return b.index_map(x, AffineMap(n + 3, 0, (*lead(x, kv), *coords)), space)
+
+    # scores[.., l, s] = sum_e q[.., l, e] * k[.., s, e]
+    space = [*batch, L, S, E]
+    qk = b.ew(EK.MUL, read(q, False, (d(n), d(n + 2)), space),
+              read(k, True, (d(n + 1), d(n + 2)), space))
+    scores = b.reduce(tir.ReduceKind.ADD, qk, [n + 2])
+    sshape = [*batch, L, S]
     scale = op.scale.value.data if op.scale is not None else 1.0 / math.sqrt(E)
     scores = b.ew(EK.MUL, scores, b.full(scale, scores.type, sshape))
-    masked = op.is_causal is not None or (
-        op.attn_mask is not None and str(op.attn_mask.type.element_type) == "i1"
-    )
-    if masked:
-        lowest = b.full(LOWEST.get(str(rt.element_type), -1e30), scores.type, sshape)
+
+    def lowest() -> SSAValue:
+        return b.full(LOWEST[str(scores.type.element_type)], scores.type, sshape)
+
     if op.is_causal is not None:  # keep key s <= query l
         pos = TensorType(IntegerType(64), [L, S])
         rows = b._add(tir.IotaOp(0, 0, 1, pos))
         cols = b._add(tir.IotaOp(1, 0, 1, pos))
         keep = b.broadcast(b.compare(tir.CompareKind.LE, cols, rows), sshape)
-        scores = b.select(keep, scores, lowest)
+        scores = b.select(keep, scores, lowest())
     if op.attn_mask is not None:
         mask = b.broadcast(op.attn_mask, sshape)
         if str(mask.type.element_type) == "i1":
-            scores = b.select(mask, scores, lowest)
+            scores = b.select(mask, scores, lowest())
         else:
-            scores = b.ew(EK.ADD, scores, mask)
-    p = softmax(b, scores, lead + 1)
-    # out[p, l, ev] = sum_s p[p, l, s] * v[p', s, ev]
-    space = [*sq[:lead], L, Ev, S]
-    pe = b.index_map(p, AffineMap(n, 0, (*[d(i) for i in range(lead)], d(lead), d(lead + 2))), space)
-    ve = b.index_map(v, AffineMap(n, 0, (*kv_dims(), d(lead + 2), d(lead + 1))), space)
-    return b.reduce(tir.ReduceKind.ADD, b.ew(EK.MUL, pe, ve), [n - 1])
+            scores = b.ew(EK.ADD, scores, _opmath(b, mask))
+    p = softmax(b, scores, n + 1)
+    # out[.., l, ev] = sum_s p[.., l, s] * v[.., s, ev]
+    space = [*batch, L, Ev, S]
+    pv = b.ew(EK.MUL, read(p, False, (d(n), d(n + 2)), space),
+              read(v, True, (d(n + 2), d(n + 1)), space))
+    return _back(b, b.reduce(tir.ReduceKind.ADD, pv, [n + 2]), rt)
+
+
+def _gather(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    """One tir.gather: the index, read at the result's coordinates, is coordinate `dim` of x."""
+    rank = rt.get_num_dims()
+    if rank == 0:  # a 0-d input at index 0
+        return op.input
+    d = op.dim.value.data % rank
+    amap = AffineMap(rank, 1, tuple(AffineExpr.symbol(0) if i == d else AffineExpr.dimension(i)
+                                    for i in range(rank)))
+    return b._add(tir.GatherOp(op.input, amap, [op.index], [AffineMap.identity(rank)], rt))
+
+
+def pad(b: TirBuilder, x: SSAValue, lo: Sequence[int], hi: Sequence[int], value: float):
+    """x with its last len(lo) dims padded by `value` (concats with tir.full blocks)."""
+    for i, (low, high) in enumerate(zip(lo, hi)):
+        shape = list(x.type.get_shape())
+        d = len(shape) - len(lo) + i
+        parts = [b.full(value, x.type, [*shape[:d], n, *shape[d + 1:]]) if n else None
+                 for n in (low, high)]
+        if parts != [None, None]:
+            shape[d] += low + high
+            x = b._add(tir.ConcatOp([v for v in (parts[0], x, parts[1]) if v is not None], d,
+                                    TensorType(x.type.element_type, shape)))
+    return x
+
+
+def window_coords(k: AffineExpr, sizes: Sequence[int]) -> list[AffineExpr]:
+    """The coordinates (row-major) of flat offset k in a box of `sizes`."""
+    out = []
+    for i, n in enumerate(sizes):
+        inner = math.prod(sizes[i + 1:])
+        e = k // inner if inner > 1 else k
+        out.append(e % n if i else e)
+    return out
+
+
+def conv(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    """im2col as index maps: the product over (N, O, *S', C/groups * prod(K)) of the padded
+    input at (n, group(o) + c, s' * stride + k * dilation) and the weight at (o, c, k), summed
+    over the one last axis — a matmul's shape, so it gets the matmul schedules. f16/bf16:
+    products and sum in float32, one rounding."""
+    x, w = _opmath(b, op.input), _opmath(b, op.weight)
+    st, lo, hi, dil = op.window()
+    x = pad(b, x, lo, hi, 0.0)
+    out = list(rt.get_shape())
+    O, cg, *kernel = w.type.get_shape()
+    groups, n = op.groups.value.data, len(kernel)
+    space = [*out, cg * math.prod(kernel)]
+    d = AffineExpr.dimension
+    c, *ks = window_coords(d(len(out)), [cg, *kernel])
+    chan = c if groups == 1 else (d(1) // (O // groups)) * cg + c
+    xm = (d(0), chan, *(d(2 + i) * st[i] + ks[i] * dil[i] for i in range(n)))
+    prod = b.ew(EK.MUL, b.index_map(x, AffineMap(len(space), 0, xm), space),
+                b.index_map(w, AffineMap(len(space), 0, (d(1), c, *ks)), space))
+    y = b.reduce(tir.ReduceKind.ADD, prod, [len(out)])
+    if op.bias is not None:
+        bias = _opmath(b, op.bias)
+        y = b.ew(EK.ADD, y, b.index_map(bias, AffineMap(len(out), 0, (d(1),)), out))
+    return _back(b, y, rt)
+
+
+def pool(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
+    """Each window as the last axis of an index map of the padded input (-inf for max, zeros
+    for avg), reduced; avg divides by aten's divisor (the window clipped to the padded input
+    or, without count_include_pad, to the input), computed from iotas. avg sums f16/bf16 in
+    float32."""
+    is_max = op.name == "torch.max_pool"
+    x = op.input if is_max else _opmath(b, op.input)
+    st, lo, hi, dil = op.window()
+    kernel = list(op.kernel.get_values())
+    x = pad(b, x, lo, hi, float("-inf") if is_max else 0.0)
+    out = list(rt.get_shape())
+    lead, n = len(out) - len(kernel), len(kernel)
+    space = [*out, math.prod(kernel)]
+    d = AffineExpr.dimension
+    ks = window_coords(d(len(out)), kernel)
+    xm = (*(d(i) for i in range(lead)), *(d(lead + i) * st[i] + ks[i] * dil[i] for i in range(n)))
+    y = b.reduce(tir.ReduceKind.MAX if is_max else tir.ReduceKind.ADD,
+                 b.index_map(x, AffineMap(len(space), 0, xm), space), [len(out)])
+    if is_max:
+        return y
+    if op.divisor_override is not None:
+        return _back(b, b.ew(EK.DIV, y, b.full(op.divisor_override.value.data, y.type)), rt)
+    for i, size in enumerate(op.input.type.get_shape()[lead:]):
+        k, p, t = kernel[i], lo[i], TensorType(y.type.element_type, [out[lead + i]])
+        counts = {min(s + k, size + p) - s if op.count_include_pad else min(s + k, size) - max(s, 0)
+                  for s in range(-p, out[lead + i] * st[i] - p, st[i])}
+        if len(counts) <= 1:  # every window counts alike: a constant
+            y = b.ew(EK.DIV, y, b.full(counts.pop(), y.type)) if counts else y
+            continue
+        start = b._add(tir.IotaOp(0, -p, st[i], t))
+        end = b.ew(EK.MIN, b.ew(EK.ADD, start, b.full(k, t)), b.full(size + p, t))
+        if op.count_include_pad is None:
+            start = b.ew(EK.MAX, start, b.full(0, t))
+            end = b.ew(EK.MIN, end, b.full(size, t))
+        count = b.index_map(b.ew(EK.SUB, end, start), AffineMap(len(out), 0, (d(lead + i),)), out)
+        y = b.ew(EK.DIV, y, count)
+    return _back(b, y, rt)
 
 
 SHAPE_DECOMPOSITIONS: dict[str, Decomposition] = {
@@ -579,6 +717,10 @@ SHAPE_DECOMPOSITIONS: dict[str, Decomposition] = {
     "arange": _iota,
     "full": lambda b, op, rt: b.full(op.value.value.data, rt),
     "sdpa": sdpa,
+    "gather": _gather,
+    "conv": conv,
+    "max_pool": pool,
+    "avg_pool": pool,
 }
 
 

@@ -51,7 +51,7 @@ def to_bf16_bits(x: np.ndarray) -> np.ndarray:
     a = np.asarray(x)
     if a.dtype == np.uint16:
         return a.copy()
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    bits = np.array(a, dtype=np.float32, order="C").view(np.uint32)
     rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
     return np.where(np.isnan(a), np.uint32(0x7FC0), rounded).astype(np.uint16)
 
@@ -105,7 +105,7 @@ class CudaExecutable:
             if isinstance(a.type.element_type, BFloat16Type):
                 buffers.append(to_bf16_bits(x))
             else:
-                buffers.append(np.ascontiguousarray(x, dtype=numpy_dtype(a.type)).copy())
+                buffers.append(np.array(x, dtype=numpy_dtype(a.type), order="C"))
         outs = self.call(self.main, buffers, schedule or self.schedule, record)
         ret = self.main.body.block.last_op
         return [from_bf16_bits(o) if isinstance(v.type.element_type, BFloat16Type) else o

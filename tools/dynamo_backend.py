@@ -45,7 +45,7 @@ def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tenso
 
     def run(*args: torch.Tensor):
         outputs = exe.run([numpy_of(a) for a in args] + weights)
-        return tuple(torch.from_numpy(np.ascontiguousarray(o)).to(torch.bfloat16) if bf else
-                     torch.from_numpy(np.ascontiguousarray(o)) for o, bf in zip(outputs, bf16_out))
+        return tuple(torch.from_numpy(np.array(o, order="C")).to(torch.bfloat16) if bf else
+                     torch.from_numpy(np.array(o, order="C")) for o, bf in zip(outputs, bf16_out))
 
     return run

@@ -2,6 +2,8 @@
 
     %y = tir.elementwise add(%a, %b) : tensor<16x64xf32>       -> np.add(a, b)
     %r = tir.reduce add %p [2] : tensor<..> -> tensor<..>       -> np.add.reduce(p, axis=(2,))
+    %a = tir.reduce argmax %p [2] : ... -> tensor<..xi64>       -> np.argmax(p, axis=2)
+    %s = tir.scan add %p [1] : tensor<..>                       -> np.add.accumulate(p, axis=1)
     %b = tir.index_map %x (d0, d1) -> (d1) : ...               -> x[map(np.indices(out))]
     %z = tir.full 0.0 : tensor<16x16xf32>                      -> np.full
     %g = tir.gather %w (d0, d1)[s0] -> (s0, d1) indices(...)    -> w[ids[...], d1]
@@ -77,6 +79,8 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.COS: np.cos,
     tir.ElementwiseKind.SIN: np.sin,
     tir.ElementwiseKind.ERF: erf,
+    tir.ElementwiseKind.ABS: np.abs,
+    tir.ElementwiseKind.LOG: np.log,
     tir.ElementwiseKind.AND: np.logical_and,
     tir.ElementwiseKind.OR: np.logical_or,
 }
@@ -92,11 +96,13 @@ COMPARE_IMPLS: dict[tir.CompareKind, np.ufunc] = {
 }
 assert set(COMPARE_IMPLS) == set(tir.CompareKind), "a tir compare kind has no interpreter"
 
-REDUCE_IMPLS: dict[tir.ReduceKind, np.ufunc] = {
+REDUCE_IMPLS: dict[tir.ReduceKind, Callable[..., Any]] = {
     tir.ReduceKind.ADD: np.add,
     tir.ReduceKind.MUL: np.multiply,
     tir.ReduceKind.MAX: np.maximum,
     tir.ReduceKind.MIN: np.minimum,
+    tir.ReduceKind.ARGMAX: np.argmax,  # the first largest; NaN is the largest (as torch)
+    tir.ReduceKind.ARGMIN: np.argmin,
 }
 assert set(REDUCE_IMPLS) == set(tir.REDUCE_KINDS), "a tir reduce kind has no interpreter"
 
@@ -174,9 +180,19 @@ class TirFunctions(InterpreterFunctions):
     def run_reduce(self, interp: Interpreter, op: tir.ReduceOp, args: PythonValues):
         (x,) = args
         elt = op.result.type.element_type
-        x = np.asarray(x, dtype=opmath_dtype(elt))
-        r = REDUCE_IMPLS[op.kind.data].reduce(x, axis=op.reduced_dims)
+        x = np.asarray(x, dtype=opmath_dtype(op.input.type.element_type))
+        kind = op.kind.data
+        if kind in tir.ARG_KINDS:
+            return (np.asarray(REDUCE_IMPLS[kind](x, axis=op.reduced_dims[0])),)
+        r = REDUCE_IMPLS[kind].reduce(x, axis=op.reduced_dims, initial=tir.reduce_identity(kind, op.input.type.element_type))
         return (np.asarray(fit(r, elt)),)
+
+    @impl(tir.ScanOp)
+    def run_scan(self, interp: Interpreter, op: tir.ScanOp, args: PythonValues):
+        elt = op.result.type.element_type
+        x = np.asarray(args[0], dtype=opmath_dtype(elt))
+        return (np.asarray(fit(REDUCE_IMPLS[op.kind.data].accumulate(x, axis=op.dim.value.data),
+                               elt)),)
 
     @impl(tir.IndexMapOp)
     def run_index_map(self, interp: Interpreter, op: tir.IndexMapOp, args: PythonValues):

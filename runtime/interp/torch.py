@@ -2,8 +2,12 @@
 
     torch.add / sub / mul / div / maximum / minimum / pow    broadcasting, as aten
     torch.relu / neg / exp / rsqrt / sqrt / tanh / sigmoid / silu (= x * sigmoid(x)) / cos / sin
+        / abs / log / erf
     torch.eq / ne / lt / le / gt / ge, logical_and / or      bool results
-    torch.sum / mean / amax                            over `dim`, keepdim
+    torch.sum / mean / amax / amin                     over `dim`, keepdim
+    torch.cumsum / cumprod, argmax / argmin            along `dim` (0-d: dim 0)
+    torch.gather                                       np.take_along_axis
+    torch.conv / max_pool / avg_pool                   window offset by offset on the padded input
     torch.matmul                                       1-D promotion and batch broadcast (np.matmul)
     torch.linear                                       x @ w.T + b
     torch.gelu                                         erf form, or the tanh approximation
@@ -60,6 +64,9 @@ _TABLE: dict[str, Callable[..., Any]] = {
     "cos": ELEMENTWISE_IMPLS[K.COS],
     "sin": ELEMENTWISE_IMPLS[K.SIN],
     "reciprocal": np.reciprocal,
+    "abs": ELEMENTWISE_IMPLS[K.ABS],
+    "log": ELEMENTWISE_IMPLS[K.LOG],
+    "erf": ELEMENTWISE_IMPLS[K.ERF],
 }
 assert set(_TABLE) == set(torch_d.UNARY_OPS) | set(torch_d.BINARY_OPS), (
     "a torch op has no interpreter"
@@ -105,15 +112,27 @@ def _predicate_impl(name: str):
     return run
 
 
-def _amax(x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
-    return np.max(x, axis=axis, keepdims=keepdims) if axis else x
+def _extreme(fn: Callable[..., Any], identity: float) -> Callable[..., Any]:
+    """amax / amin over `axis` (an empty one gives the identity: torch's empty softmax rows;
+    an integer's extreme for integers)."""
+
+    def run(x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
+        if x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            init = info.min if identity < 0 else info.max
+        else:
+            init = identity
+        return fn(x, axis=axis, keepdims=keepdims, initial=init) if axis else x
+
+    return run
 
 
 # reductions over `dim` (in opmath: f16/bf16 sums accumulate in float32, as torch does)
 _REDUCTIONS: dict[str, Callable[..., Any]] = {
     "sum": lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
     "mean": lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims) if axis else x,
-    "amax": _amax,
+    "amax": _extreme(np.max, -np.inf),
+    "amin": _extreme(np.min, np.inf),
 }
 assert set(_REDUCTIONS) == set(torch_d.REDUCTION_OPS), "a torch reduction has no interpreter"
 
@@ -124,7 +143,7 @@ def _reduction_impl(name: str):
     def run(self, interp: Interpreter, op, args: PythonValues):
         elt = op.result.type.element_type
         x = np.asarray(args[0], dtype=opmath_dtype(elt))
-        dims = tuple(op.dim.get_values())
+        dims = tuple(d for d in op.dim.get_values() if d < x.ndim)  # 0-d: dim 0 is the tensor
         return (np.asarray(fit(fn(x, dims, op.keepdim is not None), elt)),)
 
     run.__name__ = f"run_{name}"
@@ -133,13 +152,18 @@ def _reduction_impl(name: str):
 
 def _with_elementwise_impls(cls: type) -> type:
     """One `@impl` per generated op class: elementwise from `_TABLE`, comparisons and logical
-    ops from `_PREDICATES`, reductions from `_REDUCTIONS`."""
+    ops from `_PREDICATES`, reductions from `_REDUCTIONS`, scans, arg-reductions and pooling
+    from `_TABLE_IMPLS`."""
     for name, op_cls in {**torch_d.UNARY_CLASSES, **torch_d.BINARY_CLASSES}.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_elementwise_impl(name)))
     for name, op_cls in {**torch_d.COMPARE_CLASSES, **torch_d.LOGICAL_CLASSES}.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_predicate_impl(name)))
     for name, op_cls in torch_d.REDUCTION_CLASSES.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_reduction_impl(name)))
+    classes = {**torch_d.ALONG_DIM_CLASSES, **torch_d.ARG_CLASSES, **torch_d.POOL_CLASSES}
+    for name, run in _TABLE_IMPLS.items():
+        setattr(cls, f"run_{name}",
+                impl(classes[name])(lambda self, interp, op, args, run=run: run(op, args[0])))
     return cls
 
 
@@ -159,6 +183,68 @@ def _check_indices(op, idx: np.ndarray, n: int, allow_negative: bool) -> None:
         raise InterpretationError(
             f"{op.name}: index values range over [{idx.min()}, {idx.max()}], outside a dim of {n}"
         )
+
+
+def _along_dim(op, x: Any, fn: Callable[..., Any]) -> PythonValues:
+    elt = op.result.type.element_type
+    x = np.asarray(x, dtype=opmath_dtype(elt))
+    y = fn(x.reshape(1), axis=0).reshape(()) if x.ndim == 0 else fn(x, axis=op.dim.value.data % x.ndim)
+    return (np.asarray(fit(y, elt)),)
+
+
+def _arg(op, x: Any, fn: Callable[..., Any]) -> PythonValues:
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return (np.asarray(0, dtype=np.int64),)
+    return (np.asarray(fn(x, axis=op.dim.value.data % x.ndim, keepdims=op.keepdim is not None)),)
+
+
+def _window(k, dil, st, out) -> tuple[slice, ...]:
+    """The strided slices of a padded input that window offset k reads for every output."""
+    return tuple(slice(i * d, i * d + (n - 1) * s + 1, s) for i, d, n, s in zip(k, dil, out, st))
+
+
+def _pool(op, x: Any, pad: float, combine: Any) -> PythonValues:
+    """Max or average over each window (avg: the divisor counts what count_include_pad says)."""
+    elt = op.result.type.element_type
+    x = np.asarray(x, dtype=np.float64)
+    st, lo, hi, dil = op.window()
+    kernel = list(op.kernel.get_values())
+    n, out = len(kernel), tuple(op.result.type.get_shape())[-len(kernel):]
+    lead = [(0, 0)] * (x.ndim - n)
+    xp = np.pad(x, [*lead, *zip(lo, hi)], constant_values=pad)
+    y = None
+    for k in np.ndindex(*kernel):
+        patch = xp[(..., *_window(k, dil, st, out))]
+        y = patch if y is None else combine(y, patch)
+    if combine is np.add:
+        div = op.divisor_override
+        y = y / (div.value.data if div is not None else _pool_divisor(op, x.shape[-n:], out, kernel))
+    return (np.asarray(fit(y, elt)),)
+
+
+def _pool_divisor(op, size, out, kernel) -> np.ndarray:
+    """aten's avg_pool divisor per output position: the window clipped to the padded input
+    (count_include_pad) or to the input."""
+    st, lo, _, _ = op.window()
+    div = np.ones(())
+    for i, (n, o, k) in enumerate(zip(size, out, kernel)):
+        start = np.arange(o) * st[i] - lo[i]
+        end = np.minimum(start + k, n + lo[i])
+        if op.count_include_pad is None:
+            start, end = np.maximum(start, 0), np.minimum(end, n)
+        div = np.multiply.outer(div, end - start)
+    return div
+
+
+_TABLE_IMPLS: dict[str, Callable[..., PythonValues]] = {
+    "cumsum": lambda op, x: _along_dim(op, x, np.cumsum),
+    "cumprod": lambda op, x: _along_dim(op, x, np.cumprod),
+    "argmax": lambda op, x: _arg(op, x, np.argmax),
+    "argmin": lambda op, x: _arg(op, x, np.argmin),
+    "max_pool": lambda op, x: _pool(op, x, -np.inf, np.maximum),
+    "avg_pool": lambda op, x: _pool(op, x, 0.0, np.add),
+}
 
 
 @register_impls
@@ -303,14 +389,41 @@ class TorchFunctions(InterpreterFunctions):
         return (np.asarray(fit(gelu(x, op.approximation), elt)),)
 
     @impl(torch_d.SoftmaxOp)
-    def run_softmax(self, interp: Interpreter, op: torch_d.SoftmaxOp, args: PythonValues):
+    def run_softmax(self, interp: Interpreter, op, args: PythonValues):
         elt = op.result.type.element_type
         x = np.asarray(args[0], dtype=opmath_dtype(elt))
-        if x.ndim == 0:
+        if x.ndim == 0 or x.size == 0:
             return (np.asarray(fit(np.ones_like(x), elt)),)
         axis = op.dim.value.data % x.ndim
         e = np.exp(x - np.max(x, axis=axis, keepdims=True))
         return (np.asarray(fit(e / np.sum(e, axis=axis, keepdims=True), elt)),)
+
+    @impl(torch_d.GatherOp)
+    def run_gather(self, interp: Interpreter, op: torch_d.GatherOp, args: PythonValues):
+        x, idx = (np.asarray(a) for a in args)
+        d = op.dim.value.data % max(x.ndim, 1)
+        _check_indices(op, idx, x.shape[d] if x.ndim else 1, allow_negative=False)
+        if x.ndim == 0:
+            return (np.asarray(x[()] if idx.ndim == 0 else np.full(idx.shape, x)),)
+        return (np.take_along_axis(x, idx.astype(np.int64), axis=d),)
+
+    @impl(torch_d.ConvOp)
+    def run_conv(self, interp: Interpreter, op: torch_d.ConvOp, args: PythonValues):
+        x, w, *bias = (np.asarray(a, dtype=np.float64) for a in args)
+        st, lo, hi, dil = op.window()
+        out_shape = tuple(op.result.type.get_shape())
+        g = op.groups.value.data
+        xp = np.pad(x, [(0, 0), (0, 0), *zip(lo, hi)])
+        y = np.zeros(out_shape)
+        og, cg = w.shape[0] // g, w.shape[1]
+        for k in np.ndindex(*w.shape[2:]):
+            patch = xp[(..., *_window(k, dil, st, out_shape[2:]))]
+            for j in range(g):
+                y[:, j * og:(j + 1) * og] += np.einsum(
+                    "nc...,oc->no...", patch[:, j * cg:(j + 1) * cg], w[j * og:(j + 1) * og, :, *k])
+        if bias:
+            y += bias[0].reshape(-1, *[1] * len(st))
+        return (np.asarray(fit(y, op.result.type.element_type)),)
 
     @impl(torch_d.LayerNormOp)
     def run_layer_norm(self, interp: Interpreter, op: torch_d.LayerNormOp, args: PythonValues):

@@ -9,7 +9,7 @@ func.func @arity(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @reduce_shape(%a: tensor<4x8xf32>) -> tensor<8xf32> {
-  // CHECK: tir.reduce: reducing tensor<4x8xf32> over [1] gives shape [4], got tensor<8xf32>
+  // CHECK: tir.reduce: reducing tensor<4x8xf32> over [1] gives shape [4] of f32, got tensor<8xf32>
   %y = tir.reduce add %a [1] : tensor<4x8xf32> -> tensor<8xf32>
   func.return %y : tensor<8xf32>
 }
@@ -104,10 +104,10 @@ func.func @cast_identity(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @cast_types(%a: tensor<4xf32>) -> tensor<4xi64> {
-  // CHECK: tir.cast: expected element types in ['f32', 'f16', 'bf16', 'f64', 'i1'], got tensor<4xi64>
-  %y = tir.cast %a : tensor<4xf32> -> tensor<4xi64>
-  func.return %y : tensor<4xi64>
+func.func @cast_types(%a: tensor<4xf32>) -> tensor<4xindex> {
+  // CHECK: tir.cast: expected element types in ['f32', 'f16', 'bf16', 'f64', 'i1', 'i8', 'i16', 'i32', 'i64'], got tensor<4xindex>
+  %y = tir.cast %a : tensor<4xf32> -> tensor<4xindex>
+  func.return %y : tensor<4xindex>
 }
 
 // -----
@@ -236,4 +236,36 @@ func.func @iota_start_type() -> tensor<7xf32> {
   // CHECK: tir.iota: expected start of type f32, got i64
   %y = "tir.iota"() <{dim = 0 : i64, start = 0 : i64, step = 1.0 : f32}> : () -> tensor<7xf32>
   func.return %y : tensor<7xf32>
+}
+
+// -----
+
+func.func @argmax_type(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // CHECK: tir.reduce: reducing tensor<4x8xf32> over [1] gives shape [4] of i64, got tensor<4xf32>
+  %y = tir.reduce argmax %a [1] : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @argmax_dims(%a: tensor<4x8xf32>) -> tensor<i64> {
+  // CHECK: tir.reduce argmax: expected one dim, got [0, 1]
+  %y = tir.reduce argmax %a [0, 1] : tensor<4x8xf32> -> tensor<i64>
+  func.return %y : tensor<i64>
+}
+
+// -----
+
+func.func @scan_dim(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: tir.scan: expected a dim in [0, 1], got 2
+  %y = tir.scan add %a [2] : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scan_kind(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: tir.scan: expected a value combiner, got argmin
+  %y = tir.scan argmin %a [1] : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
 }

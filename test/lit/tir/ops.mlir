@@ -78,3 +78,18 @@ func.func @special_floats() -> tensor<4xf32> {
   %c = tir.full 0x7fc00000 : tensor<4xf32>
   func.return %a : tensor<4xf32>
 }
+
+// Scans and arg-reductions.
+// CHECK-LABEL: func.func @scan_arg
+// CHECK:   %c = tir.scan add %x [1] : tensor<4x8xf32>
+// CHECK:   %p = tir.scan mul %x [0] : tensor<4x8xf32>
+// CHECK:   %a = tir.reduce argmax %x [1] : tensor<4x8xf32> -> tensor<4xi64>
+// CHECK:   %i = tir.cast %a : tensor<4xi64> -> tensor<4xf32>
+func.func @scan_arg(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %c = tir.scan add %x [1] : tensor<4x8xf32>
+  %p = tir.scan mul %x [0] : tensor<4x8xf32>
+  %a = tir.reduce argmax %x [1] : tensor<4x8xf32> -> tensor<4xi64>
+  %i = tir.cast %a : tensor<4xi64> -> tensor<4xf32>
+  func.return %c, %p, %i : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+}
+

@@ -180,3 +180,18 @@ func.func @to(%x: tensor<4xf32>) -> tensor<4xbf16> {
   %y = torch.to %x : (tensor<4xf32>) -> tensor<4xbf16>
   func.return %y : tensor<4xbf16>
 }
+
+// -----
+
+// Dim 0 of a 0-d tensor is the tensor: sum, mean and cumsum are their input; argmax is 0.
+// CHECK-LABEL: func.func @zero_d
+// CHECK-NOT:     tir.reduce
+// CHECK:         %[[I:.*]] = tir.full 0 : tensor<i64>
+// CHECK-NEXT:    func.return %x, %x, %x, %[[I]]
+func.func @zero_d(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<i64>) {
+  %s = torch.sum %x {dim = array<i64: 0>, keepdim} : (tensor<f32>) -> tensor<f32>
+  %m = torch.mean %x {dim = array<i64: 0>} : (tensor<f32>) -> tensor<f32>
+  %c = torch.cumsum %x {dim = 0 : i64} : (tensor<f32>) -> tensor<f32>
+  %a = torch.argmax %x {dim = 0 : i64} : (tensor<f32>) -> tensor<i64>
+  func.return %s, %m, %c, %a : tensor<f32>, tensor<f32>, tensor<f32>, tensor<i64>
+}

@@ -102,11 +102,11 @@ func.func @creation() -> (tensor<4xi64>, tensor<3xf32>, tensor<2x3xi64>) {
 // CHECK-NEXT:    %[[S:.*]] = tir.reduce add %[[QK]] [4] : tensor<1x4x7x7x16xf32> -> tensor<1x4x7x7xf32>
 // CHECK-NEXT:    %[[SC:.*]] = tir.full 2.500000e-01 : tensor<1x4x7x7xf32>
 // CHECK-NEXT:    %[[SS:.*]] = tir.elementwise mul(%[[S]], %[[SC]])
-// CHECK-NEXT:    %[[LOW:.*]] = tir.full -3.40282347e+38 : tensor<1x4x7x7xf32>
 // CHECK-NEXT:    %[[ROW:.*]] = tir.iota dim 0 start 0 step 1 : tensor<7x7xi64>
 // CHECK-NEXT:    %[[COL:.*]] = tir.iota dim 1 start 0 step 1 : tensor<7x7xi64>
 // CHECK-NEXT:    %[[KEEP:.*]] = tir.compare le(%[[COL]], %[[ROW]])
 // CHECK-NEXT:    %[[KB:.*]] = tir.index_map %[[KEEP]] (d0, d1, d2, d3) -> (d2, d3) : tensor<7x7xi1> -> tensor<1x4x7x7xi1>
+// CHECK-NEXT:    %[[LOW:.*]] = tir.full -3.40282347e+38 : tensor<1x4x7x7xf32>
 // CHECK-NEXT:    %[[M:.*]] = tir.select %[[KB]], %[[SS]], %[[LOW]] : tensor<1x4x7x7xf32>
 // CHECK-NEXT:    tir.reduce max %[[M]] [3]
 // CHECK:         tir.elementwise exp
@@ -124,10 +124,30 @@ func.func @sdpa_causal_gqa(%q: tensor<1x4x7x16xf32>, %k: tensor<1x2x7x16xf32>, %
 
 // -----
 
+// bf16 SDPA: q, k, v extended to f32, both products and the softmax in f32, one rounding at
+// the end; q's batch dims broadcast against k's and v's (q 2x1x3x8, k/v 3x5x8 -> 2x3x3x8).
+// CHECK-LABEL: func.func @sdpa_bf16_broadcast
+// CHECK:         %[[Q:.*]] = tir.cast %q : tensor<2x1x3x8xbf16> -> tensor<2x1x3x8xf32>
+// CHECK-NEXT:    %[[K:.*]] = tir.cast %k : tensor<3x5x8xbf16> -> tensor<3x5x8xf32>
+// CHECK-NEXT:    %[[V:.*]] = tir.cast %v : tensor<3x5x8xbf16> -> tensor<3x5x8xf32>
+// CHECK-NEXT:    tir.index_map %[[Q]] (d0, d1, d2, d3, d4) -> (d0, 0, d2, d4) : tensor<2x1x3x8xf32> -> tensor<2x3x3x5x8xf32>
+// CHECK-NEXT:    tir.index_map %[[K]] (d0, d1, d2, d3, d4) -> (d1, d3, d4) : tensor<3x5x8xf32> -> tensor<2x3x3x5x8xf32>
+// CHECK:         tir.reduce add %{{.*}} [4] : tensor<2x3x3x5x8xf32> -> tensor<2x3x3x5xf32>
+// CHECK:         tir.index_map %[[V]] (d0, d1, d2, d3, d4) -> (d1, d4, d3) : tensor<3x5x8xf32> -> tensor<2x3x3x8x5xf32>
+// CHECK:         %[[O:.*]] = tir.reduce add %{{.*}} [4] : tensor<2x3x3x8x5xf32> -> tensor<2x3x3x8xf32>
+// CHECK-NEXT:    tir.cast %[[O]] : tensor<2x3x3x8xf32> -> tensor<2x3x3x8xbf16>
+func.func @sdpa_bf16_broadcast(%q: tensor<2x1x3x8xbf16>, %k: tensor<3x5x8xbf16>, %v: tensor<3x5x8xbf16>) -> tensor<2x3x3x8xbf16> {
+  %y = torch.sdpa %q, %k, %v : (tensor<2x1x3x8xbf16>, tensor<3x5x8xbf16>, tensor<3x5x8xbf16>) -> tensor<2x3x3x8xbf16>
+  func.return %y : tensor<2x3x3x8xbf16>
+}
+
+// -----
+
 // A bool mask selects (masked scores become the lowest finite value); a float mask is added.
 // CHECK-LABEL: func.func @sdpa_masks
 // CHECK:         %[[MB:.*]] = tir.index_map %m (d0, d1, d2) -> (d1, d2) : tensor<5x7xi1> -> tensor<2x5x7xi1>
-// CHECK-NEXT:    tir.select %[[MB]], %{{.*}}, %{{.*}} : tensor<2x5x7xf32>
+// CHECK-NEXT:    %[[LOW:.*]] = tir.full -3.40282347e+38 : tensor<2x5x7xf32>
+// CHECK-NEXT:    tir.select %[[MB]], %{{.*}}, %[[LOW]] : tensor<2x5x7xf32>
 // CHECK:         %[[AB:.*]] = tir.index_map %a (d0, d1, d2) -> (d0, 0, d2) : tensor<2x1x7xf32> -> tensor<2x5x7xf32>
 // CHECK-NEXT:    tir.elementwise add(%{{.*}}, %[[AB]]) : tensor<2x5x7xf32>
 func.func @sdpa_masks(%q: tensor<2x5x8xf32>, %k: tensor<2x7x8xf32>, %m: tensor<5x7xi1>, %a: tensor<2x1x7xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x8xf32>) {

@@ -313,7 +313,7 @@ func.func @full_int() -> tensor<2xi64> {
 // -----
 
 func.func @sdpa_rank(%q: tensor<4xf32>) -> tensor<4xf32> {
-  // CHECK: torch.sdpa: expected q, k, v of one rank >= 2, got (4,), (4,), (4,)
+  // CHECK: torch.sdpa: expected q, k, v of rank >= 2, got (4,), (4,), (4,)
   %y = torch.sdpa %q, %q, %q : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
@@ -329,7 +329,7 @@ func.func @sdpa_kv(%q: tensor<2x7x16xf32>, %k: tensor<2x7x8xf32>) -> tensor<2x7x
 // -----
 
 func.func @sdpa_kv_batch(%q: tensor<2x7x16xf32>, %k: tensor<2x5x16xf32>, %v: tensor<3x5x16xf32>) -> tensor<2x7x16xf32> {
-  // CHECK: torch.sdpa: expected k and v batch dims to match, got (2,) and (3,)
+  // CHECK: torch.sdpa: batch dims of (2, 7, 16), (2, 5, 16) and (3, 5, 16) do not broadcast
   %y = torch.sdpa %q, %k, %v : (tensor<2x7x16xf32>, tensor<2x5x16xf32>, tensor<3x5x16xf32>) -> tensor<2x7x16xf32>
   func.return %y : tensor<2x7x16xf32>
 }
@@ -337,7 +337,7 @@ func.func @sdpa_kv_batch(%q: tensor<2x7x16xf32>, %k: tensor<2x5x16xf32>, %v: ten
 // -----
 
 func.func @sdpa_heads(%q: tensor<1x4x7x16xf32>, %k: tensor<1x2x7x16xf32>) -> tensor<1x4x7x16xf32> {
-  // CHECK: torch.sdpa: expected q and k batch dims to match, got (1, 4) and (1, 2)
+  // CHECK: torch.sdpa: batch dims of (1, 4, 7, 16), (1, 2, 7, 16) and (1, 2, 7, 16) do not broadcast
   %y = torch.sdpa %q, %k, %k : (tensor<1x4x7x16xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x4x7x16xf32>
   func.return %y : tensor<1x4x7x16xf32>
 }
@@ -345,7 +345,7 @@ func.func @sdpa_heads(%q: tensor<1x4x7x16xf32>, %k: tensor<1x2x7x16xf32>) -> ten
 // -----
 
 func.func @sdpa_gqa(%q: tensor<1x4x7x16xf32>, %k: tensor<1x3x7x16xf32>) -> tensor<1x4x7x16xf32> {
-  // CHECK: torch.sdpa: expected query heads (dim -3) a multiple of kv heads with enable_gqa, got (1, 4, 7, 16) and (1, 3, 7, 16)
+  // CHECK: torch.sdpa: batch dims of (1, 4, 7, 16), (1, 3, 7, 16) and (1, 3, 7, 16) do not broadcast (with enable_gqa, query heads (dim -3) must be a multiple of kv heads)
   %y = torch.sdpa %q, %k, %k {enable_gqa} : (tensor<1x4x7x16xf32>, tensor<1x3x7x16xf32>, tensor<1x3x7x16xf32>) -> tensor<1x4x7x16xf32>
   func.return %y : tensor<1x4x7x16xf32>
 }
@@ -372,4 +372,52 @@ func.func @sdpa_mask_type(%q: tensor<7x16xf32>, %m: tensor<7x7xf16>) -> tensor<7
   // CHECK: torch.sdpa: expected a bool or f32 attn_mask, got tensor<7x7xf16>
   %y = torch.sdpa %q, %q, %q, %m : (tensor<7x16xf32>, tensor<7x16xf32>, tensor<7x16xf32>, tensor<7x7xf16>) -> tensor<7x16xf32>
   func.return %y : tensor<7x16xf32>
+}
+
+// -----
+
+func.func @cumsum_dim(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  // CHECK: torch.cumsum: expected dim in [-2, 1], got 2
+  %y = torch.cumsum %x {dim = 2 : i64} : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  func.return %y : tensor<4x5xf32>
+}
+
+// -----
+
+func.func @argmax_type(%x: tensor<4x5xf32>) -> tensor<4xf32> {
+  // CHECK: torch.argmax: expected an i64 result, got tensor<4xf32>
+  %y = torch.argmax %x {dim = 1 : i64} : (tensor<4x5xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @gather_index(%x: tensor<4x5xf32>, %i: tensor<5x2xi64>) -> tensor<5x2xf32> {
+  // CHECK: torch.gather: expected an index of rank 2 no larger than (4, 5) off dim 1, got (5, 2)
+  %y = torch.gather %x, %i {dim = 1 : i64} : (tensor<4x5xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
+  func.return %y : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x4x9x9xf32>, %w: tensor<6x3x3x3xf32>) -> tensor<1x6x7x7xf32> {
+  // CHECK: torch.conv: expected x (N, C, ...) and w (O, C / 1, ...) of rank 4 with O a multiple of 1, got (1, 4, 9, 9) and (6, 3, 3, 3)
+  %y = torch.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x9x9xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x7x7xf32>
+  func.return %y : tensor<1x6x7x7xf32>
+}
+
+// -----
+
+func.func @conv_shape(%x: tensor<1x3x9x9xf32>, %w: tensor<6x3x3x3xf32>) -> tensor<1x6x9x9xf32> {
+  // CHECK: torch.conv: expected result shape (1, 6, 7, 7), got (1, 6, 9, 9)
+  %y = torch.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x9x9xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x9x9xf32>
+  func.return %y : tensor<1x6x9x9xf32>
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x4x4xf32> {
+  // CHECK: torch.max_pool: expected stride, dilation, kernel and padding (lo, hi) for each of 2 window dims of (1, 3, 9, 9)
+  %y = torch.max_pool %x {kernel = array<i64: 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>} : (tensor<1x3x9x9xf32>) -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
 }

@@ -97,3 +97,23 @@ func.func @math(%x: tensor<4x5xf32>, %w: tensor<3x5xf32>, %b: tensor<3xf32>) -> 
   %y = torch.where %and, %ln, %m : (tensor<4x3xi1>, tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
   func.return %y, %h : tensor<4x3xf32>, tensor<4x3xf16>
 }
+
+// Scans, arg-reductions, gather, convolution and pooling.
+// CHECK-LABEL: func.func @window_ops
+// CHECK:   %a = torch.abs %x : (tensor<2x4x9x9xf32>) -> tensor<2x4x9x9xf32>
+// CHECK:   %c = torch.cumsum %x {dim = -1 : i64} : (tensor<2x4x9x9xf32>) -> tensor<2x4x9x9xf32>
+// CHECK:   %i = torch.argmax %x {dim = 1 : i64, keepdim} : (tensor<2x4x9x9xf32>) -> tensor<2x1x9x9xi64>
+// CHECK:   %g = torch.gather %x, %i {dim = 1 : i64} : (tensor<2x4x9x9xf32>, tensor<2x1x9x9xi64>) -> tensor<2x1x9x9xf32>
+// CHECK:   %v = torch.conv %x, %w, %b {stride = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 0>, dilation = array<i64: 1, 2>, groups = 2 : i64} : (tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<2x6x5x5xf32>
+// CHECK:   %p = torch.max_pool %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 2>, dilation = array<i64: 1, 1>} : (tensor<2x4x9x9xf32>) -> tensor<2x4x5x5xf32>
+// CHECK:   %q = torch.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, count_include_pad, divisor_override = 3 : i64} : (tensor<2x4x9x9xf32>) -> tensor<2x4x4x4xf32>
+func.func @window_ops(%x: tensor<2x4x9x9xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> (tensor<2x1x9x9xf32>, tensor<2x6x5x5xf32>) {
+  %a = torch.abs %x : (tensor<2x4x9x9xf32>) -> tensor<2x4x9x9xf32>
+  %c = torch.cumsum %x {dim = -1 : i64} : (tensor<2x4x9x9xf32>) -> tensor<2x4x9x9xf32>
+  %i = torch.argmax %x {dim = 1 : i64, keepdim} : (tensor<2x4x9x9xf32>) -> tensor<2x1x9x9xi64>
+  %g = torch.gather %x, %i {dim = 1 : i64} : (tensor<2x4x9x9xf32>, tensor<2x1x9x9xi64>) -> tensor<2x1x9x9xf32>
+  %v = torch.conv %x, %w, %b {stride = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 0>, dilation = array<i64: 1, 2>, groups = 2 : i64} : (tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<2x6x5x5xf32>
+  %p = torch.max_pool %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 2>, dilation = array<i64: 1, 1>} : (tensor<2x4x9x9xf32>) -> tensor<2x4x5x5xf32>
+  %q = torch.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, count_include_pad, divisor_override = 3 : i64} : (tensor<2x4x9x9xf32>) -> tensor<2x4x4x4xf32>
+  func.return %g, %v : tensor<2x1x9x9xf32>, tensor<2x6x5x5xf32>
+}

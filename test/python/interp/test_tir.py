@@ -89,7 +89,7 @@ def test_elementwise_kinds(parse, rand, kind):
       func.return %y : {t(13, 9, elt=elt)}
     }}""")
     xs = [rand(13, 9) for _ in range(arity)]
-    if kind in ("sqrt", "rsqrt", "pow"):
+    if kind in ("sqrt", "rsqrt", "pow", "log"):
         xs = [np.abs(x) for x in xs]
     if elt == "i1":
         xs = [x > 0 for x in xs]
@@ -113,6 +113,8 @@ def test_elementwise_kinds(parse, rand, kind):
         "cos": torch.cos,
         "sin": torch.sin,
         "erf": torch.erf,
+        "abs": torch.abs,
+        "log": torch.log,
         "and": torch.logical_and,
         "or": torch.logical_or,
     }[kind](*tx).numpy()
@@ -120,7 +122,7 @@ def test_elementwise_kinds(parse, rand, kind):
     np.testing.assert_allclose(y, ref, rtol=RTOL, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", list(tir.ReduceKind))
+@pytest.mark.parametrize("kind", [k for k in tir.ReduceKind if k not in tir.ARG_KINDS])
 def test_reduce_kinds(parse, rand, kind):
     module = parse(f"""
     func.func @main(%x: {t(13, 70, 9)}) -> {t(70)} {{
@@ -148,3 +150,33 @@ def test_f16_reduce_accumulates_in_f32(parse):
     (y,) = run_module(module, [x])
     assert y.dtype == np.float16 and float(y) == 4096.0
     assert float(y) == torch.from_numpy(x).sum().item()
+
+
+@pytest.mark.parametrize("kind", tir.ARG_KINDS)
+def test_arg_reduce_kinds(parse, rand, kind):
+    """argmax/argmin: the i64 index of the first best element, NaN the extreme (as torch)."""
+    module = parse(f"""
+    func.func @main(%x: {t(13, 70)}) -> {t(70, elt="i64")} {{
+      %y = tir.reduce {kind} %x [0] : {t(13, 70)} -> {t(70, elt="i64")}
+      func.return %y : {t(70, elt="i64")}
+    }}""")
+    x = np.round(rand(13, 70) * 2).astype(np.float32)  # ties
+    x[5, 3] = x[9, 3] = np.nan
+    (y,) = run_module(module, [x])
+    np.testing.assert_array_equal(y, getattr(torch, kind)(torch.from_numpy(x), 0).numpy())
+
+
+@pytest.mark.parametrize("kind", [k for k in tir.ReduceKind if k not in tir.ARG_KINDS])
+def test_scan_kinds(parse, rand, kind):
+    module = parse(f"""
+    func.func @main(%x: {t(13, 70)}) -> {t(13, 70)} {{
+      %y = tir.scan {kind} %x [1] : {t(13, 70)}
+      func.return %y : {t(13, 70)}
+    }}""")
+    x = (1 + rand(13, 70) / 64).astype(np.float32)
+    (y,) = run_module(module, [x])
+    tx = torch.from_numpy(x)
+    ref = {"add": lambda: torch.cumsum(tx, 1), "mul": lambda: torch.cumprod(tx, 1),
+           "max": lambda: torch.cummax(tx, 1).values, "min": lambda: torch.cummin(tx, 1).values}
+    np.testing.assert_allclose(y, ref[kind]().numpy(), rtol=RTOL, atol=1e-5)
+

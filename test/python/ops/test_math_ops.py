@@ -116,6 +116,56 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "where_scalar_other": (lambda x: torch.where(x > 0, x, 0.0), [(5, 7)], "torch.where"),
     "where_scalar_self": (lambda x: torch.where(x > 0, 1.5, x), [(5, 7)], "torch.where"),
     "where_scalars": (lambda x: aten.where.Scalar(x > 0, 1.0, -2.0) + x, [(5, 7)], "torch.where"),
+    # new elementwise kinds and composites (odd shapes, negative dims, transposed inputs)
+    "abs_log_erf": (lambda x: torch.log(torch.abs(x) + 0.5) + torch.erf(x.t()).t(), [(5, 7)],
+                    "torch.erf"),
+    "clamp": (lambda x, lo: torch.clamp(x, lo, lo + 1) + x.clamp(min=-0.25) + x.clamp(max=0.1),
+              [(5, 7), (7,)], "torch.minimum"),
+    "square_true_divide": (lambda x, y: torch.square(x) + torch.true_divide(x, y), [(5, 7), (7,)],
+                           "torch.div"),
+    "masked_fill": (lambda x: x.masked_fill(x > 0.5, -3.0), [(5, 7)], "torch.where"),
+    "tril_triu": (lambda x: torch.tril(x, -1) + torch.triu(x.transpose(-1, -2), 2).mT,
+                  [(3, 5, 7)], "torch.where"),
+    "log_softmax": (lambda x: F.log_softmax(x, -2), [(3, 37, 5)], "torch.log"),
+    "logsumexp": (lambda x: torch.logsumexp(x, (0, 2), keepdim=True) - x, [(3, 5, 7)],
+                  "torch.log"),
+    "var_std": (lambda x: torch.var(x, 1, keepdim=True)
+                + torch.std(x, (0, 2), correction=0, keepdim=True),
+                [(3, 5, 7)], "torch.sqrt"),
+    "norms": (lambda x: torch.linalg.vector_norm(x, 3, -1) + x.norm(dim=-1)
+              + torch.linalg.vector_norm(x, -float("inf"), -1)
+              + torch.linalg.vector_norm(x, float("inf"), (0, 2)), [(5, 6, 7)], "torch.pow"),
+    "amin": (lambda x: x.amin(-1, keepdim=True) * x, [(3, 5, 7)], "torch.amin"),
+    "cumsum": (lambda x: torch.cumsum(x, -1) + torch.cumsum(x.transpose(0, 1), 0).transpose(0, 1),
+               [(40, 67)], "torch.cumsum"),
+    "cumprod": (lambda x: torch.cumprod(1 + x / 64, 1), [(5, 37)], "torch.cumprod"),
+    "argmax_argmin": (lambda x: (x.argmax(-1, keepdim=True) - x.argmin(1, keepdim=True)).float()
+                      + x.argmax(), [(40, 33, 65)], "torch.argmax"),
+    "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=-2.0),
+                [(3, 5, 7), (3, 5, 6), (3, 6, 7)], "torch.matmul"),
+    "group_norm": (_module(torch.nn.GroupNorm(3, 6)), [(2, 6, 5, 7)], "torch.layer_norm"),
+    "conv2d": (_module(torch.nn.Conv2d(16, 34, 3, padding=1)), [(2, 16, 19, 21)], "torch.conv"),
+    "conv2d_groups_stride_dilation": (
+        _module(torch.nn.Conv2d(6, 9, (3, 2), stride=(2, 1), dilation=(1, 2), groups=3,
+                                bias=False)), [(2, 6, 11, 9)], "torch.conv"),
+    "conv2d_same_unbatched": (_module(torch.nn.Conv2d(4, 5, 4, padding="same")), [(4, 9, 8)],
+                              "torch.conv"),
+    "conv1d": (_module(torch.nn.Conv1d(5, 7, 3, stride=2, padding=2)), [(3, 5, 17)], "torch.conv"),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True),
+                   [(2, 5, 17, 15)], "torch.max_pool"),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, (3, 2), 2, 1, ceil_mode=True) + F.avg_pool2d(
+                   x, 3, 2, 1, count_include_pad=False)[..., :1, :1], [(2, 5, 17, 15)],
+                   "torch.avg_pool"),
+    "avg_pool2d_divisor": (lambda x: F.avg_pool2d(x, 3, divisor_override=4), [(3, 9, 12)],
+                           "torch.avg_pool"),
+    "dropout_eval": (lambda x: F.dropout(x, 0.3, training=False) * 2, [(5, 7)], "torch.mul"),
+    # whole modules that need the composites (unflatten, chunk, eval dropout, ...)
+    "multihead_attention": (lambda x, m=_module(torch.nn.MultiheadAttention(16, 4, batch_first=True)
+                                                ).eval(): m(x, x, x, need_weights=False)[0],
+                            [(2, 5, 16)], "torch.sdpa"),
+    "transformer_encoder_layer": (_module(torch.nn.TransformerEncoderLayer(16, 4, 32,
+                                                                           batch_first=True)),
+                                  [(2, 5, 16)], "torch.layer_norm"),
 }
 
 
@@ -163,6 +213,14 @@ HALF_CASES: dict[str, tuple[Callable, list[tuple[int, ...]], torch.dtype]] = {
     "rms_norm_bf16": (lambda x: F.rms_norm(x.bfloat16(), (70,)).float(), [(3, 70)],
                       torch.float32),
     "layer_norm_f16": (_module(torch.nn.LayerNorm(70).half()), [(3, 70)], torch.float16),
+    "log_softmax_bf16": (lambda x: F.log_softmax(x.bfloat16(), -1).float(), [(3, 70)],
+                         torch.float32),
+    "var_bf16": (lambda x: torch.var(x.bfloat16(), -1).float(), [(3, 700)], torch.float32),
+    "cumsum_f16": (lambda x: torch.cumsum(x, 0), [(70, 3)], torch.float16),
+    "conv2d_bf16": (lambda x, w: F.conv2d(x.bfloat16(), w.bfloat16(), padding=1).float(),
+                    [(2, 8, 9, 9), (12, 8, 3, 3)], torch.float32),
+    "group_norm_bf16": (lambda x: F.group_norm(x.bfloat16(), 2).float(), [(2, 6, 35)],
+                        torch.float32),
 }
 
 

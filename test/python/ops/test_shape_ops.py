@@ -82,6 +82,27 @@ CASES: dict[str, Case] = {
     "index_two_adjacent": Case(
         lambda x, i, j: x[:, i, j] + 1.0, [X, ids(5, 4), ids(6, 4)], ("index",)
     ),
+    # composites of views and data movement
+    "view_reshape_expand_as": Case(
+        lambda x, y, z: x.view_as(y) + x.reshape_as(y) + z.expand_as(x.view_as(y)),
+        [randn(3, 10), randn(6, 5), randn(1, 5)], ("reshape", "expand")),
+    "flatten_unflatten": Case(lambda x: x.flatten(1).unflatten(1, (2, 15)) * 2.0, [X],
+                              ("reshape",)),
+    "movedim": Case(lambda x: torch.movedim(x, (0, -1), (-1, 1)) + 1.0, [X], ("permute",)),
+    "stack": Case(lambda a, b: torch.stack([a, b, a], -2) * 2.0, [X, randn(3, 5, 6)], ("cat",)),
+    "split_chunk_unbind": Case(
+        lambda x: torch.cat(x.split(2, -1)[::-1], -1) + torch.cat(x.chunk(3, 1)[::-1], 1)
+        + x.unbind(0)[1], [randn(3, 6, 6)], ("slice", "select")),
+    "split_sizes_narrow": Case(
+        lambda x: x.split([1, 4], 1)[1] + x.narrow(-2, -4, 4), [X], ("slice",)),
+    "gather": Case(lambda x, i: torch.gather(x, 1, i) * 2.0, [X, ids(5, 3, 4, 6)], ("gather",)),
+    "gather_last": Case(lambda x, i: torch.gather(x, -1, i), [randn(40, 33), ids(33, 40, 50)],
+                        ("gather",)),
+    "index_select": Case(lambda x, i: torch.index_select(x, -1, i) + 1.0, [X, ids(6, 9)],
+                         ("index",)),
+    "type_as": Case(lambda x, y: x.type_as(y) * 2, [X, randn(2).half()], ("to",)),
+    "int_arithmetic": Case(lambda x, i: x[(i * 2 - 1).clamp(0, 4).abs()] + torch.cumsum(i, 0)[0],
+                           [randn(5, 6), ids(3, 7)], ("index", "cumsum")),
     # no-op views and copies
     "no_op_copies": Case(
         lambda x: x.contiguous().clone().detach().to("cpu") * 2.0, [X], ("mul",)

@@ -54,7 +54,14 @@ class KernelPass(ModulePass):
                     f"{self.name}: kernel @{kernel.sym_name.data}: runs after {later[0]}, which "
                     f"its {plan.kind} plan carries out later"
                 )
-            self.carry_out(kernel, plan)
+            try:
+                self.carry_out(kernel, plan)
+            except PassOptionError as e:  # a step skipped before this one is the likely cause
+                missing = [s for s in steps[: steps.index(self.name)] if s not in kernel.done_steps]
+                if not missing:
+                    raise
+                raise PassOptionError(f"{e} ({missing[0]}, an earlier step of its plan, has not "
+                                      "run)") from None
             kernel.mark_done(self.name)
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:

@@ -1,8 +1,9 @@
 // RUN: deplo-opt %s --split-input-file -p loop-to-tile | filecheck %s
 
-// The trivial schedule: one block of one thread, every loop serial, accumulators kept.
+// The trivial schedule: one block of one thread, every loop serial, accumulators kept; no plan
+// yet (tile-plan, or the first tile pass, picks one).
 
-// CHECK-LABEL: tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) grid(1, 1, 1) block(1, 1, 1) schedule [] {
+// CHECK-LABEL: tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) grid(1, 1, 1) block(1, 1, 1) {
 // CHECK:         tile.for %a0 = 0 to 1 bind(serial) {
 // CHECK-NEXT:      tile.for %a1 = 0 to 32 bind(serial) {
 // CHECK-NEXT:        %ss = tile.for %a2 = 0 to 2048 bind(serial) iter(%acc = %zero) -> f32 {
@@ -49,7 +50,7 @@ builtin.module {
 
 // -----
 
-// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(1, 1, 1) block(1, 1, 1) schedule [] {
+// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(1, 1, 1) block(1, 1, 1) {
 // CHECK:           %acc = tile.for %a2 = 0 to 64 bind(serial) iter(%s = %zero) -> f32 {
 // CHECK:             %bv = loop.load %b[%a0, %a2] map (d0, d1) -> (d1) : memref<64xf32>
 // CHECK:           %r = arith.maximumf %acc, %zero : f32

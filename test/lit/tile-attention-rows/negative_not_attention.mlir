@@ -1,8 +1,9 @@
 // RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-attention-rows | filecheck %s
 
 // A plain row reduction (RMSNorm): no private accumulator, no reduce loop inside a serial
-// accumulating loop. Not a flash row: the kernel is left to tile-cooperative-reduce.
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{max-dims=3 leave-innermost=true}"] {
+// accumulating loop. Not a flash row: its plan is a
+// row reduction, which tile-attention-rows has no step in (tile-cooperative-reduce has).
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) key "{{.*}}" plan row_reduce({{.*}}) {{.*}} done ["tile-map-grid"] {
 // CHECK-NOT:   bind(thread.x)
 // CHECK-NOT:   tile.combine
 

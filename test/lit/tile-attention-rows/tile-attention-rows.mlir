@@ -1,17 +1,20 @@
-// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-attention-rows | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-attention-rows,tile-attention-rows | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-attention-rows{threads=32 rows=1}" | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-attention-rows{threads=32 rows=1},tile-attention-rows" | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-attention-rows | filecheck %s --check-prefix=AUTO
 
 // The flash kernel of causal GQA sdpa (4 query heads on 2 kv heads, S = 7, D = 16), from
-// loop-online-softmax: one block per (head, query) row, the head dim on a warp of threads. The
-// q . k dot is a strided partial per thread + tile.combine, every thread runs the (m, l) update,
-// and each thread owns its slice of the accumulator (one register: memref<1xf32>).
-// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(7, 4, 1) block(32, 1, 1) schedule ["tile-map-grid{{.*}}", "tile-attention-rows{threads=256}"] {
+// loop-online-softmax, pinned to threads=32 rows=1: one block per (head, query) row, the head
+// dim on a warp of threads. The q . k dot is a strided partial per thread + tile.combine, every
+// thread runs the (m, l) update, and each thread owns its slice of the accumulator (one
+// register: memref<1xf32>). Causal: the key loop stops after the query row (min(%kub, 7)).
+// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(7, 4, 1) block(32, 1, 1) key "{{.*}}" plan attention(rows = [4, 7], head_dim = 16, keys = 7) {grid_dims = 2, threads = 32, rows = 1, {{.*}}} done ["tile-map-grid", "tile-attention-rows"] {
 // CHECK:         tile.for %a2 = 0 to 7 bind(block.x) {
+// CHECK:           %kub = arith.addi %a2, %{{.*}} : index
 // CHECK-NEXT:      tile.for %[[T:.*]] = 0 to 32 bind(thread.x) {
 // CHECK-NEXT:        %acc = loop.private : memref<1xf32>
 // CHECK-NEXT:        tile.for %a3 = %[[T]] to 16 step 32 bind(serial) {
 // CHECK-NEXT:          loop.store %{{.*}}, %acc[%a3, %[[T]]] map (d0, d1) -> (0) : memref<1xf32>
-// CHECK:             tile.for %r0 = 0 to 7 bind(serial) iter(%m = %{{.*}}, %l = %{{.*}}) -> (f32, f32) {
+// CHECK:             tile.for %r0 = 0 to min(%kub, 7) bind(serial) iter(%m = %{{.*}}, %l = %{{.*}}) -> (f32, f32) {
 // CHECK-NEXT:          %[[P:.*]] = tile.for %r0_1 = %[[T]] to 16 step 32 bind(serial) iter(%acc_1 = %{{.*}}) -> f32 {
 // CHECK:               %[[S:.*]] = tile.combine add %[[P]] over thread.x : f32
 // CHECK-NEXT:          arith.mulf %[[S]], %{{.*}} : f32
@@ -22,6 +25,17 @@
 // CHECK:             tile.for %a3_2 = %[[T]] to 16 step 32 bind(serial) {
 // CHECK-NEXT:          loop.load %acc[%a3_2, %[[T]]] map (d0, d1) -> (0) : memref<1xf32>
 // CHECK:               loop.store %{{.*}}, %out[%a0, %a1, %a2, %a3_2] : memref<1x4x7x16xf32>
+
+// The heuristic: a thread per 16 of the head dim (one here), four query rows a block on thread.y
+// (7 rows: two blocks, the last row clamped and its store guarded), each thread holding the whole
+// accumulator row.
+// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 4, 1) block(1, 4, 1) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, threads = 1, rows = 4, {{.*}}}
+// AUTO:         tile.for %ty = 0 to 4 bind(thread.y) {
+// AUTO:           %in = arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// AUTO:           tile.for %t = 0 to 1 bind(thread.x) {
+// AUTO-NEXT:        %acc = loop.private : memref<16xf32>
+// AUTO:             tile.for %r0 = 0 to min(%kub, 7) bind(serial)
+// AUTO:             scf.if %in {
 
 builtin.module {
   loop.kernel @sdpa(%xs: memref<1x4x7x16xf32>, %xs_1: memref<1x2x7x16xf32>, %xs_2: memref<1x2x7x16xf32>, %out: memref<1x4x7x16xf32>) {

@@ -3,7 +3,7 @@
 
 // RMSNorm (DESIGN.md §3.1): the row is reduced by 256 threads, each a strided share, then
 // combined; the normalize loop is strided over the same threads.
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) schedule ["tile-map-grid{{.*}}", "tile-cooperative-reduce{threads=256 min-extent=64}"] {
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) key "{{.*}}" plan row_reduce(rows = [32], extent = 2048) {grid_dims = 1, threads = 256, {{.*}}} done ["tile-map-grid", "tile-cooperative-reduce"] {
 // CHECK:         tile.for %a1 = 0 to 32 bind(block.x) {
 // CHECK-NEXT:      tile.for %[[T:.*]] = 0 to 256 bind(thread.x) {
 // CHECK-NEXT:        %[[P:.*]] = tile.for %a2 = %[[T]] to 2048 step 256 bind(serial) iter(%acc = %zero) -> f32 {
@@ -59,8 +59,9 @@ builtin.module {
 // CHECK-NEXT:      %s = arith.addf %one, %[[C]] : f32
 // T64-LABEL:   tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(64, 1, 1)
 
-// Too short a reduction for a block of threads.
-// CHECK-LABEL: tile.kernel @negative_short_reduce({{.*}}) grid(4, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{{.*}}"] {
+// Too short a reduction for a block of threads (under 64): planned pointwise, a thread a row, so
+// tile-cooperative-reduce has no step in its plan.
+// CHECK-LABEL: tile.kernel @negative_short_reduce({{.*}}) grid(4, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [4], leaf = true) {{.*}} done ["tile-map-grid"] {
 // CHECK-NOT:     tile.combine
 
 builtin.module {
@@ -90,8 +91,9 @@ builtin.module {
 
 // -----
 
-// The reduce loop is inside a free loop of the block: threads go to that loop instead.
-// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(16, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{{.*}}"] {
+// The reduce loop is inside a free loop of the block: a pointwise plan (threads go to that loop
+// instead), no cooperative step.
+// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(16, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [16, 16], leaf = true) {{.*}} done ["tile-map-grid"] {
 // CHECK-NOT:     tile.combine
 
 builtin.module {

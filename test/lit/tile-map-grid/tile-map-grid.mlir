@@ -2,12 +2,12 @@
 // RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid{leave-innermost=false}" | filecheck %s --check-prefix=ALL
 
 // RMSNorm: the chain is a0, a1 (a1 holds two loops); a0 has extent 1 and stays serial.
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{max-dims=3 leave-innermost=true}"] {
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) key "{{.*}}" plan row_reduce(rows = [32], extent = 2048) {grid_dims = 1, {{.*}}} done ["tile-map-grid"] {
 // CHECK:         tile.for %a0 = 0 to 1 bind(serial) {
 // CHECK-NEXT:      tile.for %a1 = 0 to 32 bind(block.x) {
 // CHECK-NEXT:        %ss = tile.for %a2 = 0 to 2048 bind(serial) iter(%acc = %zero) -> f32 {
 // CHECK:             tile.for %a3 = 0 to 2048 bind(serial) {
-// ALL-LABEL:   tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) schedule ["tile-map-grid{max-dims=3 leave-innermost=false}"] {
+// ALL-LABEL:   tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [1, 32], leaf = false) {grid_dims = 3, leave_innermost = false, {{.*}}} done ["tile-map-grid"] {
 
 builtin.module {
   loop.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) {
@@ -54,9 +54,9 @@ builtin.module {
 // ALL-NEXT:          %acc = tile.for %a2 = 0 to 64 bind(serial)
 
 // Two sibling nests: no loop encloses everything.
-// CHECK-LABEL: tile.kernel @negative_siblings({{.*}}) grid(1, 1, 1) block(1, 1, 1) schedule [] {
+// CHECK-LABEL: tile.kernel @negative_siblings({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [], leaf = false) {{.*}} done ["tile-map-grid"] {
 // CHECK-NOT:     bind(block
-// ALL-LABEL:   tile.kernel @negative_siblings({{.*}}) grid(1, 1, 1) block(1, 1, 1) schedule [] {
+// ALL-LABEL:   tile.kernel @negative_siblings({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [], leaf = false) {{.*}} done ["tile-map-grid"] {
 
 builtin.module {
   loop.kernel @relu_matmul(%x: memref<16x64xf32>, %b: memref<64xf32>, %w: memref<64x16xf32>, %out: memref<16x16xf32>) {

@@ -1,9 +1,10 @@
-// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-map-threads | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-map-threads{threads=64}" | filecheck %s --check-prefix=T64
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-plan{kind=pointwise},tile-map-grid,tile-map-threads" | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-plan{kind=pointwise},tile-map-grid,tile-map-threads{threads=64}" | filecheck %s --check-prefix=T64
 
-// Longer than the block: strided over 256 threads. The reduction stays serial (every thread
-// computes it; tile-cooperative-reduce is the pass that shares it).
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) schedule ["tile-map-grid{{.*}}", "tile-map-threads{threads=256}"] {
+// RMSNorm planned as pointwise (tile-plan{kind=pointwise}; its own plan is a row reduction, which
+// tile-cooperative-reduce carries out): the free loop a3 is longer than the block, so it is
+// strided over 256 threads. The reduction stays serial (every thread computes it).
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) key "{{.*}}" plan pointwise(chain = [1, 32], leaf = false) {{.*}} done ["tile-map-grid", "tile-map-threads"] {
 // CHECK:           %ss = tile.for %a2 = 0 to 2048 bind(serial)
 // CHECK:           tile.for %[[T:.*]] = 0 to 256 bind(thread.x) {
 // CHECK-NEXT:        tile.for %a3 = %[[T]] to 2048 step 256 bind(serial) {
@@ -48,14 +49,14 @@ builtin.module {
 // -----
 
 // Shorter than the block: bound directly, the block rounded up to a warp.
-// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(16, 1, 1) block(32, 1, 1) schedule ["tile-map-grid{{.*}}", "tile-map-threads{threads=256}"] {
+// CHECK-LABEL: tile.kernel @relu_matmul({{.*}}) grid(16, 1, 1) block(32, 1, 1) key "{{.*}}" plan pointwise(chain = [16, 16], leaf = true) {{.*}} done ["tile-map-grid", "tile-map-threads"] {
 // CHECK:         tile.for %a0 = 0 to 16 bind(block.x) {
 // CHECK-NEXT:      tile.for %a1 = 0 to 16 bind(thread.x) {
 // CHECK-NEXT:        %acc = tile.for %a2 = 0 to 64 bind(serial)
 // T64-LABEL:   tile.kernel @relu_matmul({{.*}}) grid(16, 1, 1) block(32, 1, 1)
 
-// No free loop to give to the threads.
-// CHECK-LABEL: tile.kernel @negative_no_free_loop({{.*}}) grid(1, 1, 1) block(1, 1, 1) schedule [] {
+// No free loop to give to the threads: the step is done and binds nothing.
+// CHECK-LABEL: tile.kernel @negative_no_free_loop({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [], leaf = false) {{.*}} done ["tile-map-grid", "tile-map-threads"] {
 // CHECK-NOT:     bind(thread
 
 builtin.module {

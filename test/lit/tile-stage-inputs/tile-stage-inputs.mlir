@@ -1,9 +1,9 @@
 // RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce,tile-map-threads,tile-stage-inputs | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce,tile-map-threads,tile-stage-inputs{copy=cp_async min-loads=1}" | filecheck %s --check-prefix=ALL
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce,tile-map-threads,tile-stage-inputs{stage-inputs=all},tile-cp-async{copy=cp_async}" | filecheck %s --check-prefix=ALL
 
 // The row of x is read twice per block (sum of squares, normalize): staged once, at block
 // level, before the threads. w is read once per element and stays in global memory.
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) schedule [{{.*}}, "tile-stage-inputs{max-bytes=49152 copy=sync min-loads=2}"] {
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) key "{{.*}}" plan row_reduce({{.*}}) {{{.*}}stage_inputs = reused, copy = sync{{.*}}} done [{{.*}}"tile-stage-inputs"] {
 // CHECK:         tile.for %a1 = 0 to 32 bind(block.x) {
 // CHECK-NEXT:      %[[XS:.*]] = tile.stage %x[%a0, %a1, 0] [1, 1, 2048] into shared copy(sync) buffers(1) pad(0) : memref<1x32x2048xf32> -> memref<2048xf32, 3 : i64>
 // CHECK-NEXT:      tile.for %t = 0 to 256 bind(thread.x) {

@@ -1,7 +1,7 @@
 // RUN: deplo-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 // CHECK: tile.kernel @k: expected argument 0 to be a memref, got f32
-"tile.kernel"() <{sym_name = "k", grid = array<i64: 1, 1, 1>, block = array<i64: 1, 1, 1>, schedule = []}> ({
+"tile.kernel"() <{sym_name = "k", grid = array<i64: 1, 1, 1>, block = array<i64: 1, 1, 1>, done = []}> ({
 ^bb0(%x: f32):
 }) : () -> ()
 
@@ -58,7 +58,7 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
 // CHECK: tile.for 0 to 4 bind(serial): expected exactly one lower bound, static or dynamic
 tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
   %c = arith.constant 0 : index
-  "tile.for"(%c) <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, bind = #tile<bind serial>, operandSegmentSizes = array<i32: 1, 0>}> ({
+  "tile.for"(%c) <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, bind = #tile<bind serial>, operandSegmentSizes = array<i32: 1, 0, 0>}> ({
   ^bb0(%i: index):
     "tile.yield"() : () -> ()
   }) : (index) -> ()
@@ -68,7 +68,7 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
 
 // CHECK: tile.for 0 to 4 bind(serial): expected block arguments (index, accumulators...), got ['f32']
 tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
-  "tile.for"() <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, bind = #tile<bind serial>, operandSegmentSizes = array<i32: 0, 0>}> ({
+  "tile.for"() <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, bind = #tile<bind serial>, operandSegmentSizes = array<i32: 0, 0, 0>}> ({
   ^bb0(%i: f32):
     "tile.yield"() : () -> ()
   }) : () -> ()
@@ -79,7 +79,7 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
 // CHECK: tile.for 0 to 4 bind(serial): accumulator 0 has init f32, block arg f64, result f32; expected one type
 tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) {
   %z = arith.constant 0.000000e+00 : f32
-  %r = "tile.for"(%z) <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, bind = #tile<bind serial>, operandSegmentSizes = array<i32: 0, 1>}> ({
+  %r = "tile.for"(%z) <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, bind = #tile<bind serial>, operandSegmentSizes = array<i32: 0, 0, 1>}> ({
   ^bb0(%i: index, %a: f64):
     "tile.yield"(%z) : (f32) -> ()
   }) : (f32) -> f32
@@ -331,4 +331,23 @@ tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(32) {
       %s = tile.stage %x[0, 0] [1, 8] into shared : memref<4x8xf32> -> memref<8xf32, 3 : i64>
     }
   }
+}
+
+// -----
+
+// A knob value outside its range: the plan verifier names the knob.
+// CHECK: knob threads: expected a multiple of 32 in [32, 1024], got 300
+tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) plan pointwise(chain = [4], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 0, threads = 300, stage_inputs = reused, copy = sync, unroll = 32} {
+}
+
+// -----
+
+// CHECK: tile.kernel @k: done step 'tile-split-k' is not a step of a pointwise plan (tile-map-grid, tile-map-threads, tile-stage-inputs, tile-cp-async, tile-unroll)
+tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) plan pointwise(chain = [4], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 0, threads = 256, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-split-k"] {
+}
+
+// -----
+
+// CHECK: tile.kernel @k: expected no done steps without a plan
+tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) done ["tile-map-grid"] {
 }

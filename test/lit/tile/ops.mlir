@@ -1,7 +1,7 @@
 // RUN: deplo-opt %s | deplo-opt | filecheck %s
 // RUN: deplo-opt %s --print-op-generic | deplo-opt | filecheck %s
 
-// CHECK-LABEL: tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) grid(32, 1, 1) block(256, 1, 1) schedule ["tile-map-grid{max-dims=3 leave-innermost=true}", "tile-cooperative-reduce{threads=256 min-extent=64}"] {
+// CHECK-LABEL: tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) grid(32, 1, 1) block(256, 1, 1) key "eb98365d218e5102" plan row_reduce(rows = [32], extent = 2048) {grid_dims = 1, threads = 256, stage_inputs = reused, copy = cp_async, unroll = 32} done ["tile-map-grid", "tile-cooperative-reduce", "tile-stage-inputs", "tile-cp-async"] {
 // CHECK:         tile.for %a0 = 0 to 1 bind(serial) {
 // CHECK:           tile.for %a1 = 0 to 32 bind(block.x) {
 // CHECK:             %xs = tile.stage %x[%a0, %a1, 0] [1, 1, 2048] into shared copy(cp_async) buffers(1) pad(0) : memref<1x32x2048xf32> -> memref<2048xf32, 3 : i64>
@@ -12,7 +12,7 @@
 // CHECK:               %ss = tile.combine add %p over thread.x : f32
 // CHECK:               tile.for %a3 = %t to 2048 step 256 bind(serial) {
 // CHECK-NEXT:            loop.store %ss, %out[%a0, %a1, %a3] : memref<1x32x2048xf32>
-// CHECK-LABEL: tile.kernel @short_forms(%x: memref<64x64xf32>) grid(4, 2, 1) block(8, 8, 1) schedule [] {
+// CHECK-LABEL: tile.kernel @short_forms(%x: memref<64x64xf32>) grid(4, 2, 1) block(8, 8, 1) {
 // CHECK:         tile.for %i = 0 to 4 bind(block.x) {
 // CHECK:           tile.for %j = 0 to 2 bind(block.y) {
 // CHECK:             %xs = tile.stage %x[0, 0] [16, 32] into shared copy(sync) buffers(2) pad(1) : memref<64x64xf32> -> memref<16x33xf32, 3 : i64>
@@ -23,7 +23,7 @@
 // CHECK-LABEL: func.func @main
 // CHECK:         tile.launch @rms_norm(%x, %w, %out) : memref<1x32x2048xf32>, memref<2048xf32>, memref<1x32x2048xf32>
 builtin.module {
-  tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) grid(32) block(256) schedule ["tile-map-grid{max-dims=3 leave-innermost=true}", "tile-cooperative-reduce{threads=256 min-extent=64}"] {
+  tile.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) grid(32) block(256) key "eb98365d218e5102" plan row_reduce(rows = [32], extent = 2048) {grid_dims = 1, threads = 256, stage_inputs = reused, copy = cp_async, unroll = 32} done ["tile-map-grid", "tile-cooperative-reduce", "tile-stage-inputs", "tile-cp-async"] {
     %zero = arith.constant 0.000000e+00 : f32
     tile.for %a0 = 0 to 1 bind(serial) {
       tile.for %a1 = 0 to 32 bind(block.x) {

@@ -146,11 +146,13 @@ def import_module(
 ) -> Program:
     """Export `module` on the example inputs (no_grad, non-strict) and import it."""
     ep = export(module, example_inputs)
-    buffers = dict(module.named_buffers())
+    # remove_duplicate=False: a tied weight (lm_head = embed_tokens) is one tensor under two
+    # names, and export may name it by either
+    buffers = dict(module.named_buffers(remove_duplicate=False))
     imported = import_exported(ep, input_names, buffers)
     imported.module = outline_layers(imported.module)
     constants = {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
-    state = dict(module.named_parameters()) | buffers | constants
+    state = dict(module.named_parameters(remove_duplicate=False)) | buffers | constants
     params = [to_numpy(state[n]) for n in imported.param_names] + list(imported.constants.values())
     inputs = [to_numpy(t) for t in example_inputs]
     return Program(imported.module, imported.input_names,

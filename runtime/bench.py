@@ -355,21 +355,43 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def time_torch(fn: Callable, inputs: Sequence[torch.Tensor], warmup: int, iters: int) -> float:
-    """Median milliseconds of `fn(*inputs)` on the current CUDA device, one pair of CUDA events
-    around each call, after `warmup` calls."""
-    with torch.no_grad():
-        for _ in range(warmup):
+    """Median milliseconds of one `fn(*inputs)` on the current CUDA device, measured as
+    `GpuModule.time` measures deplo's launches: GRAPH_LAUNCHES calls captured in one CUDA graph
+    (so neither side pays host dispatch or launch latency), `iters` replays each timed with CUDA
+    events; back-to-back calls where the callable cannot be captured."""
+    from deplo.runtime.gpu.driver import GRAPH_LAUNCHES
+
+    def calls() -> None:
+        for _ in range(GRAPH_LAUNCHES):
             fn(*inputs)
+
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # capture wants its warm-up off the default stream
+            for _ in range(max(1, warmup)):
+                fn(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        replay = calls
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                calls()
+            replay = graph.replay
+        except Exception:  # noqa: BLE001 - an uncapturable callable is timed uncaptured
+            torch.cuda.synchronize()
+        replay()
         torch.cuda.synchronize()
         times = []
         for _ in range(max(1, iters)):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
-            fn(*inputs)
+            replay()
             end.record()
             end.synchronize()
-            times.append(start.elapsed_time(end))
+            times.append(start.elapsed_time(end) / GRAPH_LAUNCHES)
     return float(statistics.median(times))
 
 

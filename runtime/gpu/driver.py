@@ -226,6 +226,39 @@ class _Launch:
         self.buffers = []
 
 
+GRAPH_LAUNCHES = 20  # launches per timed graph replay (GpuModule.time)
+
+
+class _Graph:
+    """An instantiated CUDA graph and the stream it replays on; callable."""
+
+    def __init__(self, graph, exe, stream):
+        self._graph, self._exe, self._stream = graph, exe, stream
+
+    def __call__(self) -> None:
+        _check(_driver().cuGraphLaunch(self._exe, self._stream), "cuGraphLaunch")
+
+    def close(self) -> None:
+        _driver().cuGraphExecDestroy(self._exe)
+        _driver().cuGraphDestroy(self._graph)
+
+
+def _capture(stream, work) -> _Graph | None:
+    """`work()` (launches on `stream`) captured as a graph; None where capture fails."""
+    driver = _driver()
+    mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    try:
+        _check(driver.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")
+        try:
+            work()
+        finally:
+            graph = _check(driver.cuStreamEndCapture(stream), "cuStreamEndCapture")
+        exe = _check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        return _Graph(graph, exe, stream)
+    except (CudaDriverError, TypeError, AttributeError):
+        return None
+
+
 class GpuModule:
     """A cubin loaded on device 0. `signatures` maps kernel -> C parameter types as the CUDA
     printer wrote them (["const float* __restrict__", "int"]); a kernel without one gets types
@@ -268,10 +301,11 @@ class GpuModule:
         signature = self.signatures.get(kernel) or [_infer_type(a) for a in args]
         return func, _Launch(kernel, signature, list(args))
 
-    def _launch(self, func, kernel: str, grid, block, launch: _Launch, smem_bytes: int) -> None:
+    def _launch(self, func, kernel: str, grid, block, launch: _Launch, smem_bytes: int,
+                stream=0) -> None:
         g, b = _dim3(grid), _dim3(block)
         _check(
-            _driver().cuLaunchKernel(func, *g, *b, smem_bytes, 0, launch.params, 0),
+            _driver().cuLaunchKernel(func, *g, *b, smem_bytes, stream, launch.params, 0),
             f"cuLaunchKernel('{kernel}', grid={g}, block={b}, smem={smem_bytes})",
         )
 
@@ -296,30 +330,48 @@ class GpuModule:
         warmup: int = 3,
         iters: int = 20,
     ) -> float:
-        """Median milliseconds of one launch over `iters` runs, timed with CUDA events after
-        `warmup` runs. Arrays are copied back after the last run."""
+        """Median milliseconds of one launch. Why a graph: timed one launch at a time, a kernel
+        of a few microseconds measures the host's launch latency (the GPU idles between the
+        start event and the launch). So GRAPH_LAUNCHES launches are captured in one CUDA graph,
+        the graph replayed `warmup` times, then `iters` replays are each timed with CUDA events
+        and divided by GRAPH_LAUNCHES; back-to-back launches on one stream where capture fails.
+        The buffers stay the same between launches: inputs under the L2 size are L2-resident.
+        Arrays are copied back after the last run."""
         driver = _driver()
         func, launch = self._prepare(kernel, args, smem_bytes)
+        stream = _check(driver.cuStreamCreate(0), "cuStreamCreate")
         flags = driver.CUevent_flags.CU_EVENT_DEFAULT
-        start = _check(driver.cuEventCreate(flags), "cuEventCreate")
-        end = _check(driver.cuEventCreate(flags), "cuEventCreate")
+        events = [_check(driver.cuEventCreate(flags), "cuEventCreate") for _ in range(2)]
+        graph = None
         try:
+            def launches() -> None:
+                for _ in range(GRAPH_LAUNCHES):
+                    self._launch(func, kernel, grid, block, launch, smem_bytes, stream)
+
+            launches()  # a first run outside the capture: a failing launch reports itself
+            _check(driver.cuStreamSynchronize(stream), f"kernel '{kernel}'")
+            graph = _capture(stream, launches)
+            replay = graph or launches
             for _ in range(warmup):
-                self._launch(func, kernel, grid, block, launch, smem_bytes)
-            _check(driver.cuCtxSynchronize(), f"kernel '{kernel}' (warmup)")
+                replay()
+            _check(driver.cuStreamSynchronize(stream), f"kernel '{kernel}' (warmup)")
             times = []
             for _ in range(max(1, iters)):
-                _check(driver.cuEventRecord(start, 0), "cuEventRecord")
-                self._launch(func, kernel, grid, block, launch, smem_bytes)
-                _check(driver.cuEventRecord(end, 0), "cuEventRecord")
-                _check(driver.cuEventSynchronize(end), f"kernel '{kernel}'")
-                times.append(_check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+                _check(driver.cuEventRecord(events[0], stream), "cuEventRecord")
+                replay()
+                _check(driver.cuEventRecord(events[1], stream), "cuEventRecord")
+                _check(driver.cuEventSynchronize(events[1]), f"kernel '{kernel}'")
+                ms = _check(driver.cuEventElapsedTime(events[0], events[1]), "cuEventElapsedTime")
+                times.append(ms / GRAPH_LAUNCHES)
             launch.download()
             return float(statistics.median(times))
         finally:
+            if graph is not None:
+                graph.close()
             launch.close()
-            driver.cuEventDestroy(start)
-            driver.cuEventDestroy(end)
+            for e in events:
+                driver.cuEventDestroy(e)
+            driver.cuStreamDestroy(stream)
 
     def close(self) -> None:
         if getattr(self, "_module", None) is not None:

@@ -43,6 +43,24 @@ def test_logits_match_transformers(checkpoints, arch: str, level: str) -> None:
     assert result.ok and result.max_rel <= 1e-4, result.line()
 
 
+@pytest.mark.parametrize("arch", ["llama", "qwen"])
+def test_tied_embeddings_and_odd_heads(tmp_path, arch: str) -> None:
+    """Published checkpoints tie lm_head to embed_tokens (Qwen2.5-0.5B, Llama-3.2-1B): the
+    safetensors file then holds the weight once, under the embedding's name."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    config, model = {"llama": (LlamaConfig, LlamaForCausalLM),
+                     "qwen": (Qwen2Config, Qwen2ForCausalLM)}[arch]
+    torch.manual_seed(1)
+    cfg = {**SMALL, "hidden_size": 96, "num_attention_heads": 6, "num_key_value_heads": 3,
+           "tie_word_embeddings": True}
+    model(config(**cfg)).save_pretrained(tmp_path)
+    program = capture_model(str(tmp_path), materialize=True, seq_len=5)
+    assert "lm_head.weight" in program.param_names
+    result = Compiled(program).check(target="interp", level="tensor", seed=2)
+    assert result.ok and result.max_rel <= 1e-4, result.line()
+
+
 def test_reference_is_transformers_forward(checkpoints) -> None:
     from transformers import AutoModelForCausalLM
 

@@ -14,6 +14,8 @@
     deplo compile -c EXPR --plans                    # every kernel's plan and its space
     deplo compile -c EXPR --schedule-out p.json      # write every kernel's plan ...
     deplo run -c EXPR --schedule p.json --check      # ... and pin them (edit a knob in between)
+    deplo tune -c EXPR --budget 64                   # search plans; compile/run/bench then use them
+    deplo tune --report --plot tune.png              # per kernel: default vs best
 
 User errors (an expression that does not evaluate, an unsupported op, malformed IR, a g++ or
 NVRTC failure, no GPU) print one clear message and exit 1 — never a traceback.
@@ -109,6 +111,9 @@ def _add_schedule(p: argparse.ArgumentParser) -> None:
                         "structural key; knobs left out are the heuristic's)")
     p.add_argument("--schedule-out", type=_output_path, default=None, metavar="PLANS.json",
                    help="write the plan of every kernel (a file --schedule takes)")
+    from deplo.tools.tune_cmd import add_db
+
+    add_db(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=SEED, default=None, help="seed of the random inputs")
     b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
     _add_schedule(b)
+
+    from deplo.tools.tune_cmd import add_arguments
+
+    t = add_parser("tune", help="search each distinct kernel's plans (SP-MCTS), evaluated on the "
+                                "GPU or by the sm_90 model, and store the best that passes the "
+                                "check against PyTorch")
+    add_arguments(t, _add_source, _int_in, _output_path)
     return parser
 
 
@@ -184,24 +196,25 @@ def _default_target() -> str:
     return "gpu" if ok else "cpu"
 
 
-def _compile(args, runnable: bool):
-    """The Compiled program for -c EXPR or MODEL (models: meta device unless `runnable`)."""
-    import deplo
+def _compile(args, runnable: bool, tuned: bool = True):
+    """The Compiled program for -c EXPR or MODEL (models: meta device unless `runnable`), with
+    the tuning store's plans and --schedule's pinned unless not `tuned` (the heuristic's)."""
     from deplo.frontend.errors import FrontendError
+    from deplo.tools.api import Compiled, capture
+    from deplo.tools.tune_cmd import tuned_schedule
 
     if (args.expr is None) == (args.model is None):
         raise FrontendError("give either MODEL or -c EXPR")
+    schedule, strict = tuned_schedule(args.db, args.schedule, args.verbose) if tuned else (None, True)
     if args.expr is not None:
-        return deplo.compile(args.expr, verbose=args.verbose, seed=args.seed,
-                             schedule=args.schedule)
+        return Compiled(capture(args.expr, seed=args.seed), args.verbose, schedule, strict)
     from deplo.frontend.causal_lm import capture_model
-    from deplo.tools.api import Compiled
 
     program = capture_model(args.model, layer=args.layer, num_layers=args.num_layers,
                             seq_len=args.seq_len, materialize=runnable, seed=args.seed or 0)
     for note in program.notes:
         print(f"deplo: {note}", file=sys.stderr)
-    return Compiled(program, args.verbose, args.schedule)
+    return Compiled(program, args.verbose, schedule, strict)
 
 
 def _write_plans(plans: dict, path: str | None) -> None:
@@ -269,9 +282,12 @@ def cmd_bench(args) -> int:
         from deplo.passes.tile.plan import read_plans
 
         read_plans(args.schedule)  # a file that cannot be used fails here, not in every case
+    from deplo.tools.tune_cmd import tuned_schedule
+
+    schedule, _ = tuned_schedule(args.db, args.schedule)
     report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None,
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
-                       progress=None if args.quiet else print_progress, schedule=args.schedule)
+                       progress=None if args.quiet else print_progress, schedule=schedule)
     if args.schedule_out:
         from deplo.passes.tile.plan import FORMAT
 
@@ -359,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
             from deplo.tools.bisect import cmd_bisect
 
             return cmd_bisect(args, _compile(args, runnable=True))
+        if args.command == "tune":
+            from deplo.tools.tune_cmd import cmd_tune
+
+            return cmd_tune(args, _compile)
         return {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench}[args.command](args)
     return status.code
 

@@ -28,10 +28,11 @@ def best_target() -> str:
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], **_):
     from deplo.frontend.importer import import_module
     from deplo.tools.api import Compiled
+    from deplo.tools.tune_cmd import tuned_schedule
 
     program = import_module(gm, list(example_inputs))
     target = best_target()
-    compiled = Compiled(program)
+    compiled = Compiled(program, 0, *tuned_schedule(None, None))  # the default store's plans
     exe = compiled.executable(target, level="loop" if target == "interp" else None)
     weights = list(program.params)
     main = next(f for f in program.module.ops if getattr(f, "sym_name", None)

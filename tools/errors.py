@@ -20,9 +20,10 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     from deplo.frontend.errors import FrontendError
     from deplo.runtime.cpu import CpuCompileError, KernelError
     from deplo.runtime.gpu import CudaCompileError, NoGpuError
+    from deplo.tuning.store import StoreError
 
     return (UsageError, FrontendError, DiagnosticException, ParseError, VerifyException, CpuCompileError,
-            KernelError, CudaCompileError, NoGpuError)
+            KernelError, CudaCompileError, NoGpuError, StoreError)
 
 
 @contextmanager

@@ -112,9 +112,11 @@ def write_profile(report: dict, path: str) -> None:
         f.write("\n")
 
 
-def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50) -> dict:
-    """On the GPU: each launch timed (CUDA events, warm-up, median; runtime/bench.py) on fresh
-    random inputs, and the program as PyTorch eager and torch.compile on the same inputs."""
+def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
+            baselines: bool = True) -> dict:
+    """On the GPU: each launch timed (CUDA graph replays, median; runtime/bench.py) on fresh
+    random inputs, and (`baselines`) the program as PyTorch eager and torch.compile on the same
+    inputs."""
     import torch
 
     from deplo.runtime.bench import time_cuda_program, time_torch
@@ -130,6 +132,8 @@ def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50) -> dict:
         per_kernel.setdefault(p["kernel"], []).append(p["ms"] * 1e3)
     out = {"deplo_us": total_ms * 1e3,
            "per_kernel_us": {k: sum(v) / len(v) for k, v in per_kernel.items()}}
+    if not baselines:
+        return out
     module = compiled.program.torch_module.to("cuda")
     n = len(compiled.program.example_inputs)
     args = [torch.from_numpy(x).to("cuda") for x in inputs[:n]]

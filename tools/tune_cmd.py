@@ -1,0 +1,195 @@
+"""`deplo tune -c EXPR | MODEL [--budget N] [--db PATH] [--workers N] [--ray ADDRESS]` and
+`deplo tune --report [--plot out.png]`; `tuned_schedule`, the store's best plans as the plan
+file that `deplo compile|run|bench --db` and the torch.compile backend pin."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def add_db(p) -> None:
+    p.add_argument("--db", default=None, metavar="PATH",
+                   help="the tuning store whose best plans are used (default: the one under "
+                        "the cache directory, when it exists)")
+
+
+def add_arguments(p, add_source, int_in, output_path) -> None:
+    add_source(p)  # with --db (and --schedule, which tuning ignores: it starts from the heuristic)
+    p.add_argument("--budget", type=int_in(1, 10**6), default=64,
+                   help="evaluations per distinct kernel, stored ones included")
+    p.add_argument("--time", type=_seconds, default=None, metavar="S",
+                   help="stop searching after S seconds (then the chosen plans are checked)")
+    p.add_argument("--workers", type=int_in(1, 1025), default=1,
+                   help="evaluations in this many local processes (kernels searched at once)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="evaluate as Ray tasks on a cluster: auto, an address, or 'local' "
+                        "(pip install 'deplo[ray]')")
+    p.add_argument("--gpu-model", choices=["h100", "h200"], default="h100",
+                   help="the cost model's parameters (the evaluator without a GPU)")
+    p.add_argument("--report", action="store_true",
+                   help="print per kernel in the store the default and best time and the speedup")
+    p.add_argument("--plot", type=output_path, default=None, metavar="OUT.png",
+                   help="with --report: draw the speedups (matplotlib)")
+
+
+def _seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        s = float(text)
+    except ValueError:
+        s = -1.0
+    if not (math.isfinite(s) and s > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return s
+
+
+def store_path(db: str | None) -> Path:
+    from deplo.tuning.store import default_path
+
+    return Path(db) if db else default_path()
+
+
+def tuned_schedule(db: str | None, user: str | None, verbose: int = 0) -> tuple[str | None, bool]:
+    """(plan file text, strict): the store's best plans under the user's --schedule (theirs win);
+    strict only when the user's file alone is used. The default store is read only if it exists."""
+    path = store_path(db)
+    if not path.exists():
+        if db is None:
+            return user, True
+        from deplo.tuning.store import StoreError
+
+        raise StoreError(f"{path}: no such tuning store (`deplo tune --db {path}` makes one)")
+    from deplo.tuning.store import TuningStore
+    from deplo.tuning.tune import ARCH, stored_schedule
+
+    with TuningStore(path) as store:
+        plans = stored_schedule(store)
+        if not plans["kernels"]:
+            return user, True
+        for key, p in plans["kernels"].items() if verbose else ():
+            e = store.best(key, ARCH)
+            print(f"deplo: tuned plan of {p['name']} [{key}] from {path}: {e.evaluator} "
+                  f"{e.time_us:.2f} us", file=sys.stderr)
+    if user:
+        from deplo.passes.tile.plan import read_plans
+
+        _, pinned = read_plans(user)
+        for key, pin in pinned.items():
+            plans["kernels"][key] = {"name": pin.name, "kind": pin.kind, "knobs": pin.knobs}
+    return json.dumps(plans), False
+
+
+def cmd_tune(args, compile_program) -> int:
+    from deplo.tuning.store import TuningStore
+    from deplo.tuning.tune import Evaluator, program_check, report_rows, tune
+
+    path = store_path(args.db)
+    if args.report:
+        with TuningStore(path) as store:
+            rows = report_rows(store)
+        print(format_report(rows, path))
+        if args.plot:
+            plot_report(rows, args.plot)
+            print(f"wrote {args.plot}")
+        return 0
+    from deplo.runtime.gpu import gpu_probe
+
+    on_gpu, _ = gpu_probe()
+    compiled = compile_program(args, runnable=True, tuned=False)  # from the heuristic's plans
+    measure = gpu_measure(compiled) if on_gpu else None
+    evaluator = Evaluator(args.gpu_model, args.workers, args.ray, measure)
+    from rich.progress import Progress
+
+    with TuningStore(path) as store, Progress(transient=False) as bar:
+        rows: dict[str, int] = {}
+
+        def progress(task, done, best_us):
+            if task.key not in rows:
+                rows[task.key] = bar.add_task(f"{task.name} [{task.key[:8]}]", total=args.budget)
+            text = f"{task.name} [{task.key[:8]}]" + (f" {best_us:.2f} us" if best_us else "")
+            bar.update(rows[task.key], completed=done, description=text)
+
+        try:
+            reports = tune(compiled, store, args.budget, evaluator,
+                           program_check(compiled, "gpu" if on_gpu else "cpu"),
+                           workers=args.workers, progress=progress, seconds=args.time)
+        finally:
+            evaluator.close()
+    for r in reports:
+        best = r.best
+        line = (f"deplo: {r.task.name} [{r.task.key}] x{r.task.count}: {r.evaluated} evaluated, "
+                f"{r.stored} stored; default {_us(r.default_us)}, best {_us(best and best.time_us)}"
+                f" ({evaluator.name})")
+        if r.rejected:
+            line += f"; {len(r.rejected)} plan(s) rejected by the check"
+        print(line)
+    print(f"deplo: the store is {path}")
+    return 0
+
+
+def gpu_measure(compiled):
+    """The GPU evaluator: the program with the candidate pinned, the kernel's launches timed."""
+    from deplo.tools.api import Compiled
+    from deplo.tools.profile import measure
+    from deplo.tuning.tune import pins
+
+    def evaluate(task, knobs):
+        pinned = Compiled(compiled.program, 0, json.dumps(pins({task.key: (task.name, knobs)})),
+                          strict=False)
+        try:
+            per_kernel = measure(pinned, warmup=2, iters=10, baselines=False)["per_kernel_us"]
+        except Exception:  # noqa: BLE001 - a plan that does not build or run failed
+            return None
+        times = [us for name, us in per_kernel.items()
+                 if name == task.name or name.startswith(task.name + "_sum")]
+        return sum(times) if times else None
+
+    return evaluate
+
+
+def _us(t: float | None) -> str:
+    return f"{t:.2f} us" if t else "-"
+
+
+def format_report(rows: list[dict], path) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from deplo.tuning.tune import geomean
+
+    table = Table(title=f"tuning store {path}")
+    for col in ("kernel", "key", "evaluations", "rejected", "evaluator", "default us", "best us",
+                "speedup"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["key"], str(r["evaluations"]), str(r["rejected"]),
+                      r["evaluator"] or "-", _us(r["default_us"]).removesuffix(" us"),
+                      _us(r["best_us"]).removesuffix(" us"),
+                      f"{r['speedup']:.2f}x" if r["speedup"] else "-")
+    out = StringIO()
+    Console(file=out, width=140, color_system=None).print(table)
+    g = geomean([r["speedup"] for r in rows])
+    return out.getvalue() + (f"geomean speedup {g:.2f}x over {len(rows)} kernel(s)\n" if g else "")
+
+
+def plot_report(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r["speedup"]]
+    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.5))
+    ax.bar([f"{r['name']}\n{r['key'][:6]}" for r in rows], [r["speedup"] for r in rows])
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_ylabel("best / default speedup")
+    ax.set_title("deplo tune (" + ", ".join(sorted({r["evaluator"] for r in rows})) + ")")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -185,8 +185,10 @@ def plot_report(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     rows = [r for r in rows if r["speedup"]]
-    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.5))
-    ax.bar([f"{r['name']}\n{r['key'][:6]}" for r in rows], [r["speedup"] for r in rows])
+    fig, ax = plt.subplots(figsize=(max(4, 0.7 * len(rows) + 2), 4.5))
+    ax.bar([f"{r['name']} {r['key'][:6]}" for r in rows], [r["speedup"] for r in rows])
+    ax.tick_params(axis="x", labelrotation=60, labelsize=8)
+    plt.setp(ax.get_xticklabels(), ha="right")
     ax.axhline(1.0, color="gray", linewidth=0.8)
     ax.set_ylabel("best / default speedup")
     ax.set_title("deplo tune (" + ", ".join(sorted({r["evaluator"] for r in rows})) + ")")

@@ -1,4 +1,4 @@
-// kc_prelude.cuh — the one prelude every emitted .cu includes (`#include "kc_prelude.cuh"`).
+// kc_prelude.cuh — the one prelude of every emitted .cu (lowering/emit_cuda.py inlines it, so the .cu stands alone).
 //
 // Why one prelude: kernel bodies never contain inline asm. Every PTX-level feature is a kc_*
 // function here with two implementations of the same contract:

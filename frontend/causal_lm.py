@@ -49,7 +49,8 @@ class OneLayer(torch.nn.Module):
 
 
 def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None = None,
-                  seq_len: int = 8, materialize: bool = False, seed: int = 0) -> Program:
+                  seq_len: int = 8, materialize: bool = False, seed: int = 0,
+                  dtype: torch.dtype = torch.float32) -> Program:
     """Resolve, build (meta unless `materialize`), export and import a causal LM."""
     source = resolve_model(spec)
     device = "cpu" if materialize else "meta"
@@ -58,7 +59,7 @@ def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None
         if not 0 <= layer < total:
             raise FrontendError(f"--layer {layer}: the model has {total} layers (0..{total - 1})")
         num_layers = layer + 1
-    model = build_model(source, num_layers=num_layers, device=device, seed=seed)
+    model = build_model(source, num_layers=num_layers, device=device, seed=seed, dtype=dtype)
     positions = getattr(model.config, "max_position_embeddings", None)
     if positions is not None and seq_len > positions:
         raise FrontendError(f"--seq-len {seq_len}: the model takes at most {positions} positions")
@@ -68,7 +69,7 @@ def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None
     gen = torch.Generator().manual_seed(seed)
     if layer is not None:
         module = OneLayer(model, layer).eval()
-        example = torch.randn(1, seq_len, model.config.hidden_size, generator=gen)
+        example = torch.randn(1, seq_len, model.config.hidden_size, generator=gen).to(dtype)
         names = ["hidden"]
     else:
         module = Logits(model).eval()

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from deplo.tools.driver import LEVELS
-from deplo.tools.errors import writing
+from deplo.tools.errors import UsageError, writing
 
 
 def _int_in(low: int, high: int | None = None):
@@ -186,7 +186,22 @@ def build_parser() -> argparse.ArgumentParser:
                                 "GPU or by the sm_90 model, and store the best that passes the "
                                 "check against PyTorch")
     add_arguments(t, _add_source, _int_in, _output_path)
+
+    from deplo.tools import generate
+
+    g = add_parser("generate", help="greedy decoding: the prompt, then --max-new-tokens ids, "
+                                    "with one compiled program")
+    generate.add_arguments(g, _int_in, SEED)
     return parser
+
+
+def _target(args) -> str:
+    """--target, else the GPU where there is one; --target gpu without one is a UsageError."""
+    from deplo.runtime.gpu import gpu_probe
+
+    if args.target == "gpu" and not (probe := gpu_probe())[0]:
+        raise UsageError(f"--target gpu: {probe[1]}; use --target cpu (the CPU runtime)")
+    return args.target or _default_target()
 
 
 def _default_target() -> str:
@@ -306,15 +321,7 @@ def cmd_run(args) -> int:
     from deplo.runtime.check import compare
     from deplo.tools.api import random_inputs
 
-    target = args.target or _default_target()
-    if target == "gpu":
-        from deplo.runtime.gpu import gpu_probe
-
-        ok, why = gpu_probe()
-        if not ok:
-            print(f"deplo: error: --target gpu: {why}; use --target cpu (the CPU runtime)",
-                  file=sys.stderr)
-            return 1
+    target = _target(args)
     compiled = _compile(args, runnable=True)
     if args.bench:
         return _bench_run(compiled, args, target)
@@ -379,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
             from deplo.tools.tune_cmd import cmd_tune
 
             return cmd_tune(args, _compile)
+        if args.command == "generate":
+            from deplo.tools.generate import cmd_generate
+
+            return cmd_generate(args, _target(args))
         return {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench}[args.command](args)
     return status.code
 

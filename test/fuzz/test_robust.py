@@ -298,7 +298,11 @@ def test_truncated_cubin_is_rebuilt() -> None:
     from deplo.runtime import cache
     from deplo.runtime.gpu import compile_cubin
 
-    src = 'extern "C" __global__ void robust_cubin(float* x) { x[threadIdx.x] = 3.0f; }\n'
+    import time
+
+    # a kernel no earlier run cached (an edited header leaves byte-equal cubins under old keys)
+    src = ('extern "C" __global__ void robust_cubin(float* x) { x[threadIdx.x] = '
+           f'{time.time_ns() % 10**6}.0f; }}\n')
     first = compile_cubin(src, name="robust.cu")
     (cubin,) = [p for p in cache.cache_dir("nvrtc").glob("*.cubin")
                 if p.read_bytes() == first.cubin]

@@ -1,0 +1,87 @@
+"""`deplo generate`: greedy ids equal to transformers' `generate(do_sample=False)` on the same
+random weights, for five families, on the CPU runtime and the interpreter; one program is
+compiled; end-of-sequence stops; bad prompts are one clear line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_cli import run
+
+from deplo.tools.generate import generate
+
+SMALL = {"vocab_size": 96, "hidden_size": 64, "intermediate_size": 112, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32}
+PROMPT = [5, 17, 3]
+
+
+def _families():
+    import transformers as T
+
+    return {"llama": (T.LlamaConfig, T.LlamaForCausalLM, {}),
+            "qwen2": (T.Qwen2Config, T.Qwen2ForCausalLM, {"tie_word_embeddings": True}),
+            "mistral": (T.MistralConfig, T.MistralForCausalLM, {}),
+            "qwen3": (T.Qwen3Config, T.Qwen3ForCausalLM, {"head_dim": 16}),
+            "granite": (T.GraniteConfig, T.GraniteForCausalLM, {"residual_multiplier": 0.5})}
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gen")
+    for name, (config, model, extra) in _families().items():
+        torch.manual_seed(3)
+        model(config(**SMALL, **extra, eos_token_id=None)).save_pretrained(root / name)
+    return root
+
+
+def _transformers_ids(path, prompt, n) -> list[int]:
+    from transformers import AutoModelForCausalLM
+
+    hf = AutoModelForCausalLM.from_pretrained(path).eval()
+    with torch.no_grad():
+        out = hf.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False)
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral", "qwen3", "granite"])
+def test_ids_equal_transformers_on_the_cpu_runtime(checkpoints, family: str) -> None:
+    got = generate(str(checkpoints / family), PROMPT, 8, target="cpu")
+    assert got.new == _transformers_ids(checkpoints / family, PROMPT, 8)
+    assert got.programs == 1 and len(got.ids) == len(PROMPT) + 8
+
+
+def test_ids_equal_transformers_on_the_interpreter(checkpoints) -> None:
+    got = generate(str(checkpoints / "qwen2"), [1], 5, target="interp")
+    assert got.new == _transformers_ids(checkpoints / "qwen2", [1], 5)
+
+
+def test_stops_at_the_end_of_sequence_id(checkpoints, tmp_path) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    ids = generate(str(checkpoints / "llama"), PROMPT, 6, target="cpu").new
+    eos = ids[2]  # the third new token ends the sequence
+    torch.manual_seed(3)
+    LlamaForCausalLM(LlamaConfig(**SMALL, eos_token_id=eos)).save_pretrained(tmp_path)
+    got = generate(str(tmp_path), PROMPT, 6, target="cpu")
+    assert got.new == ids[:3] and got.stopped_at_eos
+    assert generate(str(tmp_path), PROMPT, 6, target="cpu", stop_at_eos=False).new == ids
+
+
+def test_cli(checkpoints) -> None:
+    path = str(checkpoints / "mistral")
+    p = run("deplo", "generate", path, "--prompt-ids", "5,17,3", "--max-new-tokens", "4", "-v")
+    assert p.returncode == 0, p.stderr
+    want = _transformers_ids(path, PROMPT, 4)
+    assert p.stdout.splitlines()[0] == "ids: 5, 17, 3 | " + ", ".join(map(str, want))
+    assert "4 new tokens" in p.stderr and "1 program compiled" in p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prompt-ids", "1,x"], "expected comma-separated token ids"),
+    (["--prompt-ids", "1,500"], "past the vocabulary"),
+    (["--prompt-ids", "1,2", "--max-new-tokens", "40"], "the model takes at most 32"),
+    (["--prompt", "hello"], "has no tokenizer files; use --prompt-ids"),
+])
+def test_bad_prompts_are_one_line(checkpoints, args, message) -> None:
+    p = run("deplo", "generate", str(checkpoints / "llama"), *args)
+    assert p.returncode != 0 and message in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,188 @@
+"""`deplo generate MODEL --prompt-ids 1,2,3 | --prompt TEXT`: greedy decoding with one compiled
+program.
+
+How: the model is captured once as `input_ids -> logits` over the whole context (prompt plus
+the new tokens but the last), and every step runs that program on the ids so far, padded; the
+next id is the argmax of the logits at the last real position. Causal attention makes those
+logits independent of the padding after it, so one program serves every step and no step
+recompiles. What this is not yet: a KV-cache decode step (each step recomputes the whole
+context: O(context) work per token instead of O(1) per layer), and the weights are copied to the
+device at every step (no memory planning). The ids equal `transformers`' greedy `generate`.
+
+    result = generate("./tiny-llama", [1, 2, 3], max_new_tokens=8)   # result.ids, .tokens_per_s
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from deplo.frontend.errors import FrontendError
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PAD = 0  # any valid id: causal attention never lets a later position change an earlier one
+
+
+@dataclass
+class Generated:
+    prompt: list[int]
+    new: list[int] = field(default_factory=list)
+    seconds: float = 0.0  # the decode loop, compilation excluded
+    compile_seconds: float = 0.0
+    programs: int = 1  # programs compiled for the whole generation
+    stopped_at_eos: bool = False
+
+    @property
+    def ids(self) -> list[int]:
+        return self.prompt + self.new
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.new) / self.seconds if self.seconds > 0 else float("inf")
+
+
+def parse_ids(text: str) -> list[int]:
+    """--prompt-ids: "1,2,3" (an argparse type: a bad value is a usage error)."""
+    from argparse import ArgumentTypeError
+
+    try:
+        ids = [int(t) for t in text.replace(" ", "").split(",") if t]
+    except ValueError:
+        raise ArgumentTypeError(f"expected comma-separated token ids, got {text!r}") from None
+    if not ids or min(ids) < 0:
+        raise ArgumentTypeError(f"expected at least one id, none negative, got {text!r}")
+    return ids
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
+
+
+def tokenizer_for(spec: str):
+    """The model directory's tokenizer (offline), or None where it has no tokenizer files."""
+    from pathlib import Path
+
+    if Path(spec).is_dir() and not any((Path(spec) / f).is_file() for f in TOKENIZER_FILES):
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(spec, local_files_only=True)
+    except Exception:  # noqa: BLE001 - no tokenizer to be found offline: ids only
+        return None
+
+
+def eos_ids(spec: str, config) -> set[int]:
+    """The ids that end a generation: generation_config.json's, else the config's."""
+    ids = getattr(config, "eos_token_id", None)
+    try:
+        from transformers import GenerationConfig
+
+        ids = GenerationConfig.from_pretrained(spec, local_files_only=True).eos_token_id
+    except Exception:  # noqa: BLE001, S110 - no generation config: the model config's
+        pass
+    ids = ids if isinstance(ids, list) else [ids]
+    return {int(i) for i in ids if i is not None}
+
+
+def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str = "cpu",
+             dtype: str = "fp32", seed: int = 0, verbose: int = 0, schedule: str | None = None,
+             strict: bool = True, stop_at_eos: bool = True) -> Generated:
+    """Greedy ids after `prompt`: `max_new_tokens`, or fewer where an end-of-sequence id comes
+    first (kept, as `transformers` keeps it) unless not `stop_at_eos`."""
+    from deplo.frontend.causal_lm import capture_model
+    from deplo.frontend.models import hf_config, resolve_model
+    from deplo.tools.api import Compiled
+
+    source = resolve_model(spec)
+    config = hf_config(source)
+    stop = eos_ids(spec, config) if stop_at_eos else set()
+    if max(prompt) >= config.vocab_size:
+        raise FrontendError(f"--prompt-ids: id {max(prompt)} is past the vocabulary "
+                            f"({config.vocab_size} ids)")
+    context = len(prompt) + max_new_tokens - 1  # the last new token needs no forward pass
+    limit = getattr(config, "max_position_embeddings", None)
+    if limit is not None and context > limit:
+        raise FrontendError(f"{len(prompt)} prompt ids + {max_new_tokens} new tokens need "
+                            f"{context} positions; the model takes at most {limit}")
+    out = Generated(list(prompt))
+    start = time.perf_counter()
+    program = capture_model(spec, materialize=True, seq_len=context, seed=seed,
+                            dtype=DTYPES[dtype])
+    compiled = Compiled(program, verbose, schedule, strict)
+    exe = compiled.executable(target, level="tensor" if target == "interp" else None)
+    weights = list(program.params)
+    ids = np.full((1, context), PAD, dtype=program.example_inputs[0].dtype)
+    ids[0, :len(prompt)] = prompt
+    out.compile_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for step in range(max_new_tokens):
+        real = len(prompt) + step
+        logits = exe.run([ids] + weights)[0]
+        token = int(np.argmax(logits[0, real - 1].astype(np.float32)))
+        out.new.append(token)
+        if token in stop:
+            out.stopped_at_eos = True
+            break
+        if real < context:
+            ids[0, real] = token
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def add_arguments(p, int_in, seed_type) -> None:
+    p.add_argument("model", metavar="MODEL",
+                   help="a Hugging Face model directory or id (offline; random weights without any)")
+    prompt = p.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", default=None, metavar="TEXT",
+                        help="text, tokenized with the model directory's tokenizer")
+    prompt.add_argument("--prompt-ids", type=parse_ids, default=None, metavar="IDS",
+                        help="comma-separated token ids (no tokenizer needed)")
+    p.add_argument("--max-new-tokens", type=int_in(1, 4096), default=16)
+    p.add_argument("--target", choices=["cpu", "gpu", "interp"], default=None,
+                   help="cpu: the .cu on the CPU runtime (default without a GPU); gpu: NVRTC + "
+                        "driver; interp: the Loop IR interpreter")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default=None,
+                   help="default: the checkpoint's dtype on the GPU, fp32 elsewhere")
+    p.add_argument("--seed", type=seed_type, default=None, help="seed of random weights")
+    p.add_argument("--ignore-eos", action="store_true",
+                   help="generate --max-new-tokens ids even past an end-of-sequence id")
+    p.add_argument("--db", default=None, metavar="PATH", help="a tuning store's plans to use")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+
+
+def cmd_generate(args, target: str) -> int:
+    import sys
+
+    from deplo.frontend.models import hf_config, resolve_model
+    from deplo.tools.tune_cmd import tuned_schedule
+
+    tokenizer = tokenizer_for(args.model)
+    if args.prompt is not None:
+        if tokenizer is None:
+            raise FrontendError(f"--prompt: {args.model} has no tokenizer files; use --prompt-ids")
+        prompt = tokenizer(args.prompt)["input_ids"]
+        if not prompt:
+            raise FrontendError("--prompt: the text tokenizes to no ids")
+    else:
+        prompt = args.prompt_ids
+    dtype = args.dtype
+    if dtype is None:
+        stored = str(getattr(hf_config(resolve_model(args.model)), "torch_dtype", "") or "")
+        dtype = {"torch.bfloat16": "bf16", "bfloat16": "bf16", "torch.float16": "fp16",
+                 "float16": "fp16"}.get(stored, "fp32") if target == "gpu" else "fp32"
+    schedule, strict = tuned_schedule(args.db, None, args.verbose)
+    out = generate(args.model, prompt, args.max_new_tokens, target=target, dtype=dtype,
+                   seed=args.seed or 0, verbose=args.verbose, schedule=schedule, strict=strict,
+                   stop_at_eos=not args.ignore_eos)
+    print("ids: " + ", ".join(map(str, out.prompt)) + " | " + ", ".join(map(str, out.new)))
+    if tokenizer is not None:
+        print("text: " + repr(tokenizer.decode(out.ids)))
+    print(f"deplo: {len(out.new)} new tokens in {out.seconds:.2f} s ({out.tokens_per_s:.1f} "
+          f"tokens/s, {target}, {dtype}); {out.programs} program compiled in "
+          f"{out.compile_seconds:.1f} s (context {len(out.prompt) + len(out.new) - 1}; each step "
+          "recomputes it: no KV cache yet)" + ("; stopped at the end-of-sequence id"
+                                              if out.stopped_at_eos else ""), file=sys.stderr)
+    return 0

@@ -19,17 +19,27 @@ from deplo.frontend.importer import Program, import_module
 from deplo.frontend.models import build_model, hf_config, resolve_model
 
 
-class Logits(torch.nn.Module):
-    """input_ids -> logits, without a cache: the function deplo compiles."""
-
-    def __init__(self, model: torch.nn.Module):
-        super().__init__()
-        self.model = model.model
-        self.lm_head = model.lm_head
+def logits_only(model: torch.nn.Module) -> torch.nn.Module:
+    """The causal LM itself, its forward narrowed to input_ids -> logits without a cache: the
+    function deplo compiles. Why not a wrapper module: a wrapper would prefix every weight's name,
+    and the family's own forward (whatever its layout: model.layers, transformer.h,
+    gpt_neox.layers, model.decoder.layers) finds its layers and head itself."""
+    full = type(model).forward
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state
-        return self.lm_head(hidden)
+        return full(self, input_ids=input_ids, use_cache=False).logits
+
+    model.forward = forward.__get__(model)
+    return model
+
+
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    """The ModuleList of the decoder layers, wherever the family keeps it."""
+    n = model.config.num_hidden_layers
+    for _, mod in model.named_modules():
+        if isinstance(mod, torch.nn.ModuleList) and len(mod) == n:
+            return mod
+    raise FrontendError(f"model type {model.config.model_type!r}: no list of {n} decoder layers")
 
 
 class OneLayer(torch.nn.Module):
@@ -37,8 +47,12 @@ class OneLayer(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module, index: int):
         super().__init__()
-        self.layer = model.model.layers[index]
-        self.rotary_emb = model.model.rotary_emb
+        rotary = [m for name, m in model.named_modules() if name.endswith("rotary_emb")]
+        if not rotary:
+            raise FrontendError(f"--layer: a {model.config.model_type} layer takes no rotary "
+                                "position embeddings; compile the model with --num-layers")
+        self.layer = decoder_layers(model)[index]
+        self.rotary_emb = rotary[0]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
@@ -63,16 +77,14 @@ def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None
     positions = getattr(model.config, "max_position_embeddings", None)
     if positions is not None and seq_len > positions:
         raise FrontendError(f"--seq-len {seq_len}: the model takes at most {positions} positions")
-    if not (hasattr(model, "lm_head") and hasattr(getattr(model, "model", None), "layers")):
-        raise FrontendError(f"{source.origin}: model type {model.config.model_type!r} is not laid "
-                            "out as model.layers + lm_head (Llama, Qwen2, ...)")
+    decoder_layers(model)
     gen = torch.Generator().manual_seed(seed)
     if layer is not None:
         module = OneLayer(model, layer).eval()
         example = torch.randn(1, seq_len, model.config.hidden_size, generator=gen).to(dtype)
         names = ["hidden"]
     else:
-        module = Logits(model).eval()
+        module = logits_only(model).eval()
         example = torch.randint(0, model.config.vocab_size, (1, seq_len), generator=gen)
         names = ["input_ids"]
     program = import_module(module, [example.to(device)], names)

@@ -24,7 +24,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 SCOPE_ATTR = "deplo.scope"
-_LAYER = re.compile(r"^(?:.*\.)?layers\.(\d+)$")
+_LAYER = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.(\d+)$")  # model.layers.3, transformer.h.3
 
 
 def layer_scope(node: torch.fx.Node) -> str | None:

@@ -188,7 +188,12 @@ def build_model(source: ModelSource, *, num_layers: int | None = None, device: s
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     except ValueError as e:
-        raise FrontendError(f"{source.origin}: unsupported architecture: {e}") from None
+        if "attention implementation" not in str(e):
+            raise FrontendError(f"{source.origin}: unsupported architecture: {e}") from None
+        # a family without an SDPA path (Gemma2's soft-capping): its eager attention's ops
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype,
+                                                     attn_implementation="eager")
     model.eval()
     for name, mod in list(model.named_modules()):
         if name.endswith("rotary_emb"):
@@ -204,6 +209,21 @@ def _beyond(name: str, layers: int) -> bool:
     component (`model.layers.5.mlp...`, `transformer.h.5...`) is the layer index."""
     index = next((int(p) for p in name.split(".") if p.isdigit()), None)
     return index is not None and index >= layers
+
+
+def _renamed_checkpoint(model: torch.nn.Module, files: list[Path],
+                        dtype: torch.dtype) -> dict[str, torch.Tensor] | None:
+    """A checkpoint written under other tensor names (GPT-NeoX's `embed_out` for `lm_head`):
+    transformers' own loader knows each family's renamings, so its state dict is used; None
+    where it cannot load the checkpoint either."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        ref = AutoModelForCausalLM.from_pretrained(files[0].parent, config=model.config,
+                                                   dtype=dtype, local_files_only=True)
+    except Exception:  # noqa: BLE001 - the caller reports the names that do not match
+        return None
+    return dict(ref.state_dict())
 
 
 def load_weights(model: torch.nn.Module, files: list[Path], dtype: torch.dtype) -> None:
@@ -235,6 +255,10 @@ def load_weights(model: torch.nn.Module, files: list[Path], dtype: torch.dtype) 
     missing = [n for n in expected if n not in loaded and not (tied and n == "lm_head.weight")
                and not n.endswith("rotary_emb.inv_freq")]
     problems += [f"missing tensor {n}" for n in missing]
+    if problems and all(p.startswith(("unexpected", "missing")) for p in problems):
+        renamed = _renamed_checkpoint(model, files, dtype)  # names only: an older naming
+        if renamed is not None:
+            loaded, problems = renamed, []
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise FrontendError(f"checkpoint does not match the config: {shown}")

@@ -45,11 +45,15 @@ class Program:
     example_inputs: list[np.ndarray]
     torch_module: torch.nn.Module = field(repr=False)
     notes: list[str] = field(default_factory=list)  # one-line facts for the user (weights, ...)
+    input_dtypes: list[torch.dtype] = field(default_factory=list)  # bf16 inputs cross as float32
 
     def reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """PyTorch eager on the same inputs: the oracle for every level."""
+        """PyTorch eager on the same inputs (in the captured dtypes): the oracle for every level."""
+        dtypes = self.input_dtypes or [None] * len(inputs)
         with torch.no_grad():
-            out = self.torch_module(*[torch.from_numpy(np.array(a, order="C")) for a in inputs])
+            args = [torch.from_numpy(np.array(a, order="C")) for a in inputs]
+            out = self.torch_module(*[a if d is None else a.to(d)
+                                      for a, d in zip(args, dtypes, strict=False)])
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [to_numpy(o) for o in outs]
 
@@ -156,7 +160,8 @@ def import_module(
     params = [to_numpy(state[n]) for n in imported.param_names] + list(imported.constants.values())
     inputs = [to_numpy(t) for t in example_inputs]
     return Program(imported.module, imported.input_names,
-                   imported.param_names + list(imported.constants), params, inputs, module)
+                   imported.param_names + list(imported.constants), params, inputs, module,
+                   input_dtypes=[t.dtype for t in example_inputs])
 
 
 def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):

@@ -189,7 +189,8 @@ def build_model(source: ModelSource, *, num_layers: int | None = None, device: s
             model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     except ValueError as e:
         if "attention implementation" not in str(e):
-            raise FrontendError(f"{source.origin}: unsupported architecture: {e}") from None
+            first = str(e).splitlines()[0]  # transformers appends every supported class
+            raise FrontendError(f"{source.origin}: unsupported architecture: {first}") from None
         # a family without an SDPA path (Gemma2's soft-capping): its eager attention's ops
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(config, dtype=dtype,

@@ -1,13 +1,13 @@
 """`deplo generate MODEL --prompt-ids 1,2,3 | --prompt TEXT`: greedy decoding with one compiled
 program.
 
-How: the model is captured once as `input_ids -> logits` over the whole context (prompt plus
-the new tokens but the last), and every step runs that program on the ids so far, padded; the
-next id is the argmax of the logits at the last real position. Causal attention makes those
-logits independent of the padding after it, so one program serves every step and no step
-recompiles. What this is not yet: a KV-cache decode step (each step recomputes the whole
-context: O(context) work per token instead of O(1) per layer), and the weights are copied to the
-device at every step (no memory planning). The ids equal `transformers`' greedy `generate`.
+With a KV cache (Llama, Qwen2, Mistral, Qwen3: frontend/decode.py): one decode step is compiled
+for the whole context, the position and the cache slots are its runtime inputs; the prompt is
+fed one token a step (prefill through the same program), then each new token. Other families:
+the model is captured once as `input_ids -> logits` over the whole context, and every step runs
+it on the ids so far, padded — causal attention keeps the padding from changing the logits at
+the last real position. Either way no step recompiles and the ids equal `transformers`' greedy
+`generate`. Not yet: memory planning (the weights are copied to the device at every step).
 
     result = generate("./tiny-llama", [1, 2, 3], max_new_tokens=8)   # result.ids, .tokens_per_s
 """
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from deplo.frontend.decode import FAMILIES
 from deplo.frontend.errors import FrontendError
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -34,6 +35,7 @@ class Generated:
     compile_seconds: float = 0.0
     programs: int = 1  # programs compiled for the whole generation
     stopped_at_eos: bool = False
+    kv_cache: bool = False
 
     @property
     def ids(self) -> list[int]:
@@ -92,9 +94,7 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
              strict: bool = True, stop_at_eos: bool = True) -> Generated:
     """Greedy ids after `prompt`: `max_new_tokens`, or fewer where an end-of-sequence id comes
     first (kept, as `transformers` keeps it) unless not `stop_at_eos`."""
-    from deplo.frontend.causal_lm import capture_model
     from deplo.frontend.models import hf_config, resolve_model
-    from deplo.tools.api import Compiled
 
     source = resolve_model(spec)
     config = hf_config(source)
@@ -109,27 +109,83 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
                             f"{context} positions; the model takes at most {limit}")
     out = Generated(list(prompt))
     start = time.perf_counter()
+    if config.model_type in FAMILIES:
+        step = _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, verbose,
+                             schedule, strict, out)
+    else:
+        step = _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
+                                   strict, out)
+    out.compile_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for token in step:
+        out.new.append(token)
+        if token in stop or len(out.new) == max_new_tokens:
+            out.stopped_at_eos = token in stop
+            break
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _compile(program, target: str, verbose: int, schedule, strict):
+    from deplo.tools.api import Compiled
+
+    compiled = Compiled(program, verbose, schedule, strict)
+    return compiled.executable(target, level="tensor" if target == "interp" else None)
+
+
+def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
+                        out: Generated):
+    """The next id per step from the padded whole-context program (compiled here, once)."""
+    from deplo.frontend.causal_lm import capture_model
+
     program = capture_model(spec, materialize=True, seq_len=context, seed=seed,
                             dtype=DTYPES[dtype])
-    compiled = Compiled(program, verbose, schedule, strict)
-    exe = compiled.executable(target, level="tensor" if target == "interp" else None)
+    exe = _compile(program, target, verbose, schedule, strict)
     weights = list(program.params)
     ids = np.full((1, context), PAD, dtype=program.example_inputs[0].dtype)
     ids[0, :len(prompt)] = prompt
-    out.compile_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    for step in range(max_new_tokens):
-        real = len(prompt) + step
-        logits = exe.run([ids] + weights)[0]
-        token = int(np.argmax(logits[0, real - 1].astype(np.float32)))
-        out.new.append(token)
-        if token in stop:
-            out.stopped_at_eos = True
-            break
-        if real < context:
-            ids[0, real] = token
-    out.seconds = time.perf_counter() - start
-    return out
+
+    def steps():
+        real = len(prompt)
+        while True:
+            logits = exe.run([ids] + weights)[0]
+            token = int(np.argmax(logits[0, real - 1].astype(np.float32)))
+            yield token
+            if real < context:
+                ids[0, real] = token
+            real += 1
+
+    return steps()
+
+
+def _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, verbose, schedule,
+                  strict, out: Generated):
+    """The next id per step from the KV-cache decode step (compiled here, once): the prompt's
+    tokens go in one a step, then each new token; the host writes each step's key/value into
+    its slot."""
+    from deplo.frontend.decode import capture_decode_step, step_mask
+
+    program = capture_decode_step(spec, context, seed=seed, dtype=DTYPES[dtype])
+    exe = _compile(program, target, verbose, schedule, strict)
+    out.kv_cache = True
+    weights = list(program.params)
+    caches = [np.zeros_like(x) for x in program.example_inputs[3:]]
+
+    def steps():
+        feed = list(prompt)
+        for position in range(context):
+            ids = np.array([[feed[position]]], dtype=program.example_inputs[0].dtype)
+            pos = np.array([[position]], dtype=program.example_inputs[1].dtype)
+            mask = step_mask(position, context, DTYPES[dtype]).float().numpy()
+            logits, *new = exe.run([ids, pos, mask, *caches] + weights)
+            for cache, kv in zip(caches, new, strict=True):
+                cache[:, :, position] = kv[:, :, 0]
+            if position >= len(prompt) - 1:
+                token = int(np.argmax(logits[0, -1].astype(np.float32)))
+                feed.append(token)
+                yield token
+
+    return steps()
 
 
 def add_arguments(p, int_in, seed_type) -> None:
@@ -180,9 +236,10 @@ def cmd_generate(args, target: str) -> int:
     print("ids: " + ", ".join(map(str, out.prompt)) + " | " + ", ".join(map(str, out.new)))
     if tokenizer is not None:
         print("text: " + repr(tokenizer.decode(out.ids)))
+    how = ("a KV-cache decode step; the prompt fed through it" if out.kv_cache else
+           "the whole context, padded, per step: no KV-cache step for this family yet")
     print(f"deplo: {len(out.new)} new tokens in {out.seconds:.2f} s ({out.tokens_per_s:.1f} "
           f"tokens/s, {target}, {dtype}); {out.programs} program compiled in "
-          f"{out.compile_seconds:.1f} s (context {len(out.prompt) + len(out.new) - 1}; each step "
-          "recomputes it: no KV cache yet)" + ("; stopped at the end-of-sequence id"
-                                              if out.stopped_at_eos else ""), file=sys.stderr)
+          f"{out.compile_seconds:.1f} s ({how})" + ("; stopped at the end-of-sequence id"
+                                                   if out.stopped_at_eos else ""), file=sys.stderr)
     return 0

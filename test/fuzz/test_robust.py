@@ -213,7 +213,7 @@ def test_bad_arguments_fail_up_front(argv: list[str], needle: str) -> None:
 
 @pytest.mark.parametrize("config, needle", [
     ([1, 2], "expected a JSON object, got list"),
-    ({**CONFIG, "model_type": "bert"}, "is not laid out as model.layers + lm_head"),
+    ({**CONFIG, "model_type": "t5"}, "unsupported architecture: Unrecognized configuration class"),
     ({**CONFIG, "hidden_size": 0}, "config hidden_size = 0: expected an integer in [1, 2^31)"),
     ({**CONFIG, "num_attention_heads": 3}, "num_attention_heads = 3 does not divide hidden_size"),
     ({**CONFIG, "vocab_size": -64}, "config vocab_size = -64"),

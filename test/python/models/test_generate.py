@@ -1,6 +1,7 @@
 """`deplo generate`: greedy ids equal to transformers' `generate(do_sample=False)` on the same
-random weights, for five families, on the CPU runtime and the interpreter; one program is
-compiled; end-of-sequence stops; bad prompts are one clear line."""
+random weights, for five families (four through the KV-cache decode step, Granite through the
+padded whole-context program), on the CPU runtime and the interpreter; one program is compiled;
+the decode step itself matches PyTorch; end-of-sequence stops; bad prompts are one clear line."""
 
 from __future__ import annotations
 
@@ -48,6 +49,19 @@ def test_ids_equal_transformers_on_the_cpu_runtime(checkpoints, family: str) -> 
     got = generate(str(checkpoints / family), PROMPT, 8, target="cpu")
     assert got.new == _transformers_ids(checkpoints / family, PROMPT, 8)
     assert got.programs == 1 and len(got.ids) == len(PROMPT) + 8
+    assert got.kv_cache == (family != "granite")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_decode_step_matches_pytorch(checkpoints, dtype) -> None:
+    from deplo.frontend.decode import capture_decode_step
+    from deplo.tools.api import Compiled
+
+    step = Compiled(capture_decode_step(str(checkpoints / "qwen3"), 12, dtype=dtype))
+    assert [n for n in step.program.input_names[:5]] == ["ids", "position", "mask", "k0", "v0"]
+    for target in ("interp", "cpu"):
+        result = step.check(target=target, seed=4)
+        assert result.ok, result.line()
 
 
 def test_ids_equal_transformers_on_the_interpreter(checkpoints) -> None:

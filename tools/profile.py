@@ -31,6 +31,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
     """The profile of a compiled program (deplo.tools.api.Compiled); `measured`: microseconds
     per kernel launch from a GPU run, when there was one."""
     from deplo.dialects import kernel
+    from deplo.lowering.emit_cuda import weights_read
     from deplo.runtime.bench import min_bytes
 
     hw = cm.GPUS[gpu]
@@ -52,7 +53,8 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
                        rep.smem_bytes if rep else cm._static_smem(f), hw)
         roof = _kernel_roofline(w, p, half, hw)
         rows.append({
-            "name": name, "launches": counts.get(name, 1), "grid": list(f.grid_dims),
+            "name": name, "modules": weights_read(f.body.block.args),
+            "launches": counts.get(name, 1), "grid": list(f.grid_dims),
             "block": list(f.block_dims), "registers": rep.registers if rep else None,
             "smem_bytes": rep.smem_bytes if rep else None, "l2_bytes": p.l2_bytes,
             "dram_bytes": p.dram_bytes, "flops": p.flops, "predicted_us": round(p.us, 3),
@@ -90,18 +92,19 @@ def format_profile(report: dict, rows: bool = True) -> str:
     if not rows:
         return "\n".join(lines) + "\n"
     table = Table(title=None, show_edge=False, pad_edge=False)
-    for col in ("kernel", "launches", "grid", "block", "regs", "smem", "L2 MB", "GFLOP",
-                "meas us", "pred us", "roof %", "bound"):
-        table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
+    for col in ("kernel", "weights of", "launches", "grid", "block", "regs", "smem", "L2 MB",
+                "GFLOP", "meas us", "pred us", "roof %", "bound"):
+        table.add_column(col, justify="left" if col in ("kernel", "weights of", "bound")
+                         else "right")
     for r in report["kernels"]:
-        table.add_row(r["name"], str(r["launches"]), "x".join(map(str, r["grid"])),
+        table.add_row(r["name"], ", ".join(r.get("modules") or ()) or "-", str(r["launches"]), "x".join(map(str, r["grid"])),
                       "x".join(map(str, r["block"])), str(r["registers"] or "-"),
                       str(r["smem_bytes"] if r["smem_bytes"] is not None else "-"),
                       f"{r['l2_bytes'] / 1e6:.2f}", f"{r['flops'] / 1e9:.3f}",
                       f"{r['measured_us']:.2f}" if r.get("measured_us") else "-",
                       f"{r['predicted_us']:.2f}", f"{r['roofline_pct']:.0f}", r["bound"])
     out = StringIO()
-    Console(file=out, width=160, color_system=None).print(table)
+    Console(file=out, width=200, color_system=None).print(table)
     return "\n".join(lines) + "\n" + out.getvalue()
 
 

@@ -168,3 +168,14 @@ def test_torch_compile_backend_small_llm(checkpoints, monkeypatch) -> None:
         torch._dynamo.reset()
         got = torch.compile(lambda t: hf(input_ids=t, use_cache=False).logits, backend="deplo")(ids)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_kernels_name_the_modules_whose_weights_they_read(checkpoints) -> None:
+    from deplo.tools.profile import profile
+
+    compiled = Compiled(capture_model(str(checkpoints / "llama"), seq_len=4))
+    src = compiled.cuda_source
+    assert "reads the weights of input_layernorm, self_attn.q_proj" in src
+    assert "reads the weights of post_attention_layernorm, mlp.gate_proj, mlp.up_proj" in src
+    rows = {r["name"]: r["modules"] for r in profile(compiled)["kernels"]}
+    assert ["self_attn.o_proj"] in rows.values()

@@ -58,6 +58,9 @@ class Gpu:
     smem_per_sm: int = 228 * 1024
     mlp: int = 4  # independent global loads a warp keeps in flight (nvcc unrolls streaming
     # loops 4x; a modelling assumption, to refit from measurements)
+    latency_warps: float = 3.0  # warps a scheduler needs to keep its pipes busy: with fewer,
+    # shared-memory and dependent-FMA latencies show. Fit to the H200 run of 2026-11-26
+    # (docs/gpu-runs.md): fp32 matmuls of 2 warps an SM measured 2.5-6x their issue-bound time
 
     @property
     def fp32_flops(self) -> float:

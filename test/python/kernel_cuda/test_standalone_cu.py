@@ -29,3 +29,47 @@ def test_plain_nvcc_accepts_the_emitted_cu(tmp_path, name: str) -> None:
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "k.cubin").stat().st_size > 0
+
+
+def _suite_sources(dtype: str) -> list[tuple[str, str]]:
+    import deplo
+    from deplo.runtime.bench import llm_suite
+
+    return [(c.name, deplo.compile(c.fn, c.example_inputs()).cuda_source)
+            for c in llm_suite([dtype], suite="tiny")]
+
+
+def _nvcc_all(tmp_path, sources: list[tuple[str, str]]) -> list[str]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def build(item):
+        i, (name, src) = item
+        cu = tmp_path / f"case{i}.cu"
+        cu.write_text(src)
+        done = subprocess.run([NVCC, "-cubin", "-arch=sm_90", cu.name, "-o", f"case{i}.cubin"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        return None if done.returncode == 0 else f"{name}: {done.stderr[-500:]}"
+
+    with ThreadPoolExecutor(2) as pool:
+        return [e for e in pool.map(build, enumerate(sources)) if e]
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on the PATH")
+def test_plain_nvcc_accepts_every_kernel_of_the_tiny_llm_suite(tmp_path) -> None:
+    """Every kernel kind of the LLM suite (projections, fused RMSNorm, SiLU, attention, a whole
+    decoder layer) at small shapes, bf16: the tensor-core and 16-bit paths."""
+    sources = _suite_sources("bf16")
+    assert len(sources) >= 15
+    assert _nvcc_all(tmp_path, sources) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on the PATH")
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_plain_nvcc_accepts_every_emitted_cu_of_the_llm_suite(tmp_path, dtype: str) -> None:
+    import deplo
+    from deplo.runtime.bench import llm_suite
+
+    sources = [(c.name, deplo.compile(c.fn, c.example_inputs()).cuda_source)
+               for c in llm_suite([dtype])]
+    assert _nvcc_all(tmp_path, sources) == []

@@ -66,7 +66,10 @@ def test_plain_nvcc_accepts_every_kernel_of_the_tiny_llm_suite(tmp_path) -> None
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on the PATH")
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_plain_nvcc_accepts_every_emitted_cu_of_the_llm_suite(tmp_path, dtype: str) -> None:
+def test_plain_nvcc_accepts_every_emitted_cu_of_the_llm_suite(request, tmp_path, dtype: str) -> None:
+    """Every case of the LLM suite (2.5 min for both dtypes on 2 cores)."""
+    if "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("slow: run with `pytest -m slow test/python/kernel_cuda`")
     import deplo
     from deplo.runtime.bench import llm_suite
 

@@ -68,17 +68,6 @@ class Contraction:
     def reduces(self) -> list[tile.ForOp]:
         return [op for op in self.cell.ops if isinstance(op, tile.ForOp) and op.inits]
 
-    def serial_axes(self) -> list[tile.ForOp]:
-        """Chain loops a schedule pass may still split: serial, `0 to N step 1`, N > 1."""
-        return [
-            lp
-            for lp in self.chain
-            if lp.binding == tile.Bind.SERIAL
-            and lp.static_lb == 0
-            and lp.step.data == 1
-            and lp.ub.data > 1
-        ]
-
     def thread_loops(self) -> list[tile.ForOp]:
         return [lp for lp in self.chain if lp.binding.is_thread]
 

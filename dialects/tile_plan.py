@@ -133,9 +133,6 @@ class Plan:
     def cls(self) -> KernelClass:
         return CLASSES[self.kind]
 
-    def fact(self, name: str) -> Value:
-        return dict(self.facts)[name]
-
     def knob(self, name: str, default: Value | None = None) -> Value:
         return dict(self.knobs).get(name, default)  # type: ignore[return-value]
 
@@ -143,12 +140,6 @@ class Plan:
     def knob_dict(self) -> dict[str, Value]:
         return dict(self.knobs)
 
-    def with_knobs(self, changes: dict[str, Value]) -> Plan:
-        """The plan with some knobs changed, in the class's order (knobs that no longer apply,
-        e.g. reg_m once mma is on, are dropped; the caller fills in the ones that appear)."""
-        merged = {**self.knob_dict, **changes}
-        names = self.cls.knob_names(merged)
-        return Plan(self.kind, self.facts, tuple((n, merged[n]) for n in names if n in merged))
 
     def missing(self) -> list[str]:
         return [n for n in self.cls.knob_names(self.knob_dict) if n not in self.knob_dict]

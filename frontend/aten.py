@@ -76,10 +76,6 @@ class Importer:
             return self.insert(op, "cst")
         raise FrontendError(f"unsupported argument {arg!r}")
 
-    def static_value(self, arg):
-        """The folded value of a static FX node (a tensor or Python value), else None."""
-        return self.static.values.get(arg) if isinstance(arg, torch.fx.Node) else None
-
     def _constant_arg(self, node: torch.fx.Node) -> SSAValue:
         tensor = self.static.values[node]
         if not isinstance(tensor, torch.Tensor):

@@ -89,6 +89,10 @@ def cmd_tune(args, compile_program) -> int:
 
     path = store_path(args.db)
     if args.report:
+        if not path.exists():
+            from deplo.tuning.store import StoreError
+
+            raise StoreError(f"{path}: no such tuning store (`deplo tune` makes one)")
         with TuningStore(path) as store:
             rows = report_rows(store)
         print(format_report(rows, path))
@@ -119,6 +123,8 @@ def cmd_tune(args, compile_program) -> int:
                            workers=args.workers, progress=progress, seconds=args.time)
         finally:
             evaluator.close()
+    if not reports:
+        print("deplo: the program has no kernels to tune")
     for r in reports:
         best = r.best
         line = (f"deplo: {r.task.name} [{r.task.key}] x{r.task.count}: {r.evaluated} evaluated, "

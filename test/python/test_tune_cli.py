@@ -143,3 +143,11 @@ def test_time_limit_and_bad_time(tmp_path) -> None:
     assert 1 <= len(_rows(db)) < 50
     bad = run("deplo", "tune", "-c", MM, "--time", "-3", "--db", db)
     assert bad.returncode == 2 and "positive number of seconds" in bad.stderr
+
+
+def test_report_of_a_missing_store_and_a_program_without_kernels(tmp_path) -> None:
+    missing = tmp_path / "none.sqlite"
+    p = run("deplo", "tune", "--report", "--db", str(missing))
+    assert p.returncode == 1 and "no such tuning store" in p.stderr and not missing.exists()
+    p = run("deplo", "tune", "-c", "torch.randn(3)", "--db", str(tmp_path / "t.sqlite"))
+    assert p.returncode == 0 and "no kernels to tune" in p.stdout

@@ -60,11 +60,24 @@ def cache_shape(config, max_context: int) -> tuple[int, int, int, int]:
     return (1, getattr(config, "num_key_value_heads", None) or heads, max_context, head_dim)
 
 
-def step_mask(position: int, max_context: int, dtype: torch.dtype) -> torch.Tensor:
-    """0 for the written slots (< position) and the new key (the last), the dtype's lowest
-    value for the slots not written yet."""
+def attention_window(config) -> int | None:
+    """The sliding window every layer attends within (None: the whole past). FrontendError
+    where layers mix sliding and full attention (one mask serves every layer here)."""
+    types = set(getattr(config, "layer_types", None) or ())
+    if types == {"full_attention"}:
+        return None
+    if types - {"sliding_attention"}:
+        raise FrontendError("layers mix sliding-window and full attention: no KV-cache step")
+    return getattr(config, "sliding_window", None)  # Mistral: every layer, where set
+
+
+def step_mask(position: int, max_context: int, dtype: torch.dtype,
+              window: int | None = None) -> torch.Tensor:
+    """0 for the written slots a query at `position` sees (the last `window` - 1 of them, or
+    all) and for the new key (the last), the dtype's lowest value elsewhere."""
     mask = torch.full((1, 1, 1, max_context + 1), torch.finfo(dtype).min, dtype=dtype)
-    mask[..., :position] = 0
+    first = 0 if window is None else max(0, position - window + 1)
+    mask[..., first:position] = 0
     mask[..., -1] = 0
     return mask
 
@@ -77,6 +90,7 @@ def capture_decode_step(spec: str, max_context: int, *, seed: int = 0,
     if kind not in FAMILIES:
         raise FrontendError(f"model type {kind!r}: no KV-cache decode step (supported: "
                             f"{', '.join(FAMILIES)})")
+    attention_window(model.config)
     model.config._attn_implementation = "sdpa"
     gen = torch.Generator().manual_seed(seed)
     shape = cache_shape(model.config, max_context)

@@ -109,7 +109,7 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
                             f"{context} positions; the model takes at most {limit}")
     out = Generated(list(prompt))
     start = time.perf_counter()
-    if config.model_type in FAMILIES:
+    if _has_kv_step(config):
         step = _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, verbose,
                              schedule, strict, out)
     else:
@@ -124,6 +124,16 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
             break
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _has_kv_step(config) -> bool:
+    from deplo.frontend.decode import attention_window
+
+    try:
+        attention_window(config)
+    except FrontendError:
+        return False
+    return config.model_type in FAMILIES
 
 
 def _compile(program, target: str, verbose: int, schedule, strict):
@@ -163,8 +173,10 @@ def _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, ve
     """The next id per step from the KV-cache decode step (compiled here, once): the prompt's
     tokens go in one a step, then each new token; the host writes each step's key/value into
     its slot."""
-    from deplo.frontend.decode import capture_decode_step, step_mask
+    from deplo.frontend.decode import attention_window, capture_decode_step, step_mask
+    from deplo.frontend.models import hf_config, resolve_model
 
+    window = attention_window(hf_config(resolve_model(spec)))
     program = capture_decode_step(spec, context, seed=seed, dtype=DTYPES[dtype])
     exe = _compile(program, target, verbose, schedule, strict)
     out.kv_cache = True
@@ -176,7 +188,7 @@ def _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, ve
         for position in range(context):
             ids = np.array([[feed[position]]], dtype=program.example_inputs[0].dtype)
             pos = np.array([[position]], dtype=program.example_inputs[1].dtype)
-            mask = step_mask(position, context, DTYPES[dtype]).float().numpy()
+            mask = step_mask(position, context, DTYPES[dtype], window).float().numpy()
             logits, *new = exe.run([ids, pos, mask, *caches] + weights)
             for cache, kv in zip(caches, new, strict=True):
                 cache[:, :, position] = kv[:, :, 0]

@@ -99,3 +99,33 @@ def test_cli(checkpoints) -> None:
 def test_bad_prompts_are_one_line(checkpoints, args, message) -> None:
     p = run("deplo", "generate", str(checkpoints / "llama"), *args)
     assert p.returncode != 0 and message in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("variant", ["llama_odd_heads_tied_biases", "mistral_window_4",
+                                     "qwen2_mixed_window"])
+def test_checkpoint_variants(tmp_path, variant: str) -> None:
+    """Odd head counts, tied head, biases; a sliding window shorter than the generation (the KV
+    step masks slots past the window); layers mixing windowed and full attention (the padded
+    whole-context program, which folds each layer's own mask)."""
+    import transformers as T
+
+    base = {"vocab_size": 128, "max_position_embeddings": 64, "num_hidden_layers": 3,
+            "eos_token_id": None}
+    config, kv = {
+        "llama_odd_heads_tied_biases": (T.LlamaConfig(
+            **base, hidden_size=96, intermediate_size=160, num_attention_heads=6,
+            num_key_value_heads=3, tie_word_embeddings=True, attention_bias=True), True),
+        "mistral_window_4": (T.MistralConfig(
+            **base, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+            num_key_value_heads=2, sliding_window=4), True),
+        "qwen2_mixed_window": (T.Qwen2Config(
+            **base, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+            num_key_value_heads=2, use_sliding_window=True, sliding_window=4,
+            max_window_layers=1), False),
+    }[variant]
+    torch.manual_seed(5)
+    T.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    prompt = [3, 9, 27, 81, 5]
+    got = generate(str(tmp_path), prompt, 10, target="cpu")
+    assert got.kv_cache == kv
+    assert got.new == _transformers_ids(tmp_path, prompt, 10)

@@ -187,7 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                                 "check against PyTorch")
     add_arguments(t, _add_source, _int_in, _output_path)
 
-    from deplo.tools import generate
+    from deplo.tools import explore, generate
+
+    e = add_parser("explore", help="the whole pipeline of one program as one self-contained "
+                                   "HTML page: passes with their IR and diffs, kernels, speed")
+    _add_source(e)
+    explore.add_arguments(e)
 
     g = add_parser("generate", help="greedy decoding: the prompt, then --max-new-tokens ids, "
                                     "with one compiled program")
@@ -386,6 +391,11 @@ def main(argv: list[str] | None = None) -> int:
             from deplo.tools.tune_cmd import cmd_tune
 
             return cmd_tune(args, _compile)
+        if args.command == "explore":
+            from deplo.tools.explore import cmd_explore
+
+            return cmd_explore(args, _compile(args, runnable=args.check),
+                               args.expr or args.model)
         if args.command == "generate":
             from deplo.tools.generate import cmd_generate
 

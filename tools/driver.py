@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import gc
 import sys
+import time
 from typing import TextIO
 
 from xdsl.context import Context
@@ -55,20 +56,28 @@ def _kernel_summary(mod: ModuleOp) -> str:
 
 
 def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None = None,
-               schedule: str | None = None, strict: bool = True) -> ModuleOp:
+               schedule: str | None = None, strict: bool = True,
+               trace: list | None = None) -> ModuleOp:
     """Apply the comma-separated pass spec in place, verifying after each pass. `schedule` (a
     plan file's path or JSON text) is given to tile-plan; with `strict` off, plans for kernels
-    the module does not have are allowed (a file gathered from many programs)."""
+    the module does not have are allowed (a file gathered from many programs). `trace`, if
+    given, receives (pass name, seconds, IR text after it) per pass (`deplo explore`)."""
     if not spec:
         return module
     out = out or sys.stderr
     ctx = make_context()
     before = [str(module)] if verbose >= 2 else []
+    clock = [time.perf_counter()]
 
     def callback(prev, mod: ModuleOp, nxt) -> None:
         mod.verify()
         if prev is None:
+            clock[0] = time.perf_counter()
             return
+        if trace is not None:
+            now = time.perf_counter()
+            trace.append((prev.name, now - clock[0], str(mod)))
+            clock[0] = time.perf_counter()
         if verbose >= 1:
             print(f"deplo: ran {prev.name}{_kernel_summary(mod)}", file=out)
             if nxt is None or nxt.name == "loop-to-tile":  # the last loop-level pass

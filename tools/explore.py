@@ -1,0 +1,136 @@
+"""`deplo explore -c EXPR | MODEL [--check] [-o out.html] [--open]`: the whole pipeline of one
+program as one self-contained HTML page.
+
+Why one file with the data as a JSON blob: it can be mailed or attached to an issue, opens with
+no server and no network, and the page (tools/explore.html: markup, style and script in one
+template) renders every view from the blob when it loads. What the blob holds:
+
+- `passes`: every pass in order with its level, time, whether it changed the IR, the IR after it
+  (only where it changed; otherwise the page shows the last one) and the diff against the IR
+  before it (difflib, computed here so the page needs no diff library);
+- `kernels`: per kernel its plan, launch, ptxas figures, the modules whose weights it reads, the
+  sm_90 model's prediction, roofline and bound (and the GPU's time where one ran) and its CUDA
+  source;
+- `checks` (with --check): the result against PyTorch at every level that runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import re
+import time
+from pathlib import Path
+
+TEMPLATE = Path(__file__).with_name("explore.html")
+LEVEL_OF_PIPELINE = {"to-tir": "tir", "to-loop": "loop", "to-tile": "tile", "to-kernel": "kernel",
+                     "to-cuda": "cuda"}
+
+
+def _pass_levels() -> list[tuple[str, str]]:
+    """(pass spec, the level it belongs to) for the whole to-cuda pipeline, in order."""
+    from deplo.passes.pipeline import PIPELINES
+
+    out, done = [], 0
+    for name, level in LEVEL_OF_PIPELINE.items():
+        passes = PIPELINES[name]
+        out += [(p, level) for p in passes[done:]]
+        done = len(passes)
+    return out
+
+
+def _cuda_by_kernel(source: str) -> dict[str, str]:
+    """Each kernel's text in the .cu (the emitter puts a blank line before each kernel)."""
+    body = source.split("// ---- kernels ----", 1)[-1]
+    out = {}
+    for chunk in re.split(r'\n\s*\n(?=// |extern "C")', body.strip("\n")):
+        if m := re.search(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', chunk):
+            out[m.group(1)] = chunk.strip()
+    return out
+
+
+def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
+                 title: str = "") -> dict:
+    from deplo.tools.driver import run_passes
+    from deplo.tools.profile import profile
+
+    start = compiled.program.module.clone()
+    trace: list = []
+    spec = ",".join(p for p, _ in _pass_levels())
+    run_passes(start, spec, schedule=compiled.schedule, strict=compiled.strict, trace=trace)
+    levels = dict(_pass_levels())
+    before = str(compiled.program.module)
+    passes = [{"name": "import", "level": "torch", "seconds": 0.0, "changed": True,
+               "ir": before, "diff": ""}]
+    for name, seconds, after in trace:
+        changed = after != before
+        passes.append({
+            "name": name, "level": levels.get(name, levels.get(name.split("{")[0], "?")),
+            "seconds": round(seconds, 4), "changed": changed, "ir": after if changed else None,
+            "diff": "\n".join(difflib.unified_diff(before.splitlines(), after.splitlines(),
+                                                   "before", "after", lineterm="", n=2))})
+        before = after
+    report = profile(compiled, gpu_model)
+    from deplo.analysis.nest import tile_kernels
+
+    plans = {k.sym_name.data: {"kind": k.the_plan.kind, "knobs": dict(k.the_plan.knobs),
+                               "key": k.structural_key}
+             for k in tile_kernels(compiled.module("tile")) if k.the_plan is not None}
+    cuda = _cuda_by_kernel(compiled.cuda_source)
+    kernels = [{**row, "plan": plans.get(row["name"], plans.get(row["name"].removesuffix("_sum"))),
+                "cuda": cuda.get(row["name"], "")} for row in report["kernels"]]
+    data = {"schema": "deplo-explore/1", "title": title, "passes": passes, "kernels": kernels,
+            "summary": {k: report[k] for k in ("gpu_model", "predicted_us", "roofline_us",
+                                               "launches") if k in report},
+            "checks": _checks(compiled) if check else []}
+    return data
+
+
+def _checks(compiled) -> list[dict]:
+    """The program against PyTorch at every level the CPU runs: the interpreters of Torch,
+    Tensor and Loop IR, then the .cu on the CPU runtime."""
+    out = []
+    for target, level in (("interp", "torch"), ("interp", "tensor"), ("interp", "loop"),
+                          ("cpu", None)):
+        t0 = time.perf_counter()
+        try:
+            r = compiled.check(target=target, level=level, seed=0)
+            out.append({"level": level or "cuda (CPU runtime)", "ok": bool(r.ok),
+                        "line": r.line(), "seconds": round(time.perf_counter() - t0, 2)})
+        except Exception as e:  # noqa: BLE001 - a level that cannot run is shown, not fatal
+            out.append({"level": level or "cuda (CPU runtime)", "ok": False,
+                        "line": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}",
+                        "seconds": round(time.perf_counter() - t0, 2)})
+    return out
+
+
+def render(data: dict) -> str:
+    """The page: the template with the blob inlined (`</` escaped so no IR text ends the
+    script element)."""
+    blob = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return (TEMPLATE.read_text().replace("{{TITLE}}", html.escape(data.get("title") or "deplo"))
+            .replace("{{DATA}}", blob))
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--check", action="store_true",
+                   help="also compare with PyTorch at every level the CPU runs")
+    p.add_argument("-o", "--output", default="explore.html", metavar="OUT.html")
+    p.add_argument("--open", action="store_true", help="open the page in the default browser")
+    p.add_argument("--gpu-model", choices=["h100", "h200"], default="h100")
+
+
+def cmd_explore(args, compiled, title: str) -> int:
+    from deplo.tools.errors import writing
+
+    page = render(explore_data(compiled, check=args.check, gpu_model=args.gpu_model,
+                               title=title))
+    with writing(args.output):
+        Path(args.output).write_text(page)
+    print(f"deplo: wrote {args.output} ({len(page) / 1e6:.2f} MB)")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(Path(args.output).resolve().as_uri())
+    return 0

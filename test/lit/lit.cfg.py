@@ -18,6 +18,8 @@ config.test_exec_root = os.path.join(
 
 bindir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+# no tuning store changes what a lit test compiles (test/conftest.py does the same for pytest)
+config.environment["DEPLO_TUNING_DB"] = os.path.join(config.test_exec_root, "no-store.sqlite")
 for key in ("HOME", "DEPLO_CACHE_DIR", "PYTHONPATH"):
     if key in os.environ:
         config.environment[key] = os.environ[key]

@@ -11,7 +11,8 @@ template) renders every view from the blob when it loads. What the blob holds:
 - `kernels`: per kernel its plan, launch, ptxas figures, the modules whose weights it reads, the
   sm_90 model's prediction, roofline and bound (and the GPU's time where one ran) and its CUDA
   source;
-- `checks` (with --check): the result against PyTorch at every level that runs on the CPU.
+- `checks` (with --check): after every pass, the program run on the CPU against PyTorch (the
+  bisect view: the first pass that changes the result is the first red one).
 """
 
 from __future__ import annotations
@@ -88,21 +89,18 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
 
 
 def _checks(compiled) -> list[dict]:
-    """The program against PyTorch at every level the CPU runs: the interpreters of Torch,
-    Tensor and Loop IR, then the .cu on the CPU runtime."""
-    out = []
-    for target, level in (("interp", "torch"), ("interp", "tensor"), ("interp", "loop"),
-                          ("cpu", None)):
-        t0 = time.perf_counter()
-        try:
-            r = compiled.check(target=target, level=level, seed=0)
-            out.append({"level": level or "cuda (CPU runtime)", "ok": bool(r.ok),
-                        "line": r.line(), "seconds": round(time.perf_counter() - t0, 2)})
-        except Exception as e:  # noqa: BLE001 - a level that cannot run is shown, not fatal
-            out.append({"level": level or "cuda (CPU runtime)", "ok": False,
-                        "line": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}",
-                        "seconds": round(time.perf_counter() - t0, 2)})
-    return out
+    """The bisect view: the program run after every pass (the interpreters up to Loop IR, then
+    the .cu on the CPU runtime; tools/bisect.py) against PyTorch on the same inputs."""
+    from deplo.tools.api import random_inputs
+    from deplo.tools.bisect import bisect
+
+    program = compiled.program
+    inputs = random_inputs(program, 0)
+    reference = program.reference(inputs[: len(program.example_inputs)])
+    steps = bisect(program.module, inputs, reference, "to-cuda", keep_going=True).steps
+    return [{"after": st.after, "level": st.level, "how": st.how, "ok": st.ok,
+             "line": st.comparison.line() if st.comparison else f"ERROR {st.error}",
+             "seconds": round(st.seconds, 2)} for st in steps]
 
 
 def render(data: dict) -> str:
@@ -115,7 +113,7 @@ def render(data: dict) -> str:
 
 def add_arguments(p) -> None:
     p.add_argument("--check", action="store_true",
-                   help="also compare with PyTorch at every level the CPU runs")
+                   help="also run the program after every pass on the CPU against PyTorch")
     p.add_argument("-o", "--output", default="explore.html", metavar="OUT.html")
     p.add_argument("--open", action="store_true", help="open the page in the default browser")
     p.add_argument("--gpu-model", choices=["h100", "h200"], default="h100")

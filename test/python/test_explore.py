@@ -46,9 +46,10 @@ def test_kernels_speed_and_checks(rms_page) -> None:
     (k,) = data["kernels"]
     assert k["plan"]["kind"] == "row_reduce" and k["predicted_us"] > 0 and k["bound"]
     assert 'extern "C" __global__' in k["cuda"] and k["registers"]
-    levels = [c["level"] for c in data["checks"]]
-    assert levels == ["torch", "tensor", "loop", "cuda (CPU runtime)"]
-    assert all(c["ok"] for c in data["checks"]), data["checks"]
+    checks = data["checks"]
+    assert [c["after"] for c in checks][1:] == [p["name"] for p in data["passes"]][1:]
+    assert {c["how"] for c in checks} == {"interp", "cpu"} and checks[-1]["level"] == "cuda"
+    assert all(c["ok"] for c in checks), [c for c in checks if not c["ok"]]
 
 
 def test_the_page_stands_alone(rms_page) -> None:

@@ -21,7 +21,6 @@ import difflib
 import html
 import json
 import re
-import time
 from pathlib import Path
 
 TEMPLATE = Path(__file__).with_name("explore.html")

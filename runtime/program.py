@@ -19,6 +19,7 @@ from xdsl.ir import SSAValue
 from deplo.dialects import cuda
 from deplo.lowering.emit_cuda import emit_cuda, kernel_signatures, launch_plan
 from deplo.runtime.ctypes_map import C_TO_NUMPY, MLIR_TO_C
+from deplo.runtime.memory_plan import plan_function
 
 
 def numpy_dtype(t: MemRefType) -> np.dtype:
@@ -32,18 +33,28 @@ def host_function(module: ModuleOp, entry: str = "main") -> func.FuncOp:
     raise ValueError(f"no host function @{entry} in the module")
 
 
-def poisoned(t: MemRefType) -> np.ndarray:
-    """A fresh buffer for `memref.alloc`: NaN (bf16: its NaN bit pattern), integers at their
-    minimum, booleans false."""
+def poison_value(t: MemRefType):
+    """What a fresh buffer holds: NaN (bf16: its NaN bit pattern), integers at their minimum,
+    booleans false."""
     dt = numpy_dtype(t)
-    shape = tuple(t.get_shape())
     if isinstance(t.element_type, BFloat16Type):
-        return np.full(shape, 0x7FC0, dtype=dt)
+        return 0x7FC0
     if dt.kind == "f":
-        return np.full(shape, np.nan, dtype=dt)
+        return np.nan
     if dt.kind == "b":
-        return np.zeros(shape, dtype=dt)
-    return np.full(shape, np.iinfo(dt).min, dtype=dt)
+        return False
+    return np.iinfo(dt).min
+
+
+def poisoned(t: MemRefType, arena: np.ndarray | None = None, offset: int = 0) -> np.ndarray:
+    """A fresh, poisoned buffer for `memref.alloc`: its own, or a view of `arena` at `offset`."""
+    dt, shape = numpy_dtype(t), tuple(t.get_shape())
+    if arena is None:
+        return np.full(shape, poison_value(t), dtype=dt)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    view = arena[offset:offset + n].view(dt).reshape(shape)
+    view.fill(poison_value(t))
+    return view
 
 
 def to_bf16_bits(x: np.ndarray) -> np.ndarray:
@@ -77,6 +88,7 @@ class CudaExecutable:
         self.main = host_function(module)
         self.target = target
         self.schedule = schedule
+        self.plans = {name: plan_function(fn) for name, fn in self.functions.items()}
         if target == "cpu":
             from deplo.runtime.cpu import CpuModule
 
@@ -113,11 +125,17 @@ class CudaExecutable:
 
     def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str,
              record: list | None = None) -> list[np.ndarray]:
-        """Execute one host function: allocations, launches, calls of other host functions."""
+        """Execute one host function: allocations (in one arena per call, runtime/
+        memory_plan.py; separate buffers while `record`ing, so re-timed launches see the data
+        they saw), launches, calls of other host functions."""
         env: dict[SSAValue, np.ndarray] = dict(zip(fn.body.block.args, buffers, strict=True))
+        plan = self.plans[fn.sym_name.data] if record is None else None
+        arena = np.empty(plan.peak, np.uint8) if plan and plan.peak else None
         for op in fn.body.block.ops:
             if isinstance(op, memref.AllocOp):
-                env[op.memref] = poisoned(op.memref.type)
+                placed = plan is not None and op in plan.offsets
+                env[op.memref] = poisoned(op.memref.type, arena if placed else None,
+                                          plan.offsets[op] if placed else 0)
             elif isinstance(op, cuda.LaunchOp):
                 kwargs = {"smem_bytes": op.smem.value.data}
                 if self.target == "cpu":

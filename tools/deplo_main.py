@@ -340,6 +340,8 @@ def cmd_run(args) -> int:
         names = args.fiber_schedules
         schedules = list(DEFAULT_SCHEDULES) if names == "all" else names.split(",")
     exe = compiled.executable(target, level if target == "interp" else None)
+    for name, plan in getattr(exe, "plans", {}).items() if args.verbose else ():
+        print(f"deplo: memory {plan.line(name)}", file=sys.stderr)
     what = f"interp ({level})" if target == "interp" else target
     failed = False
     reference = compiled.program.reference(inputs[:n]) if args.check else None

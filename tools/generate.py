@@ -137,10 +137,15 @@ def _has_kv_step(config) -> bool:
 
 
 def _compile(program, target: str, verbose: int, schedule, strict):
+    import sys
+
     from deplo.tools.api import Compiled
 
     compiled = Compiled(program, verbose, schedule, strict)
-    return compiled.executable(target, level="tensor" if target == "interp" else None)
+    exe = compiled.executable(target, level="tensor" if target == "interp" else None)
+    for name, plan in getattr(exe, "plans", {}).items() if verbose else ():
+        print(f"deplo: memory {plan.line(name)}", file=sys.stderr)
+    return exe
 
 
 def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,

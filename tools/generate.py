@@ -110,8 +110,8 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
     out = Generated(list(prompt))
     start = time.perf_counter()
     if _has_kv_step(config):
-        step = _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, verbose,
-                             schedule, strict, out)
+        step = _cached_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
+                             strict, out)
     else:
         step = _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
                                    strict, out)
@@ -173,8 +173,8 @@ def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, sch
     return steps()
 
 
-def _cached_steps(spec, prompt, max_new_tokens, context, target, dtype, seed, verbose, schedule,
-                  strict, out: Generated):
+def _cached_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
+                  out: Generated):
     """The next id per step from the KV-cache decode step (compiled here, once): the prompt's
     tokens go in one a step, then each new token; the host writes each step's key/value into
     its slot."""

@@ -94,9 +94,8 @@ def capture_decode_step(spec: str, max_context: int, *, seed: int = 0,
     model.config._attn_implementation = "sdpa"
     gen = torch.Generator().manual_seed(seed)
     shape = cache_shape(model.config, max_context)
-    past = []
-    for _ in range(model.config.num_hidden_layers):
-        past += [torch.randn(shape, generator=gen).to(dtype), torch.randn(shape, generator=gen).to(dtype)]
+    past = [torch.randn(shape, generator=gen).to(dtype)
+            for _ in range(2 * model.config.num_hidden_layers)]  # k0, v0, k1, v1, ...
     example = [torch.tensor([[1]]), torch.tensor([[max_context // 2]]),
                step_mask(max_context // 2, max_context, dtype), *past]
     names = ["ids", "position", "mask"] + [f"{kv}{i}" for i in range(len(past) // 2)

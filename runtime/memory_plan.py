@@ -67,3 +67,8 @@ def plan_function(fn: func.FuncOp) -> MemoryPlan:
         plan.peak = max(plan.peak, offset + size)
         plan.total += size
     return plan
+
+
+def memory_lines(executable) -> list[str]:
+    """What `-v` prints: each host function's arena (none for the interpreters)."""
+    return [plan.line(name) for name, plan in getattr(executable, "plans", {}).items()]

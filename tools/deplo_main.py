@@ -340,8 +340,10 @@ def cmd_run(args) -> int:
         names = args.fiber_schedules
         schedules = list(DEFAULT_SCHEDULES) if names == "all" else names.split(",")
     exe = compiled.executable(target, level if target == "interp" else None)
-    for name, plan in getattr(exe, "plans", {}).items() if args.verbose else ():
-        print(f"deplo: memory {plan.line(name)}", file=sys.stderr)
+    from deplo.runtime.memory_plan import memory_lines
+
+    for line in memory_lines(exe) if args.verbose else ():
+        print(f"deplo: memory {line}", file=sys.stderr)
     what = f"interp ({level})" if target == "interp" else target
     failed = False
     reference = compiled.program.reference(inputs[:n]) if args.check else None

@@ -24,16 +24,16 @@ import re
 from pathlib import Path
 
 TEMPLATE = Path(__file__).with_name("explore.html")
-LEVEL_OF_PIPELINE = {"to-tir": "tir", "to-loop": "loop", "to-tile": "tile", "to-kernel": "kernel",
-                     "to-cuda": "cuda"}
 
 
 def _pass_levels() -> list[tuple[str, str]]:
-    """(pass spec, the level it belongs to) for the whole to-cuda pipeline, in order."""
-    from deplo.passes.pipeline import PIPELINES
+    """(pass spec, the level it belongs to) for the whole to-cuda pipeline, in order: each
+    named pipeline's passes beyond the one before it belong to the level it ends at."""
+    from deplo.passes.pipeline import LEVEL_PIPELINE, PIPELINES
 
+    ends_at = {pipe: level for level, pipe in LEVEL_PIPELINE.items() if pipe}  # to-tir: tir
     out, done = [], 0
-    for name, level in LEVEL_OF_PIPELINE.items():
+    for name, level in ends_at.items():
         passes = PIPELINES[name]
         out += [(p, level) for p in passes[done:]]
         done = len(passes)
@@ -52,28 +52,27 @@ def _cuda_by_kernel(source: str) -> dict[str, str]:
 
 def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
                  title: str = "") -> dict:
+    from deplo.analysis.nest import tile_kernels
     from deplo.tools.driver import run_passes
     from deplo.tools.profile import profile
 
     start = compiled.program.module.clone()
     trace: list = []
-    spec = ",".join(p for p, _ in _pass_levels())
-    run_passes(start, spec, schedule=compiled.schedule, strict=compiled.strict, trace=trace)
-    levels = dict(_pass_levels())
+    steps = _pass_levels()
+    run_passes(start, ",".join(p for p, _ in steps), schedule=compiled.schedule,
+               strict=compiled.strict, trace=trace)
     before = str(compiled.program.module)
     passes = [{"name": "import", "level": "torch", "seconds": 0.0, "changed": True,
                "ir": before, "diff": ""}]
-    for name, seconds, after in trace:
+    for (name, seconds, after), (_, level) in zip(trace, steps, strict=True):
         changed = after != before
         passes.append({
-            "name": name, "level": levels.get(name, levels.get(name.split("{")[0], "?")),
+            "name": name, "level": level,
             "seconds": round(seconds, 4), "changed": changed, "ir": after if changed else None,
             "diff": "\n".join(difflib.unified_diff(before.splitlines(), after.splitlines(),
                                                    "before", "after", lineterm="", n=2))})
         before = after
     report = profile(compiled, gpu_model)
-    from deplo.analysis.nest import tile_kernels
-
     plans = {k.sym_name.data: {"kind": k.the_plan.kind, "knobs": dict(k.the_plan.knobs),
                                "key": k.structural_key}
              for k in tile_kernels(compiled.module("tile")) if k.the_plan is not None}

@@ -109,9 +109,9 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
                             f"{context} positions; the model takes at most {limit}")
     out = Generated(list(prompt))
     start = time.perf_counter()
-    if _has_kv_step(config):
-        step = _cached_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
-                             strict, out)
+    if (window := _kv_window(config)) is not False:
+        step = _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose,
+                             schedule, strict, out)
     else:
         step = _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
                                    strict, out)
@@ -126,25 +126,29 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
     return out
 
 
-def _has_kv_step(config) -> bool:
+def _kv_window(config) -> int | None | bool:
+    """The attention window of the KV-cache step (None: the whole past), False where the family
+    has no such step."""
     from deplo.frontend.decode import attention_window
 
+    if config.model_type not in FAMILIES:
+        return False
     try:
-        attention_window(config)
+        return attention_window(config)
     except FrontendError:
         return False
-    return config.model_type in FAMILIES
 
 
 def _compile(program, target: str, verbose: int, schedule, strict):
     import sys
 
+    from deplo.runtime.memory_plan import memory_lines
     from deplo.tools.api import Compiled
 
     compiled = Compiled(program, verbose, schedule, strict)
     exe = compiled.executable(target, level="tensor" if target == "interp" else None)
-    for name, plan in getattr(exe, "plans", {}).items() if verbose else ():
-        print(f"deplo: memory {plan.line(name)}", file=sys.stderr)
+    for line in memory_lines(exe) if verbose else ():
+        print(f"deplo: memory {line}", file=sys.stderr)
     return exe
 
 
@@ -173,15 +177,13 @@ def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, sch
     return steps()
 
 
-def _cached_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
+def _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose, schedule, strict,
                   out: Generated):
     """The next id per step from the KV-cache decode step (compiled here, once): the prompt's
     tokens go in one a step, then each new token; the host writes each step's key/value into
     its slot."""
-    from deplo.frontend.decode import attention_window, capture_decode_step, step_mask
-    from deplo.frontend.models import hf_config, resolve_model
+    from deplo.frontend.decode import capture_decode_step, step_mask
 
-    window = attention_window(hf_config(resolve_model(spec)))
     program = capture_decode_step(spec, context, seed=seed, dtype=DTYPES[dtype])
     exe = _compile(program, target, verbose, schedule, strict)
     out.kv_cache = True

@@ -97,8 +97,8 @@ def format_profile(report: dict, rows: bool = True) -> str:
         table.add_column(col, justify="left" if col in ("kernel", "weights of", "bound")
                          else "right")
     for r in report["kernels"]:
-        table.add_row(r["name"], ", ".join(r.get("modules") or ()) or "-", str(r["launches"]), "x".join(map(str, r["grid"])),
-                      "x".join(map(str, r["block"])), str(r["registers"] or "-"),
+        table.add_row(r["name"], ", ".join(r.get("modules") or ()) or "-", str(r["launches"]),
+                      "x".join(map(str, r["grid"])), "x".join(map(str, r["block"])), str(r["registers"] or "-"),
                       str(r["smem_bytes"] if r["smem_bytes"] is not None else "-"),
                       f"{r['l2_bytes'] / 1e6:.2f}", f"{r['flops'] / 1e9:.3f}",
                       f"{r['measured_us']:.2f}" if r.get("measured_us") else "-",

@@ -167,7 +167,7 @@ def format_report(rows: list[dict], path) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from deplo.tuning.tune import geomean
+    from deplo.runtime.bench import geomean
 
     table = Table(title=f"tuning store {path}")
     for col in ("kernel", "key", "evaluations", "rejected", "evaluator", "default us", "best us",

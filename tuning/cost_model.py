@@ -361,25 +361,27 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
         min(l2_bytes, _streamed_bytes(w, grid, min(blocks, bps * gpu.sms), gpu))
     # Little's law: an SM moves at most the bytes its warps keep in flight, per latency
     per_warp = max(gpu.mlp * max(w.inflight_bytes, SECTOR), w.async_bytes)
-    inflight = resident * -(-threads // WARP) * per_warp
+    warps = resident * -(-threads // WARP)  # resident on one SM
+    inflight = warps * per_warp
     dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
                   active_sms * inflight / (gpu.dram_latency / clock))
     l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))
-    # an SM's pipes run at their rate only with enough warps to hide latency: each of the
-    # `issue_per_sm` schedulers needs `latency_warps` of them (Little's law for instructions)
-    warps = resident * -(-threads // WARP)
-    busy = min(gpu.issue_per_sm, warps) / gpu.issue_per_sm
-    hidden = busy * min(1.0, warps / busy / gpu.issue_per_sm / gpu.latency_warps)
     units = {
         "dram": dram / dram_bw,
         "l2": l2_bytes / l2_bw,
-        "l1": per_sm * (w.load_sectors + w.store_sectors) / (gpu.l1_sectors_per_sm * clock * hidden),
-        "smem": per_sm * w.smem_wavefronts / (gpu.smem_wavefronts_per_sm * clock * hidden),
-        "fp32": per_sm * w.fp32 * WARP / (gpu.fp32_per_sm * clock * hidden),
-        "sfu": per_sm * w.sfu * WARP / (gpu.sfu_per_sm * clock * hidden),
-        "mma": per_sm * w.mma * 2 * 16 * 8 * 16 / (gpu.mma_flops / gpu.sms * hidden),
-        "issue": per_sm * w.issued / (gpu.issue_per_sm * clock * hidden),
+        "l1": per_sm * (w.load_sectors + w.store_sectors) / (gpu.l1_sectors_per_sm * clock),
+        "smem": per_sm * w.smem_wavefronts / (gpu.smem_wavefronts_per_sm * clock),
+        "fp32": per_sm * w.fp32 * WARP / (gpu.fp32_per_sm * clock),
+        "sfu": per_sm * w.sfu * WARP / (gpu.sfu_per_sm * clock),
+        "mma": per_sm * w.mma * 2 * 16 * 8 * 16 / (gpu.mma_flops / gpu.sms),
+        "issue": per_sm * w.issued / (gpu.issue_per_sm * clock),
     }
+    # an SM's pipes run at their rate only with enough warps to hide latency: each of the
+    # `issue_per_sm` schedulers needs `latency_warps` of them (Little's law for instructions)
+    schedulers = min(gpu.issue_per_sm, warps)
+    hidden = schedulers / gpu.issue_per_sm * min(1.0, warps / schedulers / gpu.latency_warps)
+    for pipe in ("l1", "smem", "fp32", "sfu", "mma", "issue"):
+        units[pipe] /= hidden
     units = {k: float(v) * 1e6 for k, v in units.items()}
     bound = max(units, key=units.get)
     return Prediction(gpu.launch_us + units[bound], bound if units[bound] > 0 else "launch",

@@ -4,12 +4,12 @@ before it is chosen.
 
 The tree: the plan's class first (`kind`, the classes the kernel has the shape for), then its
 knobs in the class's order (dialects/tile_plan.py: each knob's domain given the earlier ones);
-rollouts complete a partial plan with the planner's heuristic (passes/tile/planner.py
-`complete`). Kernels are keyed by their structural key, so equal kernels (the same projection in
+the tree's rollout completes a partial plan with the planner's heuristic (passes/tile/planner.py
+`complete`; search.py also descends at random). Kernels are keyed by their structural key, so equal kernels (the same projection in
 every decoder layer) are tuned once.
 
 The evaluator is the GPU where one is present (the program with the candidate pinned, timed per
-kernel launch: CUDA events, warm-up, median) and the sm_90 cost model otherwise (the kernel
+kernel launch: CUDA-graph replays, median) and the sm_90 cost model otherwise (the kernel
 alone lowered to Kernel IR, registers from ptxas where NVRTC is available). An evaluation is
 stored at once as unverified; the fastest becomes the kernel's best only after the whole program
 with it pinned matches PyTorch (the GPU, else the CPU runtime, at full size); a plan that does not
@@ -19,7 +19,6 @@ is stored as rejected and the next is tried.
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -168,7 +167,7 @@ def stored_schedule(store: TuningStore, arch: str = ARCH) -> dict:
     best = {}
     for key in store.kernels(arch):
         if (e := store.best(key, arch)) is not None:
-            best[key] = (e.name, {"kind": e.kind, **e.knobs})
+            best[key] = (e.name, e.plan)
     return pins(best)
 
 
@@ -224,7 +223,7 @@ def tune(compiled, store: TuningStore, budget: int, evaluator: Evaluator, check,
         with lock:
             known_rows = [e for e in store.evaluations(t.key, ARCH) if e.evaluator == evaluator.name]
             store.set_default(t.key, ARCH, t.name, plan_id(t.default))
-        known = {plan_id({"kind": e.kind, **e.knobs}): e.time_us for e in known_rows}
+        known = {plan_id(e.plan): e.time_us for e in known_rows}
         rep.stored = len(known)
 
         def evaluate(knobs: dict) -> float | None:
@@ -265,7 +264,7 @@ def _choose(compiled, store, reports: list[KernelReport], check, evaluator: str)
         return sorted(rows, key=lambda e: e.time_us)[:CHECKED_CANDIDATES]
 
     def plan_of(e: Evaluation) -> tuple[str, dict]:
-        return e.name, {"kind": e.kind, **e.knobs}
+        return e.name, e.plan
 
     for rep in reports:
         default = store.get(rep.task.key, ARCH, rep.task.default["kind"],
@@ -311,9 +310,9 @@ def report_rows(store: TuningStore, arch: str = ARCH) -> list[dict]:
         rows_k = store.evaluations(key, arch)
         best = store.best(key, arch)
         info = store.default(key, arch)
-        default = next((e for e in rows_k if info and plan_id({"kind": e.kind, **e.knobs})
-                        == info[1] and e.evaluator == (best.evaluator if best else e.evaluator)),
-                       None)
+        plan = json.loads(info[1]) if info else None
+        default = plan and store.get(key, arch, plan.pop("kind"), plan,
+                                     best.evaluator if best else None)
         rows.append({
             "key": key, "name": info[0] if info else (rows_k[0].name if rows_k else "?"),
             "evaluations": len(rows_k),
@@ -322,11 +321,6 @@ def report_rows(store: TuningStore, arch: str = ARCH) -> list[dict]:
             "default_us": default.time_us if default else None,
             "best_us": best.time_us if best else None,
             "speedup": (default.time_us / best.time_us) if best and default else None,
-            "best_plan": {"kind": best.kind, **best.knobs} if best else None,
+            "best_plan": best.plan if best else None,
         })
     return rows
-
-
-def geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None

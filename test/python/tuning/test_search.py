@@ -4,6 +4,7 @@ one, visits each leaf of a tiny space once, and steps over failing plans."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -60,7 +61,7 @@ def test_budget_counts_stored_evaluations_and_never_repeats():
     first = sp_mcts(_tree(), evaluate, budget=20, seed=1)
     assert len(seen) == len(set(seen)) == 20 and len(first) == 20
     assert seen[0] == plan_id({"a": 0, "b": 0, "c": 0}), "the heuristic's plan goes first"
-    known = {r_id: _time(__import__("json").loads(r_id)) for r_id in seen}
+    known = {r_id: _time(json.loads(r_id)) for r_id in seen}
     seen.clear()
     again = sp_mcts(_tree(), evaluate, budget=20, known=known, seed=1)
     assert seen == [] and len(again) == 20, "a finished budget evaluates nothing on a rerun"

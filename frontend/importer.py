@@ -31,6 +31,8 @@ from deplo.frontend.aten import (
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
+from deplo import origin
+from deplo.frontend import expr as expr_module
 from deplo.frontend.layers import SCOPE_ATTR, layer_scope, outline_layers
 
 
@@ -123,12 +125,17 @@ def import_exported(
             last = im.block.last_op
             value = convert(im, node, result_type(node.meta["val"]))
             im.values[node] = value
-            scope = layer_scope(node)
-            # every op the converter built (constants, dtype conversions too) joins the scope
-            op = last.next_op if last is not None else im.block.first_op
-            while scope is not None and op is not None:
-                op.attributes[SCOPE_ATTR] = StringAttr(scope)
-                op = op.next_op
+            # every op the converter built (constants, dtype conversions too) carries the
+            # node's origin and joins its layer's scope
+            first = last.next_op if last is not None else im.block.first_op
+            built = []
+            while first is not None:
+                built.append(first)
+                first = first.next_op
+            origin.tag(built, origin.describe(node, expr_module.__file__))
+            if (scope := layer_scope(node)) is not None:
+                for op in built:
+                    op.attributes[SCOPE_ATTR] = StringAttr(scope)
         elif node.op == "output":
             outs = node.args[0]
             outs = outs if isinstance(outs, (tuple, list)) else [outs]

@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo import origin
+
 SCOPE_ATTR = "deplo.scope"
 _LAYER = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.(\d+)$")  # model.layers.3, transformer.h.3
 
@@ -128,6 +130,7 @@ def _make_function(name: str, scope: str, ops, inputs, outputs) -> func.FuncOp:
         arg.name_hint = _strip_layer_prefix(v.name_hint, scope)
         mapper[v] = arg
     for op in ops:
-        body.add_op(op.clone(value_mapper=mapper))
+        body.add_op(clone := op.clone(value_mapper=mapper))
+        origin.strip_scope(clone, scope)
     body.add_op(func.ReturnOp(*[mapper[o] for o in outputs]))
     return func.FuncOp(name, ([v.type for v in inputs], [o.type for o in outputs]), Region(body))

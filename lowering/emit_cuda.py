@@ -41,6 +41,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
+from deplo import origin
 from deplo.dialects import cuda
 from deplo.lowering.legality import ConversionError, ir_level
 
@@ -218,6 +219,10 @@ class CudaEmitter:
         self.signatures[k.sym_name.data] = ", ".join(
             f"{cuda.c_type(p.type).replace(' __restrict__', '')} {n}"
             for p, n in zip(k.params, names))
+        if ops := origin.summary(origin.of_op(k)):
+            self.line(f"// {k.sym_name.data} implements:")
+            for line in ops:
+                self.line(f"//   {line}")
         if source := weights_read(k.params):
             self.line(f"// {k.sym_name.data} reads the weights of {', '.join(source)}")
         self.line(f'extern "C" __global__ void __launch_bounds__({k.launch_bounds.value.data}) '

@@ -47,6 +47,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from deplo import origin
 from deplo.dialects import cuda, kernel
 from deplo.lowering.legality import ConversionError, check_converted
 
@@ -146,6 +147,7 @@ class _Translator:
         params = [self.param_type(a) for a in self.func.args]
         bx, by, bz = self.func.block_dims
         k = cuda.KernelOp(self.func.sym_name.data, params, bx * by * bz)
+        origin.set_kernel(k, origin.of_op(self.func))
         self.bind(self.func.args, k.params)
         self.translate(self.func.body.block, k.body.block)
         return k

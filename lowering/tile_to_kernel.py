@@ -57,6 +57,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo import hardware as hw
+from deplo import origin
 from deplo.analysis.index import known_multiple, may_overhang, stage_vector
 from deplo.analysis.nest import repeating_loops
 from deplo.dialects import kernel, loop, tile
@@ -87,6 +88,7 @@ class _KernelLowering:
         self.grid, self.block = k.grid_dims, k.block_dims
         self.threads = math.prod(self.block)
         self.func = kernel.FuncOp(k.sym_name.data, [a.type for a in k.args], self.grid, self.block)
+        origin.set_kernel(self.func, origin.of_op(k))
         self.vmap: dict[SSAValue, SSAValue] = dict(zip(k.args, self.func.args))
         for old, new in zip(k.args, self.func.args):
             new.name_hint = old.name_hint

@@ -29,6 +29,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
+from deplo import origin
 from deplo.dialects import loop, tir
 from deplo.lowering.legality import check_converted
 from deplo.lowering.scalar_ops import (
@@ -324,6 +325,7 @@ def lower_function(module: ModuleOp, fn: func.FuncOp) -> None:
             name, [*(v.type for v in ins), out_t], [*(v.name_hint or "in" for v in ins), "out"]
         )
         lower(kb, op)
+        origin.set_kernel(kb.kernel, origin.of_op(op))
         Builder(kernel_ip).insert(kb.kernel)
         host.insert(loop.LaunchOp(name, [*ins, buf]))
     ret = new_block.last_op

@@ -32,6 +32,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from deplo import origin
 from deplo.dialects import tir
 from deplo.dialects import torch as T
 from deplo.lowering.legality import check_converted
@@ -748,6 +749,7 @@ class DecomposeTorchOp(RewritePattern):
             return  # left over: check_converted names it
         b = TirBuilder(op.results[0].name_hint if op.results else None)
         r = decompose(b, op, op.results[0].type)
+        origin.tag(b.ops, (origin.of_op(op) or [None])[0])
         rewriter.replace(op, b.ops, [r])
 
 

@@ -9,8 +9,10 @@ template) renders every view from the blob when it loads. What the blob holds:
   (only where it changed; otherwise the page shows the last one) and the diff against the IR
   before it (difflib, computed here so the page needs no diff library);
 - `kernels`: per kernel its plan, launch, ptxas figures, the modules whose weights it reads, the
-  sm_90 model's prediction, roofline and bound (and the GPU's time where one ran) and its CUDA
-  source;
+  sm_90 model's prediction, roofline and bound (and the GPU's time where one ran), its CUDA
+  source and its `origin` (the torch ops it implements; origin.py);
+- `torch_ops`: every torch op of the program (name, aten op, module, source line) with the
+  kernels that implement it — the page highlights one from the other;
 - `checks` (with --check): after every pass, the program run on the CPU against PyTorch (the
   bisect view: the first pass that changes the result is the first red one).
 """
@@ -22,6 +24,8 @@ import html
 import json
 import re
 from pathlib import Path
+
+from deplo import origin
 
 TEMPLATE = Path(__file__).with_name("explore.html")
 
@@ -80,10 +84,19 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
     kernels = [{**row, "plan": plans.get(row["name"], plans.get(row["name"].removesuffix("_sum"))),
                 "cuda": cuda.get(row["name"], "")} for row in report["kernels"]]
     data = {"schema": "deplo-explore/1", "title": title, "passes": passes, "kernels": kernels,
+            "torch_ops": _torch_ops(compiled.program.module, kernels),
             "summary": {k: report[k] for k in ("gpu_model", "predicted_us", "roofline_us",
                                                "launches") if k in report},
             "checks": _checks(compiled) if check else []}
     return data
+
+
+def _torch_ops(module, kernels: list[dict]) -> list[dict]:
+    """Every torch op of the program (its origin line parsed) with the kernels that implement it:
+    the page links the two both ways."""
+    lines = list(dict.fromkeys(line for op in module.walk() for line in origin.of_op(op)))
+    return [{**origin.parse(line), "line": line,
+             "kernels": [k["name"] for k in kernels if line in k["origin"]]} for line in lines]
 
 
 def _checks(compiled) -> list[dict]:

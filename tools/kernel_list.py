@@ -1,11 +1,12 @@
 """The kernel list `deplo compile -v` prints once the program is at loop level: per kernel its
-name, its loop nest and the buffers it reads and writes (host names, so the dataflow between
-kernels shows).
+name, its loop nest, the buffers it reads and writes (host names, so the dataflow between
+kernels shows) and the torch ops it implements.
 
     deplo: 3 loop kernel(s), 3 launches:
       @linear_mean        1x8 { r2048, 2048 { r2048 } }
           in  hidden 1x8x2048xf32, q_proj.weight 2048x2048xf32, ...
           out linear 1x8x2048xf32
+          from self_attn.q_proj: linear (modeling_llama.py:244)
 
 Nest notation: `AxB { ... }` is a perfect nest of free loops of extents A and B, `rN` a reduce
 loop of N iterations, `{ x, y }` the loops in a body in order, `private` a `loop.private` buffer.
@@ -17,6 +18,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 
+from deplo import origin
 from deplo.dialects import loop
 
 
@@ -70,7 +72,8 @@ def _host_names(module: ModuleOp) -> dict:
 
 
 def kernel_list(module: ModuleOp) -> list[str]:
-    """One header line, then three lines per loop.kernel; empty without loop kernels."""
+    """One header line, then per loop.kernel its nest, inputs, outputs and the torch ops it
+    implements (`from`, where the IR carries them); empty without loop kernels."""
     from deplo.passes.loop.fusion_rules import written_args
 
     kernels = [op for op in module.ops if isinstance(op, loop.KernelOp)]
@@ -95,6 +98,7 @@ def kernel_list(module: ModuleOp) -> list[str]:
                if i not in outs]
         lines.append(f"      in  {', '.join(ins) or '-'}")
         lines.append(f"      out {', '.join(f'{names[i]} {_type(k.args[i].type)}' for i in sorted(outs))}")
+        lines += [f"      from {line}" for line in origin.summary(origin.of_op(k))]
     return lines
 
 

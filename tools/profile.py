@@ -17,6 +17,7 @@ import json
 import math
 from io import StringIO
 
+from deplo import origin
 from deplo.tuning import cost_model as cm
 
 SCHEMA = "deplo-profile/1"
@@ -54,6 +55,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
         roof = _kernel_roofline(w, p, half, hw)
         rows.append({
             "name": name, "modules": weights_read(f.body.block.args),
+            "implements": origin.summary(origin.of_op(f)), "origin": origin.of_op(f),
             "launches": counts.get(name, 1), "grid": list(f.grid_dims),
             "block": list(f.block_dims), "registers": rep.registers if rep else None,
             "smem_bytes": rep.smem_bytes if rep else None, "l2_bytes": p.l2_bytes,
@@ -92,12 +94,12 @@ def format_profile(report: dict, rows: bool = True) -> str:
     if not rows:
         return "\n".join(lines) + "\n"
     table = Table(title=None, show_edge=False, pad_edge=False)
-    for col in ("kernel", "weights of", "launches", "grid", "block", "regs", "smem", "L2 MB",
+    for col in ("kernel", "implements", "launches", "grid", "block", "regs", "smem", "L2 MB",
                 "GFLOP", "meas us", "pred us", "roof %", "bound"):
-        table.add_column(col, justify="left" if col in ("kernel", "weights of", "bound")
-                         else "right")
+        table.add_column(col, justify="left" if col in ("kernel", "implements", "bound")
+                         else "right", max_width=60 if col == "implements" else None)
     for r in report["kernels"]:
-        table.add_row(r["name"], ", ".join(r.get("modules") or ()) or "-", str(r["launches"]),
+        table.add_row(r["name"], "; ".join(r.get("implements") or ()) or "-", str(r["launches"]),
                       "x".join(map(str, r["grid"])), "x".join(map(str, r["block"])), str(r["registers"] or "-"),
                       str(r["smem_bytes"] if r["smem_bytes"] is not None else "-"),
                       f"{r['l2_bytes'] / 1e6:.2f}", f"{r['flops'] / 1e9:.3f}",

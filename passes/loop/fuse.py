@@ -76,6 +76,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from deplo import origin
 from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import (
     ConcatNests,
@@ -519,6 +520,7 @@ def _adopt_inputs(launch, consumer, i, p_launch, pkernel, out_index, rewriter):
     block = consumer.body.block
     operands = list(launch.operands)
     pos = i
+    origin.join(consumer, pkernel)
     for j, (parg, hval) in enumerate(zip(pkernel.args, p_launch.args)):
         if j == out_index:
             continue

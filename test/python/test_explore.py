@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from test_cli import run
@@ -69,6 +72,49 @@ def test_a_tinyllama_layer_page_stays_small(tmp_path) -> None:
     data = _blob(out.read_text())
     assert {k["plan"]["kind"] for k in data["kernels"]} >= {"matmul", "row_reduce", "attention"}
     assert any(m.endswith("self_attn.q_proj") for k in data["kernels"] for m in k["modules"])
+    # every torch op is listed with the kernels that implement it, and the two agree
+    ops = {o["name"]: o for o in data["torch_ops"]}
+    q = next(o for o in ops.values() if (o["module"] or "").endswith("self_attn.q_proj"))
+    assert q["op"] == "aten.linear" and q["at"].startswith("modeling_llama.py:") and q["kernels"]
+    by_name = {k["name"]: k for k in data["kernels"]}
+    assert all(q["line"] in by_name[k]["origin"] for k in q["kernels"])
+    sdpa = next(o for o in ops.values() if o["op"] == "aten.scaled_dot_product_attention")
+    assert len(sdpa["kernels"]) == 1 and by_name[sdpa["kernels"][0]]["plan"]["kind"] == "attention"
+
+
+CLICKS = """
+const passes = document.querySelectorAll(".pass");
+click(passes.find((p) => p.textContent.startsWith("loop-fuse")));
+const adds = document.querySelectorAll("#diff .add").length;
+click(document.querySelector("button[data-tab=kernels]"));
+const rects = document.querySelectorAll("#speed rect").length;
+click(document.querySelector("tr.op"));
+const kernelsOfOp = document.querySelectorAll("tr.kernel.hl").map((r) => r.dataset.name);
+click(document.querySelector("tr.kernel"));
+const opsOfKernel = document.querySelectorAll("tr.op.hl").map((r) => r.dataset.line);
+click(document.querySelector("button[data-tab=checks]"));
+report({ passes: passes.length, adds, rects, kernelsOfOp, opsOfKernel,
+         checks: document.querySelectorAll("#checks tr").length });
+"""
+
+
+def test_the_page_script_runs_under_node(rms_page, tmp_path) -> None:
+    """Where no browser exists: the page's own script under node on a small DOM stand-in
+    (test/python/explore_dom.js), clicked through every view, torch op <-> kernel included."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    checks = tmp_path / "checks.js"
+    checks.write_text(CLICKS)
+    p = subprocess.run(["node", str(Path(__file__).with_name("explore_dom.js")), str(rms_page),
+                        str(checks)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    data = _blob(rms_page.read_text())
+    assert got["passes"] == len(data["passes"]) and got["adds"] > 0 and got["rects"] >= 2
+    (op,) = data["torch_ops"]
+    assert op["op"] == "aten.rms_norm" and op["module"] == "rmsnorm"
+    assert got["kernelsOfOp"] == ["rms_norm"] and got["opsOfKernel"] == [op["line"]]
+    assert got["checks"] == len(data["checks"]) + 1  # a header row and one row a pass
 
 
 def test_a_browser_renders_it(rms_page, tmp_path) -> None:
@@ -92,5 +138,7 @@ def test_a_browser_renders_it(rms_page, tmp_path) -> None:
         page.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
         page.locator("button[data-tab=kernels]").click()
         assert page.locator("#speed rect").count() >= 2
+        page.locator("tr.op").first.click()
+        assert page.locator("tr.kernel.hl").count() == 1
         browser.close()
     assert errors == []

@@ -1,0 +1,127 @@
+"""Where IR came from: the torch ops (with module path and source line) behind each kernel.
+
+The importer tags every torch op with one line, `linear_3: aten.linear in
+model.layers.0.self_attn.q_proj at modeling_llama.py:257`, as the discardable attribute
+`deplo.origin`. torch-to-tir hands it to every tir op of the decomposition, tir-to-loop turns it
+into the kernel's list (`origin = [...]`), fusion joins the lists of the kernels it merges and
+every later lowering keeps the attribute on the kernel it builds, so the `.cu`, `-v` listings,
+profiles and the explorer can say which torch ops a kernel implements. Like an MLIR location it
+is optional: IR written by hand has none, and nothing may depend on it for correctness.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.ir import Operation
+
+ORIGIN = "deplo.origin"  # one torch op's line (torch, tir ops)
+KERNEL_ORIGIN = "origin"  # a kernel's lines, in program order
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def describe(node, expression_file: str | None = None) -> str:
+    """The origin line of an FX node: its name, aten op, module path and the source line of the
+    model's (or user's) code that called it — the innermost frame outside torch itself, so
+    `q_proj(x)` in modeling_llama.py rather than F.linear in torch/nn/modules/linear.py."""
+    import torch
+
+    op = str(node.target).removesuffix(".default")
+    line = f"{node.name}: {op}"
+    stack = node.meta.get("nn_module_stack")
+    if stack and (path := list(stack.values())[-1][0]):
+        line += f" in {path}"
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    frames = [(f, n) for f, n in _FRAME.findall(node.meta.get("stack_trace") or "")
+              if not f.startswith(torch_dir)]
+    if frames:
+        file, lineno = frames[-1]
+        where = "the expression" if file == expression_file else \
+            f"{os.path.basename(file)}:{lineno}"
+        line += f" at {where}"
+    return line
+
+
+def of_op(op: Operation) -> list[str]:
+    """The origin lines an op carries (a torch/tir op: one; a kernel: its list)."""
+    attr = op.attributes.get(ORIGIN) or op.attributes.get(KERNEL_ORIGIN)
+    if isinstance(attr, StringAttr):
+        return [attr.data]
+    if isinstance(attr, ArrayAttr):
+        return [a.data for a in attr.data if isinstance(a, StringAttr)]
+    return []
+
+
+def tag(ops, line: str | None) -> None:
+    """Give each op the torch op's line (ops built for it: its decomposition, its casts)."""
+    if line:
+        for op in ops:
+            op.attributes.setdefault(ORIGIN, StringAttr(line))
+
+
+def set_kernel(kernel: Operation, lines: list[str]) -> None:
+    """Set a kernel's origin list (deduplicated, first occurrence first); none: no attribute."""
+    unique = list(dict.fromkeys(lines))
+    if unique:
+        kernel.attributes[KERNEL_ORIGIN] = ArrayAttr([StringAttr(s) for s in unique])
+
+
+def join(into: Operation, other: Operation) -> None:
+    """A kernel that absorbed `other` (fusion) implements both: the producer's ops first."""
+    set_kernel(into, of_op(other) + of_op(into))
+
+
+def strip_scope(op: Operation, scope: str) -> None:
+    """Inside an outlined layer function the layer index means nothing: `in self_attn.q_proj`."""
+    attr = op.attributes.get(ORIGIN)
+    if isinstance(attr, StringAttr):
+        op.attributes[ORIGIN] = StringAttr(attr.data.replace(f" in {scope}.", " in ")
+                                           .replace(f" in {scope}", " in (layer)"))
+
+
+_LINE = re.compile(r"^(?P<name>[^:]+): (?P<op>\S+)(?: in (?P<module>\S+))?(?: at (?P<at>.+))?$")
+
+
+def parse(line: str) -> dict[str, str | None]:
+    """`linear_3: aten.linear in m.q_proj at f.py:12` -> name, op, module and `at` fields."""
+    m = _LINE.match(line)
+    return m.groupdict() if m else {"name": line, "op": line, "module": None, "at": None}
+
+
+def summary(lines: list[str]) -> list[str]:
+    """A kernel's origin, one line a module: `self_attn: view, transpose, scaled_dot_product_attention
+    (modeling_llama.py:244-258)` — readable where the full list (in the IR) is long."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for line in lines:
+        f = parse(line)
+        ops, where = groups.setdefault(f["module"] or "", ([], []))
+        op = (f["op"] or "").removeprefix("aten.").split(".")[0]
+        if op not in ops:
+            ops.append(op)
+        if f["at"]:
+            where.append(f["at"])
+    out = []
+    for module, (ops, where) in groups.items():
+        text = f"{module + ': ' if module else ''}{', '.join(ops)}"
+        if where:
+            text += f" ({_span(where)})"
+        out.append(text)
+    return out
+
+
+def _span(where: list[str]) -> str:
+    """`f.py:3`, `f.py:3` and `f.py:9` -> `f.py:3-9`; other files listed after."""
+    by_file: dict[str, list[int]] = {}
+    for w in where:
+        file, _, line = w.rpartition(":")
+        if file and line.isdigit():
+            by_file.setdefault(file, []).append(int(line))
+        else:
+            by_file.setdefault(w, [])
+    parts = []
+    for file, nums in by_file.items():
+        lo, hi = (min(nums), max(nums)) if nums else (None, None)
+        parts.append(file if lo is None else f"{file}:{lo}" if lo == hi else f"{file}:{lo}-{hi}")
+    return ", ".join(parts)

@@ -36,6 +36,7 @@ class Generated:
     programs: int = 1  # programs compiled for the whole generation
     stopped_at_eos: bool = False
     kv_cache: bool = False
+    device: str = ""  # on the GPU: what stayed on the device and what crossed per step
 
     @property
     def ids(self) -> list[int]:
@@ -152,6 +153,20 @@ def _compile(program, target: str, verbose: int, schedule, strict):
     return exe
 
 
+def _run(exe, inputs: list, weights: list, out: Generated) -> list:
+    """One step. On the GPU the weights stay on the device (uploaded on the first step) and the
+    launches replay as a CUDA graph (runtime/gpu/resident.py)."""
+    if getattr(exe, "target", None) != "gpu":
+        return exe.run(inputs + weights)
+    result = exe.run(inputs + weights, keep=len(weights))
+    r = exe.resident(len(weights))
+    kept = sum(w.nbytes for w in weights)
+    out.device = (f"weights {kept / 1e6:.1f} MB uploaded once; {(r.uploaded - kept) / r.runs / 1e6:.3f}"
+                  f" MB uploaded a step; {len(r.steps)} launches a step"
+                  + (", replayed as one CUDA graph" if r._graph is not None else ""))
+    return result
+
+
 def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
                         out: Generated):
     """The next id per step from the padded whole-context program (compiled here, once)."""
@@ -167,7 +182,7 @@ def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, sch
     def steps():
         real = len(prompt)
         while True:
-            logits = exe.run([ids] + weights)[0]
+            logits = _run(exe, [ids], weights, out)[0]
             token = int(np.argmax(logits[0, real - 1].astype(np.float32)))
             yield token
             if real < context:
@@ -196,7 +211,7 @@ def _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose, s
             ids = np.array([[feed[position]]], dtype=program.example_inputs[0].dtype)
             pos = np.array([[position]], dtype=program.example_inputs[1].dtype)
             mask = step_mask(position, context, DTYPES[dtype], window).float().numpy()
-            logits, *new = exe.run([ids, pos, mask, *caches] + weights)
+            logits, *new = _run(exe, [ids, pos, mask, *caches], weights, out)
             for cache, kv in zip(caches, new, strict=True):
                 cache[:, :, position] = kv[:, :, 0]
             if position >= len(prompt) - 1:
@@ -261,4 +276,6 @@ def cmd_generate(args, target: str) -> int:
           f"tokens/s, {target}, {dtype}); {out.programs} program compiled in "
           f"{out.compile_seconds:.1f} s ({how})" + ("; stopped at the end-of-sequence id"
                                                    if out.stopped_at_eos else ""), file=sys.stderr)
+    if out.device and args.verbose:
+        print(f"deplo: device: {out.device}", file=sys.stderr)
     return 0

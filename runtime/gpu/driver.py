@@ -162,8 +162,52 @@ def _scalar(base: str, value):
     return _C_TO_CTYPES[base](value)
 
 
+class DeviceArray:
+    """An array in device memory (its own allocation, or a view into another's: an arena).
+    A launch takes it as its pointer: no copy either way (runtime/resident.py keeps a whole
+    program's buffers on the device between runs this way)."""
+
+    def __init__(self, shape: Sequence[int], dtype, *, base: DeviceArray | None = None,
+                 offset: int = 0):
+        self.shape, self.dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+        self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+        self._owner = base is None
+        self.ptr = int(_check(_driver().cuMemAlloc(max(self.nbytes, 1)), "cuMemAlloc")) \
+            if base is None else base.ptr + offset
+        if base is not None and offset + self.nbytes > base.nbytes:
+            raise ValueError(f"view of {self.nbytes} bytes at {offset} past its base's "
+                             f"{base.nbytes}")
+
+    def view(self, offset: int, shape: Sequence[int], dtype) -> DeviceArray:
+        return DeviceArray(shape, dtype, base=self, offset=offset)
+
+    def upload(self, arr: np.ndarray) -> None:
+        arr = np.ascontiguousarray(arr, self.dtype)
+        if arr.nbytes != self.nbytes:
+            raise ValueError(f"upload of {arr.nbytes} bytes into a {self.nbytes}-byte buffer")
+        if arr.nbytes:
+            _check(_driver().cuMemcpyHtoD(self.ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD")
+
+    def download(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        if out.nbytes:
+            _check(_driver().cuMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+    def fill_bytes(self, byte: int) -> None:
+        """Every byte set (0xFF: NaN in every float type: a stale read shows in a check)."""
+        if self.nbytes:
+            _check(_driver().cuMemsetD8(self.ptr, byte, self.nbytes), "cuMemsetD8")
+
+    def free(self) -> None:
+        if self._owner and self.ptr:
+            _driver().cuMemFree(self.ptr)
+        self.ptr = 0
+
+
 class _Launch:
-    """Device copies of one argument list: allocated, copied H->D, freed on close()."""
+    """One argument list: host arrays allocated on the device, copied H->D and freed on close();
+    DeviceArrays passed as they are."""
 
     def __init__(self, kernel: str, signature: list[str], args: list):
         if len(signature) != len(args):
@@ -194,6 +238,11 @@ class _Launch:
 
     def _upload(self, kernel: str, i: int, c_type: str, base: str, arr) -> int:
         driver = _driver()
+        if isinstance(arr, DeviceArray):
+            if arr.dtype != C_TO_NUMPY[base]:
+                raise TypeError(f"kernel '{kernel}' argument {i} ({c_type}): expected dtype "
+                                f"{C_TO_NUMPY[base]}, got a device array of {arr.dtype}")
+            return arr.ptr
         if not isinstance(arr, np.ndarray):
             raise TypeError(
                 f"kernel '{kernel}' argument {i} ({c_type}): expected a numpy array, "

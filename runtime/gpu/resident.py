@@ -1,0 +1,106 @@
+"""A compiled program kept on the GPU between runs: what generation's decode step needs.
+
+Why: launched one kernel at a time (GpuModule.launch), every buffer of every launch crosses to
+the device and back, weights included, so one decode step would move the whole model twice.
+Bound on the first run, a ResidentProgram instead keeps:
+- the `kept` inputs (the weights: the same arrays on every run) uploaded once;
+- a device buffer for each other input, refilled every run; the outputs copied back;
+- each host function's intermediates in one device arena laid out by its memory plan
+  (runtime/memory_plan.py; calls run one after another, so a function's calls share its arena),
+  a buffer a function returns in an allocation of its own per call site, all filled with 0xFF
+  bytes (NaN in every float type) when bound, so a read before any write shows in a check;
+- the launches, whose buffers never move, run eagerly on the first run and are captured as one
+  CUDA graph on the second, replayed from then on (plain launches where capture fails).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import func, memref
+
+from deplo.dialects import cuda
+from deplo.runtime.gpu.driver import DeviceArray, _capture, _check, _driver
+
+
+class ResidentProgram:
+    def __init__(self, exe, kept: int):
+        """`exe`: a CudaExecutable on the GPU; `kept`: how many trailing inputs never change."""
+        self.exe, self.kept = exe, kept
+        self.inputs: list[DeviceArray] = []
+        self.outputs: list[DeviceArray] = []
+        self.steps: list[tuple] = []  # (kernel, function handle, launch, grid, block, smem)
+        self.uploaded = 0  # bytes copied host -> device so far
+        self.runs = 0
+        self._owned: list[DeviceArray] = []
+        self._arenas: dict[str, DeviceArray] = {}
+        self._graph = None
+        self._stream = None
+
+    def run(self, buffers: list[np.ndarray]) -> list[np.ndarray]:
+        if self.runs == 0:
+            self._stream = _check(_driver().cuStreamCreate(0), "cuStreamCreate")
+            self.inputs = [self._alloc(b.shape, b.dtype) for b in buffers]
+            self.outputs = self._bind(self.exe.main, self.inputs)
+        fresh = len(buffers) - self.kept
+        for i, (dev, host) in enumerate(zip(self.inputs, buffers, strict=True)):
+            if self.runs == 0 or i < fresh:
+                dev.upload(host)
+                self.uploaded += host.nbytes
+        if self.runs == 1:
+            self._graph = _capture(self._stream, self._launch_all)
+        (self._graph or self._launch_all)()
+        _check(_driver().cuStreamSynchronize(self._stream),
+               f"@{self.exe.main.sym_name.data} on the GPU ({len(self.steps)} launches)")
+        self.runs += 1
+        return [o.download() for o in self.outputs]
+
+    def _launch_all(self) -> None:
+        mod = self.exe._mod
+        for kernel, handle, launch, grid, block, smem in self.steps:
+            mod._launch(handle, kernel, grid, block, launch, smem, self._stream)
+
+    def _alloc(self, shape, dtype) -> DeviceArray:
+        a = DeviceArray(shape, dtype)
+        a.fill_bytes(0xFF)
+        self._owned.append(a)
+        return a
+
+    def _bind(self, fn: func.FuncOp, args: list[DeviceArray]) -> list[DeviceArray]:
+        """Walk one host function: its buffers placed, its launches appended to `steps`."""
+        from deplo.runtime.program import numpy_dtype
+
+        name = fn.sym_name.data
+        plan = self.exe.plans[name]
+        if plan.peak and name not in self._arenas:
+            self._arenas[name] = self._alloc((plan.peak,), np.uint8)
+        env = dict(zip(fn.body.block.args, args, strict=True))
+        for op in fn.body.block.ops:
+            if isinstance(op, memref.AllocOp):
+                t = op.memref.type
+                shape, dt = t.get_shape(), numpy_dtype(t)
+                env[op.memref] = (self._arenas[name].view(plan.offsets[op], shape, dt)
+                                  if op in plan.offsets else self._alloc(shape, dt))
+            elif isinstance(op, cuda.LaunchOp):
+                kernel, smem = op.callee.string_value(), op.smem.value.data
+                handle, launch = self.exe._mod._prepare(kernel, [env[v] for v in op.args], smem)
+                self.steps.append((kernel, handle, launch, tuple(op.grid_dims),
+                                   tuple(op.block_dims), smem))
+            elif isinstance(op, func.CallOp):
+                callee = self.exe.functions[op.callee.root_reference.data]
+                env.update(zip(op.results, self._bind(callee, [env[v] for v in op.arguments]),
+                               strict=True))
+            elif isinstance(op, func.ReturnOp):
+                return [env[v] for v in op.arguments]
+            else:
+                raise NotImplementedError(f"host: cannot execute '{op.name}' in @{name}")
+        raise ValueError(f"host: @{name} has no func.return")
+
+    def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
+        for a in self._owned:
+            a.free()
+        self._owned, self._arenas, self.steps = [], {}, []
+        if self._stream is not None:
+            _driver().cuStreamDestroy(self._stream)
+            self._stream = None

@@ -103,12 +103,14 @@ class CudaExecutable:
             raise ValueError(f"unknown target {target!r} (cpu or gpu)")
 
     def run(self, inputs: Sequence[np.ndarray], schedule: str | None = None,
-            record: list | None = None, keep: int = 0) -> list[np.ndarray]:
+            record: list | None = None, keep: int = 0,
+            download: list[int] | None = None) -> list[np.ndarray]:
         """Replay `@main` on copies of `inputs`; `schedule` picks the CPU fiber schedule.
         `record`, if given, receives (kernel, grid, block, smem, buffers) per launch, in order
         (the benchmark re-times each launch on the buffers it saw). On the GPU the program stays
         on the device between runs (runtime/gpu/resident.py): the last `keep` inputs (weights)
-        are the same arrays every run and are uploaded on the first run only."""
+        are the same arrays every run and are uploaded on the first run only, and only the
+        outputs in `download` (all by default) come back (the others are None)."""
         args = self.main.body.block.args
         if len(inputs) != len(args):
             raise ValueError(f"@main takes {len(args)} buffers, got {len(inputs)}")
@@ -127,12 +129,12 @@ class CudaExecutable:
             else:
                 buffers.append(np.array(x, dtype=numpy_dtype(a.type), order="C"))
         if resident is not None:
-            outs = resident.run(buffers)
+            outs = resident.run(buffers, download)
         else:
             outs = self.call(self.main, buffers, schedule or self.schedule, record)
         ret = self.main.body.block.last_op
-        return [from_bf16_bits(o) if isinstance(v.type.element_type, BFloat16Type) else o
-                for v, o in zip(ret.operands, outs)]
+        return [from_bf16_bits(o) if o is not None and isinstance(v.type.element_type, BFloat16Type)
+                else o for v, o in zip(ret.operands, outs)]
 
     def resident(self, keep: int):
         """The program on the device (bound on its first run), for runs that keep `keep` inputs."""

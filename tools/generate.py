@@ -153,18 +153,23 @@ def _compile(program, target: str, verbose: int, schedule, strict):
     return exe
 
 
-def _run(exe, inputs: list, weights: list, out: Generated) -> list:
-    """One step. On the GPU the weights stay on the device (uploaded on the first step) and the
-    launches replay as a CUDA graph (runtime/gpu/resident.py)."""
-    if getattr(exe, "target", None) != "gpu":
-        return exe.run(inputs + weights)
-    result = exe.run(inputs + weights, keep=len(weights))
-    r = exe.resident(len(weights))
-    kept = sum(w.nbytes for w in weights)
-    out.device = (f"weights {kept / 1e6:.1f} MB uploaded once; {(r.uploaded - kept) / r.runs / 1e6:.3f}"
-                  f" MB uploaded a step; {len(r.steps)} launches a step"
+def _run(exe, inputs: list, kept: list, out: Generated, download=None) -> list:
+    """One step. On the GPU the `kept` inputs (weights, a KV cache) stay on the device after the
+    first step and the launches replay as a CUDA graph (runtime/gpu/resident.py)."""
+    if not _on_gpu(exe):
+        return exe.run(inputs + kept)
+    result = exe.run(inputs + kept, keep=len(kept), download=download)
+    r = exe.resident(len(kept))
+    mb = sum(w.nbytes for w in kept) / 1e6
+    out.device = (f"{mb:.1f} MB (weights, KV cache) uploaded once; "
+                  f"{(r.uploaded / 1e6 - mb) / r.runs * 1e3:.1f} KB uploaded a step; "
+                  f"{len(r.steps)} launches a step"
                   + (", replayed as one CUDA graph" if r._graph is not None else ""))
     return result
+
+
+def _on_gpu(exe) -> bool:
+    return getattr(exe, "target", None) == "gpu"
 
 
 def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
@@ -195,8 +200,8 @@ def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, sch
 def _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose, schedule, strict,
                   out: Generated):
     """The next id per step from the KV-cache decode step (compiled here, once): the prompt's
-    tokens go in one a step, then each new token; the host writes each step's key/value into
-    its slot."""
+    tokens go in one a step, then each new token; each step's key/value goes into its slot (on
+    the GPU the cache stays on the device and the slot is written there)."""
     from deplo.frontend.decode import capture_decode_step, step_mask
 
     program = capture_decode_step(spec, context, seed=seed, dtype=DTYPES[dtype])
@@ -211,9 +216,14 @@ def _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose, s
             ids = np.array([[feed[position]]], dtype=program.example_inputs[0].dtype)
             pos = np.array([[position]], dtype=program.example_inputs[1].dtype)
             mask = step_mask(position, context, DTYPES[dtype], window).float().numpy()
-            logits, *new = _run(exe, [ids, pos, mask, *caches], weights, out)
-            for cache, kv in zip(caches, new, strict=True):
-                cache[:, :, position] = kv[:, :, 0]
+            if _on_gpu(exe):
+                logits = _run(exe, [ids, pos, mask], caches + weights, out, download=[0])[0]
+                for i in range(len(caches)):
+                    exe.resident(len(caches) + len(weights)).write_slot(3 + i, 1 + i, position)
+            else:
+                logits, *new = _run(exe, [ids, pos, mask, *caches], weights, out)
+                for cache, kv in zip(caches, new, strict=True):
+                    cache[:, :, position] = kv[:, :, 0]
             if position >= len(prompt) - 1:
                 token = int(np.argmax(logits[0, -1].astype(np.float32)))
                 feed.append(token)

@@ -3,7 +3,8 @@
 Why: launched one kernel at a time (GpuModule.launch), every buffer of every launch crosses to
 the device and back, weights included, so one decode step would move the whole model twice.
 Bound on the first run, a ResidentProgram instead keeps:
-- the `kept` inputs (the weights: the same arrays on every run) uploaded once;
+- the `kept` inputs (the weights: the same arrays on every run; a KV cache, which
+  `write_slot` then updates on the device) uploaded once;
 - a device buffer for each other input, refilled every run; the outputs copied back;
 - each host function's intermediates in one device arena laid out by its memory plan
   (runtime/memory_plan.py; calls run one after another, so a function's calls share its arena),
@@ -19,26 +20,27 @@ import numpy as np
 from xdsl.dialects import func, memref
 
 from deplo.dialects import cuda
-from deplo.runtime.gpu.driver import DeviceArray, _capture, _check, _driver
+from deplo.runtime.gpu import driver as cu
 
 
 class ResidentProgram:
     def __init__(self, exe, kept: int):
         """`exe`: a CudaExecutable on the GPU; `kept`: how many trailing inputs never change."""
         self.exe, self.kept = exe, kept
-        self.inputs: list[DeviceArray] = []
-        self.outputs: list[DeviceArray] = []
+        self.inputs: list[cu.DeviceArray] = []
+        self.outputs: list[cu.DeviceArray] = []
         self.steps: list[tuple] = []  # (kernel, function handle, launch, grid, block, smem)
         self.uploaded = 0  # bytes copied host -> device so far
         self.runs = 0
-        self._owned: list[DeviceArray] = []
-        self._arenas: dict[str, DeviceArray] = {}
+        self._owned: list[cu.DeviceArray] = []
+        self._arenas: dict[str, cu.DeviceArray] = {}
         self._graph = None
         self._stream = None
 
-    def run(self, buffers: list[np.ndarray]) -> list[np.ndarray]:
+    def run(self, buffers: list[np.ndarray], download: list[int] | None = None) -> list:
+        """One run; returns the outputs (those in `download` only, the others None)."""
         if self.runs == 0:
-            self._stream = _check(_driver().cuStreamCreate(0), "cuStreamCreate")
+            self._stream = cu._check(cu._driver().cuStreamCreate(0), "cuStreamCreate")
             self.inputs = [self._alloc(b.shape, b.dtype) for b in buffers]
             self.outputs = self._bind(self.exe.main, self.inputs)
         fresh = len(buffers) - self.kept
@@ -47,25 +49,43 @@ class ResidentProgram:
                 dev.upload(host)
                 self.uploaded += host.nbytes
         if self.runs == 1:
-            self._graph = _capture(self._stream, self._launch_all)
+            self._graph = cu._capture(self._stream, self._launch_all)
         (self._graph or self._launch_all)()
-        _check(_driver().cuStreamSynchronize(self._stream),
+        cu._check(cu._driver().cuStreamSynchronize(self._stream),
                f"@{self.exe.main.sym_name.data} on the GPU ({len(self.steps)} launches)")
         self.runs += 1
-        return [o.download() for o in self.outputs]
+        return [o.download() if download is None or i in download else None
+                for i, o in enumerate(self.outputs)]
+
+    def write_slot(self, input_index: int, output_index: int, slot: int) -> None:
+        """A KV cache kept on the device takes a run's new key/value: input [..., C, d] gets
+        output [..., 1, d] at position `slot` of its next-to-last dim, device to device (one
+        pitched copy: a row per leading index), so the cache never crosses to the host."""
+        dst, src = self.inputs[input_index], self.outputs[output_index]
+        rows, row = int(np.prod(src.shape[:-2])), src.shape[-1] * src.dtype.itemsize
+        if dst.dtype != src.dtype or dst.shape[:-2] != src.shape[:-2] or src.shape[-2] != 1 \
+                or dst.shape[-1] != src.shape[-1] or not 0 <= slot < dst.shape[-2]:
+            raise ValueError(f"slot {slot}: output {src.shape} does not fit input {dst.shape}")
+        driver = cu._driver()
+        copy = driver.CUDA_MEMCPY2D()
+        copy.srcMemoryType = copy.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        copy.srcDevice, copy.srcPitch = src.ptr, row
+        copy.dstDevice, copy.dstPitch = dst.ptr + slot * row, dst.shape[-2] * row
+        copy.WidthInBytes, copy.Height = row, rows
+        cu._check(driver.cuMemcpy2DAsync(copy, self._stream), "cuMemcpy2DAsync (KV cache slot)")
 
     def _launch_all(self) -> None:
         mod = self.exe._mod
         for kernel, handle, launch, grid, block, smem in self.steps:
             mod._launch(handle, kernel, grid, block, launch, smem, self._stream)
 
-    def _alloc(self, shape, dtype) -> DeviceArray:
-        a = DeviceArray(shape, dtype)
+    def _alloc(self, shape, dtype) -> cu.DeviceArray:
+        a = cu.DeviceArray(shape, dtype)
         a.fill_bytes(0xFF)
         self._owned.append(a)
         return a
 
-    def _bind(self, fn: func.FuncOp, args: list[DeviceArray]) -> list[DeviceArray]:
+    def _bind(self, fn: func.FuncOp, args: list[cu.DeviceArray]) -> list[cu.DeviceArray]:
         """Walk one host function: its buffers placed, its launches appended to `steps`."""
         from deplo.runtime.program import numpy_dtype
 
@@ -102,5 +122,5 @@ class ResidentProgram:
             a.free()
         self._owned, self._arenas, self.steps = [], {}, []
         if self._stream is not None:
-            _driver().cuStreamDestroy(self._stream)
+            cu._driver().cuStreamDestroy(self._stream)
             self._stream = None

@@ -32,6 +32,8 @@ class FakeDriver:
     CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
     CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=1)
     CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+    CUmemorytype = types.SimpleNamespace(CU_MEMORYTYPE_DEVICE=2)
+    CUDA_MEMCPY2D = types.SimpleNamespace
 
     def __init__(self):
         self.cpu: CpuModule | None = None
@@ -88,6 +90,16 @@ class FakeDriver:
         assert int(src) - base + n <= buf.nbytes, "copy past the allocation"
         ctypes.memmove(dst, int(src), n)
         return self._ok("cuMemcpyDtoH")
+
+    def cuMemcpy2DAsync(self, c, stream):
+        assert c.srcMemoryType == c.dstMemoryType == 2, "device to device only"
+        for r in range(c.Height):
+            src, dst = int(c.srcDevice) + r * c.srcPitch, int(c.dstDevice) + r * c.dstPitch
+            for ptr in (src, dst):
+                base, buf = self._owner(ptr)
+                assert ptr - base + c.WidthInBytes <= buf.nbytes, "row past the allocation"
+            ctypes.memmove(dst, src, c.WidthInBytes)
+        return self._ok("cuMemcpy2DAsync")
 
     def cuMemsetD8(self, ptr, byte, n):
         ctypes.memset(int(ptr), byte, n)

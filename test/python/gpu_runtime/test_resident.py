@@ -1,7 +1,8 @@
 """The program kept on the device between runs (runtime/gpu/resident.py), on a fake driver that
 runs every kernel on the CPU runtime (fake_driver.py): results equal the CPU runtime's, weights
 cross to the device once, intermediates live in one device arena, the second run on replays a
-CUDA graph; `deplo generate --target gpu` gives the CPU runtime's ids this way."""
+CUDA graph; `deplo generate --target gpu` gives the CPU runtime's ids this way, its KV cache
+written on the device."""
 
 from __future__ import annotations
 
@@ -69,3 +70,5 @@ def test_generate_on_the_gpu_path(fake, tmp_path) -> None:
     assert "uploaded once" in got.device and "replayed as one CUDA graph" in got.device
     weights = sum(p.numel() * 4 for p in LlamaForCausalLM(cfg).parameters())
     assert fake.htod_bytes < 1.5 * weights  # 7 steps: the weights crossed once
+    # the KV cache stays too: each step writes its slot on the device, 4 caches (2 layers x k, v)
+    assert fake.calls["cuMemcpy2DAsync"] == 4 * fake.calls["cuStreamSynchronize"]

@@ -93,9 +93,18 @@ class TuningStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout = 30000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.executescript(_SCHEMA)
-            self._db.commit()
+            # two processes creating one store at once: SQLite reports the switch to WAL as
+            # locked at once, without waiting on the busy timeout, so wait here
+            for attempt in range(200):
+                try:
+                    self._db.execute("PRAGMA journal_mode = WAL")
+                    self._db.executescript(_SCHEMA)
+                    self._db.commit()
+                    break
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or attempt == 199:
+                        raise
+                    time.sleep(0.05)
         except (sqlite3.DatabaseError, OSError) as e:
             raise StoreError(f"{self.path}: not a usable tuning store ({e})") from None
 

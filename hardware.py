@@ -62,6 +62,13 @@ class Gpu:
     # shared-memory and dependent-FMA latencies show. Fit to the H200 run of 2026-11-26
     # (docs/gpu-runs.md): fp32 matmuls of 2 warps an SM measured 2.5-6x their issue-bound time
 
+    def pipe_rate(self, warps: float) -> float:
+        """The fraction of an SM's pipe rates `warps` resident warps reach: each of the
+        `issue_per_sm` schedulers needs `latency_warps` of them (Little's law for instructions);
+        the cost model and the matmul heuristic both scale by it."""
+        schedulers = max(1.0, min(self.issue_per_sm, warps))
+        return schedulers / self.issue_per_sm * min(1.0, warps / schedulers / self.latency_warps)
+
     @property
     def fp32_flops(self) -> float:
         return 2 * self.fp32_per_sm * self.sms * self.clock_ghz * 1e9

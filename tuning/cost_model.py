@@ -376,10 +376,8 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
         "mma": per_sm * w.mma * 2 * 16 * 8 * 16 / (gpu.mma_flops / gpu.sms),
         "issue": per_sm * w.issued / (gpu.issue_per_sm * clock),
     }
-    # an SM's pipes run at their rate only with enough warps to hide latency: each of the
-    # `issue_per_sm` schedulers needs `latency_warps` of them (Little's law for instructions)
-    schedulers = min(gpu.issue_per_sm, warps)
-    hidden = schedulers / gpu.issue_per_sm * min(1.0, warps / schedulers / gpu.latency_warps)
+    # an SM's pipes run at their rate only with enough warps to hide latency
+    hidden = gpu.pipe_rate(warps)
     for pipe in ("l1", "smem", "fp32", "sfu", "mma", "issue"):
         units[pipe] /= hidden
     units = {k: float(v) * 1e6 for k, v in units.items()}

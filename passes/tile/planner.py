@@ -13,8 +13,11 @@ Classes, in the heuristic's order of preference (dialects/tile_plan.py describes
 Every kernel may also take any later class it has the shape for (the tuner's choice).
 
 Heuristics (each a few lines below, in terms of the facts):
-- split K (`splits`) when 64 x 64 output tiles give fewer than 32 blocks (H100 has 132 SMs) and
-  K >= 1024: the largest divisor of K not above min(128 / tiles, K / 256).
+- the block tile and the split of K (`splits`): the pair `_tile_seconds` says is fastest — L2
+  tile traffic, shared-memory wavefronts and the FMA/mma pipe on the busiest SM, the pipes at
+  the rate its resident warps reach (`Gpu.pipe_rate`: a block of 1-2 warps an SM runs them at
+  a twelfth to a sixth), a split paying its extra launch and partial sums' round trip. So a
+  small output (k_proj: 128 x 256, K = 2048) is split until the SMs have warps to hide latency.
 - tensor cores (`mma`) for every plain f16/bf16 product: 2 x 4 fragments per warp (a 32 x 32
   warp tile), 2 x 2 warps (64 x 64 per block), fewer where M or N is small.
 - otherwise a register tile of 4 rows (M >= 64, 2 from 8) x 4 columns (likewise from N): 16
@@ -286,9 +289,10 @@ def _tile_seconds(f: dict, tile: tuple[int, int, int, int], splits: int, mma: bo
         wavefronts, issue = (m + n) * k, (m * n + m + n) * k / 4
     blocks = _blocks(f, bm, bn) * splits
     per_sm = -(-blocks // SMS) * warps  # warps of work on the busiest SM
+    rate = gpu.pipe_rate(min(per_sm, gpu.max_threads_per_sm // hw.WARP))  # few warps: latency
     l2 = blocks * (bm + bn) * k * eb / gpu.l2_bw
-    smem = per_sm * wavefronts / (gpu.smem_wavefronts_per_sm * clock)
-    pipe = per_sm * issue / clock
+    smem = per_sm * wavefronts / (gpu.smem_wavefronts_per_sm * clock * rate)
+    pipe = per_sm * issue / (clock * rate)
     extra = 0.0 if splits == 1 else \
         gpu.launch_us * 1e-6 + 8.0 * splits * math.prod(f["chain"]) / gpu.dram_bw
     return max(l2, smem, pipe) + extra

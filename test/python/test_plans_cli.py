@@ -24,7 +24,7 @@ PROGRAMS = {
 }
 # one knob per program that changes the code, with a legal new value
 CHANGES = {
-    "matmul": [("threads_m", 16), ("reg_n", 2), ("k_chunk", 16)],
+    "matmul": [("threads_m", 8), ("reg_n", 2), ("k_chunk", 16)],
     "rms_norm": [("threads", 64)],
     "softmax": [("threads", 128)],
     "attention": [("threads", 32)],
@@ -64,7 +64,7 @@ def test_written_plans_reproduce_the_cu_and_a_changed_knob_changes_it(program, t
         ({"mma": True}, ["knob mma", "f16 or bf16"]),
         ({"k_chunk": 300}, ["knob k_chunk"]),
         ({"splits": 7}, ["knob splits", "divisor of K = 300"]),
-        ({"k_chunk": 128, "threads_m": 32, "threads_n": 32, "reg_m": 4, "reg_n": 4},
+        ({"splits": 1, "k_chunk": 128, "threads_m": 32, "threads_n": 32, "reg_m": 4, "reg_n": 4},
          ["knob k_chunk", "shared memory"]),
         ({"wobble": 1}, ["knob wobble", "unknown knob"]),
         ({"k_chunk": "32"}, ["knob k_chunk", "expected an integer"]),

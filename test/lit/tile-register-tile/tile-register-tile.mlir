@@ -34,7 +34,7 @@
 // CHECK-NEXT:        loop.store %{{.*}}, %out[%[[R3]], %[[C3]]] : memref<64x80xf32>
 // The option sets the tile (one row of 4 columns); the threads are re-planned around it.
 // OPT-LABEL:   tile.kernel @matmul(
-// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = false, threads_m = 16, threads_n = 8,
+// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = false, threads_m = 16, threads_n = 16,
 // OPT-SAME:        done ["tile-split-k", "tile-tensor-core", "tile-register-tile"]
 // OPT:           tile.for %[[I:.*]] = 0 to 64 bind(serial) {
 // OPT-NEXT:        tile.for %{{.*}} = 0 to 20 bind(serial) {

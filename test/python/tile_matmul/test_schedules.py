@@ -138,11 +138,12 @@ def test_default_pipeline_decides_the_full_schedule():
     """What the heuristics pick for the issue's example (64 x 96 x 80, fp32)."""
     low = check(Case(64, 96, 80), DEFAULT)
     head = next(line for line in low.tile.splitlines() if "tile.kernel" in line)
-    # the largest tile that still gives a quarter of the SMs a block: 32 x 32 (6 blocks)
-    assert "grid(3, 2, 1) block(8, 8, 1)" in head, head
+    # 64 x 64 tiles of 8 warps (2 blocks) beat 32 x 32 ones of 2 warps (6 blocks): with 2 warps
+    # an SM runs its pipes at a sixth of their rate (Gpu.pipe_rate), with 8 at two thirds
+    assert "grid(2, 1, 1) block(16, 16, 1)" in head, head
     assert (
-        "{splits = 1, mma = false, reg_m = 4, reg_n = 4, interleave = false, threads_m = 8, "
-        "threads_n = 8, k_chunk = 32, stage = true, pad = 4, buffers = 2, copy = cp_async, "
+        "{splits = 1, mma = false, reg_m = 4, reg_n = 4, interleave = false, threads_m = 16, "
+        "threads_n = 16, k_chunk = 32, stage = true, pad = 4, buffers = 2, copy = cp_async, "
         "unroll = 32}"
     ) in head, head
     assert "kc_cp_async16(" in low.source and "kc_cp_async_wait(1)" in low.source

@@ -6,7 +6,9 @@ model.layers.0.self_attn.q_proj at modeling_llama.py:257`, as the discardable at
 into the kernel's list (`origin = [...]`), fusion joins the lists of the kernels it merges and
 every later lowering keeps the attribute on the kernel it builds, so the `.cu`, `-v` listings,
 profiles and the explorer can say which torch ops a kernel implements. Like an MLIR location it
-is optional: IR written by hand has none, and nothing may depend on it for correctness.
+is optional: IR written by hand has none, and nothing may depend on it for correctness. Like
+MLIR's locations, the per-op lines are left out of printed IR unless asked for (`text(...,
+debug_info=True)`, `deplo compile --debug-info`); a kernel's list is always printed.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from __future__ import annotations
 import os
 import re
 
+from io import StringIO
+
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Operation
+from xdsl.printer import Printer
 
 ORIGIN = "deplo.origin"  # one torch op's line (torch, tir ops)
 KERNEL_ORIGIN = "origin"  # a kernel's lines, in program order
@@ -125,3 +130,20 @@ def _span(where: list[str]) -> str:
         lo, hi = (min(nums), max(nums)) if nums else (None, None)
         parts.append(file if lo is None else f"{file}:{lo}" if lo == hi else f"{file}:{lo}-{hi}")
     return ", ".join(parts)
+
+
+class _WithoutOpOrigins(Printer):
+    def print_op_attributes(self, attributes, *, reserved_attr_names=(), print_keyword=False):
+        reserved = (reserved_attr_names,) if isinstance(reserved_attr_names, str) \
+            else tuple(reserved_attr_names)  # some xDSL ops pass one name as a string
+        return super().print_op_attributes(attributes, reserved_attr_names=(*reserved, ORIGIN),
+                                           print_keyword=print_keyword)
+
+
+def text(module: Operation, debug_info: bool = False) -> str:
+    """The IR as text; without each torch/tir op's origin line unless `debug_info`."""
+    if debug_info:
+        return str(module)
+    out = StringIO()
+    _WithoutOpOrigins(stream=out).print_op(module)
+    return out.getvalue()

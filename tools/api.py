@@ -106,10 +106,14 @@ class Compiled:
 
         return plans_json(self.module("tile"))
 
-    def text(self, level: str = "cuda") -> str:
+    def text(self, level: str = "cuda", debug_info: bool = False) -> str:
+        """The program at `level` (the .cu for cuda); `debug_info`: with each torch/tir op's
+        origin line (origin.py), which the IR carries either way."""
+        from deplo import origin
+
         if level == "cuda":
             return self.cuda_source
-        return str(self.module(level)) + "\n"
+        return origin.text(self.module(level), debug_info) + "\n"
 
     @property
     def cuda_source(self) -> str:

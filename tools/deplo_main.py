@@ -129,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ir", choices=[*LEVELS, "tir"], default="cuda", help="the level to print")
     c.add_argument("-o", "--output", type=_output_path, default=None,
                    help="write to this file instead of stdout")
+    c.add_argument("--debug-info", action="store_true",
+                   help="print each torch/tir op's origin (aten op, module, source line), as "
+                        "MLIR prints locations; kernels list theirs either way")
     c.add_argument("--plans", action="store_true",
                    help="print every kernel's plan and how many legal plans each kind it can "
                         "take has, instead of the IR")
@@ -256,7 +259,7 @@ def cmd_compile(args) -> int:
 
         text = "\n".join(plan_spaces(compiled.planned())) + "\n"
     else:
-        text = compiled.text(level)
+        text = compiled.text(level, args.debug_info)
     if args.output:
         with writing(args.output), open(args.output, "w") as f:
             f.write(text)

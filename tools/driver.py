@@ -19,6 +19,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
+from deplo import origin
 from deplo.passes import pipeline
 
 LEVELS = ("torch", "tensor", "loop", "tile", "kernel", "cuda")
@@ -66,7 +67,7 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
         return module
     out = out or sys.stderr
     ctx = make_context()
-    before = [str(module)] if verbose >= 2 else []
+    before = [origin.text(module)] if verbose >= 2 else []
     clock = [time.perf_counter()]
 
     def callback(prev, mod: ModuleOp, nxt) -> None:
@@ -76,7 +77,7 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
             return
         if trace is not None:
             now = time.perf_counter()
-            trace.append((prev.name, now - clock[0], str(mod)))
+            trace.append((prev.name, now - clock[0], origin.text(mod)))
             clock[0] = time.perf_counter()
         if verbose >= 1:
             print(f"deplo: ran {prev.name}{_kernel_summary(mod)}", file=out)
@@ -91,7 +92,7 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
                 for line in plan_list(mod):
                     print(f"deplo: {line}", file=out)
         if verbose >= 2:
-            after = str(mod)
+            after = origin.text(mod)
             diff = difflib.unified_diff(
                 before[0].splitlines(), after.splitlines(), "before", "after", lineterm="", n=2
             )

@@ -65,7 +65,7 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
     steps = _pass_levels()
     run_passes(start, ",".join(p for p, _ in steps), schedule=compiled.schedule,
                strict=compiled.strict, trace=trace)
-    before = str(compiled.program.module)
+    before = origin.text(compiled.program.module)
     passes = [{"name": "import", "level": "torch", "seconds": 0.0, "changed": True,
                "ir": before, "diff": ""}]
     for (name, seconds, after), (_, level) in zip(trace, steps, strict=True):

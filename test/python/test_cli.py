@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import subprocess
 import sys
 
@@ -77,6 +78,20 @@ def test_deplo_opt_pipeline_on_compile_output() -> None:
     p = run("deplo-opt", "-p", "to-cuda", "-t", "cuda", stdin=run("deplo", "compile", "-c", MM, "--ir", "torch").stdout)
     assert p.returncode == 0, p.stderr
     assert "__global__" in p.stdout
+
+
+def test_origins_print_as_debug_info_and_survive_a_round_trip() -> None:
+    """Each torch op's origin is left out of printed IR (like MLIR's locations) unless
+    --debug-info; printed, it parses back and still names the kernel's ops in the .cu."""
+    plain = run("deplo", "compile", "-c", MM, "--ir", "torch").stdout
+    assert "deplo.origin" not in plain
+    p = run("deplo", "compile", "-c", MM, "--ir", "tensor", "--debug-info")
+    assert p.returncode == 0 and 'deplo.origin = "matmul: aten.matmul at the expression"' in p.stdout
+    cu = run("deplo-opt", "-p", "to-cuda", "-t", "cuda", stdin=p.stdout)
+    assert cu.returncode == 0, cu.stderr
+    assert re.search(r"// \w+ implements:\n//   .*matmul.* \(the expression\)", cu.stdout)
+    loop_ir = run("deplo", "compile", "-c", MM, "--ir", "loop").stdout  # kernels: always
+    assert 'attributes {origin = ["' in loop_ir and "aten.matmul" in loop_ir
 
 
 def test_verbose_lists_passes_and_diffs() -> None:

@@ -25,7 +25,8 @@ The running max `m`, running sum `l` and the output row `acc` are rescaled by
 `alpha = exp(m_old - m_new)` whenever the max grows; at the end `acc / l` is the weighted sum.
 X(s) — the attention score — is now read once per (row, s), which is what lets a second
 `loop-fuse` compute the scores' own reduction (q·k) right there: the S×S scores are never
-written. The PV accumulator is float32 (f16/bf16 values are extended, the result rounded once).
+written. The PV accumulator is float32 (f16/bf16 values are extended, the result rounded once;
+a probability rounded to f16/bf16 before P·V, as eager attention does, stays float32).
 
 Which rows: every attention row (`flash=true`); a plain softmax row (max and sum only) when the
 row has at least `min-extent` elements — for short rows the two-pass form keeps both reductions
@@ -167,8 +168,11 @@ def match_weighted_sum(sm: Softmax, top: loop.ForOp) -> WeightedSum | None:
         return None
     pair = tuple(mul.operands)
     for first, (prob, w) in ((True, pair), (False, pair[::-1])):
-        # f16/bf16 attention rounds the float32 probability before the product
-        p = prob.owner.input if isinstance(prob.owner, arith.TruncFOp) else prob
+        # f16/bf16 attention rounds the float32 probability before the product (a bf16
+        # product, or a round trip back to f32: transformers' eager `softmax(...).to(dtype)`);
+        # the flash loop keeps it in float32 — one rounding fewer, well within bf16 tolerance
+        p = prob.owner.input if isinstance(prob.owner, arith.ExtFOp) else prob
+        p = p.owner.input if isinstance(p.owner, arith.TruncFOp) else p
         div = p.owner
         if not isinstance(div, arith.DivfOp) or div.rhs is not l:
             continue

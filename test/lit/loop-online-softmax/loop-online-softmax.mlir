@@ -102,6 +102,54 @@ loop.kernel @attention(%scores: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memr
 
 // -----
 
+// bf16 eager attention rounds each probability to bf16 and back before P·V
+// (`softmax(..., dtype=float32).to(bf16)`): the flash loop keeps it in float32.
+// CHECK-LABEL: loop.kernel @attention_rounded_probs(
+// CHECK:         loop.private : memref<4xf32>
+// CHECK:         loop.for %[[S:.*]] = 0 to 5 reduce iter
+// CHECK-NOT:       arith.truncf
+// CHECK:           %[[V:.*]] = loop.load %v[%[[S]], %{{.*}}] : memref<5x4xbf16>
+// CHECK-NEXT:      %[[VF:.*]] = arith.extf %[[V]] : bf16 to f32
+// CHECK:         arith.divf
+// CHECK-NEXT:    arith.truncf %{{.*}} : f32 to bf16
+loop.kernel @attention_rounded_probs(%scores: memref<3x5xf32>, %v: memref<5x4xbf16>, %out: memref<3x4xbf16>) {
+  %ninf = arith.constant 0xff800000 : f32
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 3 free {
+    %m = loop.for %r = 0 to 5 reduce iter(%a = %ninf) -> f32 {
+      %x = loop.load %scores[%i, %r] : memref<3x5xf32>
+      %n = arith.maximumf %a, %x : f32
+      loop.yield %n : f32
+    }
+    %l = loop.for %q = 0 to 5 reduce iter(%b = %z) -> f32 {
+      %x2 = loop.load %scores[%i, %q] : memref<3x5xf32>
+      %d = arith.subf %x2, %m : f32
+      %e = math.exp %d : f32
+      %s = arith.addf %b, %e : f32
+      loop.yield %s : f32
+    }
+    loop.for %j = 0 to 4 free {
+      %o = loop.for %t = 0 to 5 reduce iter(%c = %z) -> f32 {
+        %x3 = loop.load %scores[%i, %t] : memref<3x5xf32>
+        %d3 = arith.subf %x3, %m : f32
+        %e3 = math.exp %d3 : f32
+        %p = arith.divf %e3, %l : f32
+        %pb = arith.truncf %p : f32 to bf16
+        %pf = arith.extf %pb : bf16 to f32
+        %vv = loop.load %v[%t, %j] : memref<5x4xbf16>
+        %vf = arith.extf %vv : bf16 to f32
+        %pv = arith.mulf %pf, %vf : f32
+        %c2 = arith.addf %c, %pv : f32
+        loop.yield %c2 : f32
+      }
+      %ob = arith.truncf %o : f32 to bf16
+      loop.store %ob, %out[%i, %j] : memref<3x4xbf16>
+    }
+  }
+}
+
+// -----
+
 // negative_short_row: a short row keeps its two passes (both stay plain reductions that
 // tile-cooperative-reduce can split between threads) unless min-extent says otherwise.
 // CHECK-LABEL: loop.kernel @negative_short_row(

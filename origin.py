@@ -29,7 +29,7 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 def describe(node, expression_file: str | None = None) -> str:
     """The origin line of an FX node: its name, aten op, module path and the source line of the
-    model's (or user's) code that called it — the innermost frame outside torch itself, so
+    model's (or user's) code that called it — the innermost frame outside torch and deplo, so
     `q_proj(x)` in modeling_llama.py rather than F.linear in torch/nn/modules/linear.py."""
     import torch
 
@@ -38,9 +38,9 @@ def describe(node, expression_file: str | None = None) -> str:
     stack = node.meta.get("nn_module_stack")
     if stack and (path := list(stack.values())[-1][0]):
         line += f" in {path}"
-    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    skip = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
     frames = [(f, n) for f, n in _FRAME.findall(node.meta.get("stack_trace") or "")
-              if not f.startswith(torch_dir)]
+              if f == expression_file or not f.startswith(skip)]  # torch's, deplo's own
     if frames:
         file, lineno = frames[-1]
         where = "the expression" if file == expression_file else \

@@ -38,9 +38,13 @@ def describe(node, expression_file: str | None = None) -> str:
     stack = node.meta.get("nn_module_stack")
     if stack and (path := list(stack.values())[-1][0]):
         line += f" in {path}"
-    skip = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
+    torch_dir, ours = os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep
+
+    def skipped(f: str) -> bool:  # torch's frames, deplo's own (not a venv inside its checkout)
+        return f.startswith(torch_dir) or (f.startswith(ours) and "-packages" not in f)
+
     frames = [(f, n) for f, n in _FRAME.findall(node.meta.get("stack_trace") or "")
-              if f == expression_file or not f.startswith(skip)]  # torch's, deplo's own
+              if f == expression_file or not skipped(f)]
     if frames:
         file, lineno = frames[-1]
         where = "the expression" if file == expression_file else \

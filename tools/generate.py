@@ -161,10 +161,10 @@ def _run(exe, inputs: list, kept: list, out: Generated, download=None) -> list:
     result = exe.run(inputs + kept, keep=len(kept), download=download)
     r = exe.resident(len(kept))
     mb = sum(w.nbytes for w in kept) / 1e6
-    out.device = (f"{mb:.1f} MB (weights, KV cache) uploaded once; "
+    out.device = (f"{mb:.1f} MB kept on the device (uploaded once); "
                   f"{(r.uploaded / 1e6 - mb) / r.runs * 1e3:.1f} KB uploaded a step; "
                   f"{len(r.steps)} launches a step"
-                  + (", replayed as one CUDA graph" if r._graph is not None else ""))
+                  + (", replayed as one CUDA graph" if r.replays_graph else ""))
     return result
 
 

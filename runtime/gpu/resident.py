@@ -52,7 +52,7 @@ class ResidentProgram:
             self._graph = cu._capture(self._stream, self._launch_all)
         (self._graph or self._launch_all)()
         cu._check(cu._driver().cuStreamSynchronize(self._stream),
-               f"@{self.exe.main.sym_name.data} on the GPU ({len(self.steps)} launches)")
+                  f"@{self.exe.main.sym_name.data} on the GPU ({len(self.steps)} launches)")
         self.runs += 1
         return [o.download() if download is None or i in download else None
                 for i, o in enumerate(self.outputs)]
@@ -73,6 +73,10 @@ class ResidentProgram:
         copy.dstDevice, copy.dstPitch = dst.ptr + slot * row, dst.shape[-2] * row
         copy.WidthInBytes, copy.Height = row, rows
         cu._check(driver.cuMemcpy2DAsync(copy, self._stream), "cuMemcpy2DAsync (KV cache slot)")
+
+    @property
+    def replays_graph(self) -> bool:
+        return self._graph is not None
 
     def _launch_all(self) -> None:
         mod = self.exe._mod

@@ -37,7 +37,7 @@ def test_runs_stay_on_the_device(fake) -> None:
     r = gpu.resident(len(weights))
     launches = len(r.steps)
     assert fake.calls["kernel runs"] == 4 * launches
-    assert fake.calls["cuGraphLaunch"] == 3 and r._graph is not None  # runs 2-4 replay a graph
+    assert fake.calls["cuGraphLaunch"] == 3 and r.replays_graph  # runs 2-4 replay a graph
     plan = gpu.plans["main"]
     assert plan.peak and len(fake.memory) == len(weights) + 1 + 1 + 1  # + x, the arena, out
     r.close()
@@ -67,7 +67,7 @@ def test_generate_on_the_gpu_path(fake, tmp_path) -> None:
     want = generate(str(tmp_path), [5, 17, 3], 5, target="cpu")
     got = generate(str(tmp_path), [5, 17, 3], 5, target="gpu", dtype="fp32")
     assert got.new == want.new and got.kv_cache
-    assert "uploaded once" in got.device and "replayed as one CUDA graph" in got.device
+    assert "kept on the device" in got.device and "replayed as one CUDA graph" in got.device
     weights = sum(p.numel() * 4 for p in LlamaForCausalLM(cfg).parameters())
     assert fake.htod_bytes < 1.5 * weights  # 7 steps: the weights crossed once
     # the KV cache stays too: each step writes its slot on the device, 4 caches (2 layers x k, v)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-
 from io import StringIO
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr

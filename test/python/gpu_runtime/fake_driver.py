@@ -20,8 +20,8 @@ from collections import Counter
 
 import numpy as np
 
-from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
 from deplo.runtime.cpu import CpuModule
+from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
 
 _SCALARS = {"float": ctypes.c_float, "int": ctypes.c_int32, "long long": ctypes.c_int64,
             "unsigned int": ctypes.c_uint32, "bool": ctypes.c_bool, "double": ctypes.c_double,

@@ -13,6 +13,7 @@ debug_info=True)`, `deplo compile --debug-info`); a kernel's list is always prin
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from io import StringIO
@@ -98,12 +99,18 @@ def parse(line: str) -> dict[str, str | None]:
     return m.groupdict() if m else {"name": line, "op": line, "module": None, "at": None}
 
 
+def _line_number(at: str | None) -> float:
+    tail = (at or "").rpartition(":")[2]
+    return int(tail) if tail.isdigit() else math.inf
+
+
 def summary(lines: list[str]) -> list[str]:
     """A kernel's origin, one line a module: `self_attn: view, transpose, scaled_dot_product_attention
-    (modeling_llama.py:244-258)` — readable where the full list (in the IR) is long."""
+    (modeling_llama.py:244-258)` — readable where the full list (in the IR) is long. Ops and
+    modules in source-line order (fusion joins lists in the order it merges kernels)."""
+    parsed = sorted((parse(line) for line in lines), key=lambda f: _line_number(f["at"]))
     groups: dict[str, tuple[list[str], list[str]]] = {}
-    for line in lines:
-        f = parse(line)
+    for f in parsed:
         ops, where = groups.setdefault(f["module"] or "", ([], []))
         op = (f["op"] or "").removeprefix("aten.").split(".")[0]
         if op not in ops:

@@ -8,6 +8,7 @@ naming the op and the line of the user's code it came from, never a silent fallb
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Sequence
@@ -20,6 +21,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from deplo import origin
+from deplo.frontend import expr as expr_module
 from deplo.frontend.aten import (
     ATEN_CONVERTERS,
     REFUSED,
@@ -31,8 +34,6 @@ from deplo.frontend.aten import (
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
-from deplo import origin
-from deplo.frontend import expr as expr_module
 from deplo.frontend.layers import SCOPE_ATTR, layer_scope, outline_layers
 
 
@@ -49,15 +50,39 @@ class Program:
     notes: list[str] = field(default_factory=list)  # one-line facts for the user (weights, ...)
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # bf16 inputs cross as float32
 
-    def reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """PyTorch eager on the same inputs (in the captured dtypes): the oracle for every level."""
+    def reference(self, inputs: Sequence[np.ndarray], float64: bool = False) -> list[np.ndarray]:
+        """PyTorch eager on the same inputs (in the captured dtypes): the oracle for every level.
+        `float64`: the same program computed in float64 (a copy of the module, floating inputs
+        widened), the yardstick for how close half-precision results are to the exact ones."""
         dtypes = self.input_dtypes or [None] * len(inputs)
-        with torch.no_grad():
-            args = [torch.from_numpy(np.array(a, order="C")) for a in inputs]
-            out = self.torch_module(*[a if d is None else a.to(d)
-                                      for a, d in zip(args, dtypes, strict=False)])
+        module = self.torch_module
+        if float64:  # widened in place and narrowed back after: both exact
+            kept = {t: t.dtype for t in (*module.parameters(), *module.buffers())
+                    if t.is_floating_point()}
+            module.double()
+            dtypes = [torch.float64 if d is None or d.is_floating_point else d for d in dtypes]
+        try:
+            with torch.no_grad(), _Widened() if float64 else contextlib.nullcontext():
+                args = [torch.from_numpy(np.array(a, order="C")) for a in inputs]
+                out = module(*[a if d is None or (float64 and not a.is_floating_point())
+                               else a.to(d) for a, d in zip(args, dtypes, strict=False)])
+        finally:
+            if float64:
+                for t, dtype in kept.items():
+                    t.data = t.data.to(dtype)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [to_numpy(o) for o in outs]
+
+
+class _Widened(torch.overrides.TorchFunctionMode):
+    """Every floating dtype a program names (`.to(torch.bfloat16)`, `softmax(dtype=...)`) read
+    as float64: the program's float64 twin for Program.reference(float64=True)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        def widen(v):
+            return torch.float64 if isinstance(v, torch.dtype) and v.is_floating_point else v
+
+        return func(*map(widen, args), **{k: widen(v) for k, v in (kwargs or {}).items()})
 
 
 @dataclass

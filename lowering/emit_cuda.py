@@ -221,8 +221,8 @@ class CudaEmitter:
             for p, n in zip(k.params, names))
         if ops := origin.summary(origin.of_op(k)):
             self.line(f"// {k.sym_name.data} implements:")
-            for line in ops:
-                self.line(f"//   {line}")
+            for line in ops:  # IR text may hold anything: no newline or line splice in C
+                self.line("//   " + re.sub(r"[\x00-\x1f\x7f]", " ", line).rstrip("\\ "))
         if source := weights_read(k.params):
             self.line(f"// {k.sym_name.data} reads the weights of {', '.join(source)}")
         self.line(f'extern "C" __global__ void __launch_bounds__({k.launch_bounds.value.data}) '
@@ -376,7 +376,8 @@ def weights_read(params) -> list[str]:
     for p in params:
         hint = p.name_hint or ""
         module, _, leaf = hint.rpartition(".")
-        if module and leaf in ("weight", "bias") and module not in paths:
+        if module and (leaf in ("weight", "bias") or leaf.endswith(("_weight", "_bias"))) \
+                and module not in paths:  # in_proj_weight (nn.MultiheadAttention) too
             paths.append(module)
     return paths
 

@@ -36,8 +36,12 @@ class MemoryPlan:
     total: int = 0  # bytes of every planned buffer, as if none were shared
 
     def line(self, name: str) -> str:
-        return (f"@{name}: arena {self.peak / 1e6:.2f} MB for {self.total / 1e6:.2f} MB of "
+        return (f"@{name}: arena {_size(self.peak)} for {_size(self.total)} of "
                 f"{len(self.offsets)} intermediate buffer(s)")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
 
 
 def plan_function(fn: func.FuncOp) -> MemoryPlan:

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from deplo.frontend.expr import capture_expression
 from deplo.frontend.importer import Program, import_module
-from deplo.runtime.check import Comparison, compare
+from deplo.runtime.check import Comparison, check_program
 from deplo.tools.driver import LEVELS, passes_to, run_passes
 
 
@@ -152,8 +152,8 @@ class Compiled:
         """Run on fresh random inputs and compare with PyTorch eager."""
         inputs = random_inputs(self.program, seed)
         n = len(self.program.example_inputs)
-        ref = self.program.reference(inputs[:n])
-        return compare(self.run(inputs, target, level), ref, self.output_element_types())
+        return check_program(self.run(inputs, target, level), self.program, inputs[:n],
+                             self.output_element_types())
 
     def output_element_types(self) -> list[str]:
         """Per @main result, the element type whose tolerance applies: its own, or the lowest

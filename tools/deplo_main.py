@@ -326,13 +326,20 @@ def cmd_bench(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from deplo.runtime.check import compare
+    from deplo.runtime.check import check_program
     from deplo.tools.api import random_inputs
 
+    if not args.bench and (args.profile or args.output):
+        raise UsageError(f"{'--profile' if args.profile else '-o'} goes with --bench "
+                         "(the profile it writes)")
+    if args.bench and args.target == "interp":
+        raise UsageError("--bench times the .cu: --target cpu (predicted) or gpu (measured)")
     target = _target(args)
     compiled = _compile(args, runnable=True)
     if args.bench:
-        return _bench_run(compiled, args, target)
+        rc = _bench_run(compiled, args, target)
+        if not args.check:
+            return rc
     level = "tensor" if args.ir == "tir" else args.ir
     inputs = random_inputs(compiled.program, args.seed)
     n = len(compiled.program.example_inputs)
@@ -357,7 +364,8 @@ def cmd_run(args) -> int:
         if reference is None:
             print(f"{label}: ran, outputs {shapes}")
             continue
-        result = compare(outputs, reference, compiled.output_element_types())
+        result = check_program(outputs, compiled.program, inputs[:n],
+                               compiled.output_element_types(), reference)
         print(f"{label}: {result.line()}")
         failed |= not result.ok
     if target != "interp":

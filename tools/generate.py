@@ -52,7 +52,7 @@ def parse_ids(text: str) -> list[int]:
     from argparse import ArgumentTypeError
 
     try:
-        ids = [int(t) for t in text.replace(" ", "").split(",") if t]
+        ids = [int(t) for t in text.replace(" ", "").removesuffix(",").split(",")]
     except ValueError:
         raise ArgumentTypeError(f"expected comma-separated token ids, got {text!r}") from None
     if not ids or min(ids) < 0:
@@ -270,7 +270,8 @@ def cmd_generate(args, target: str) -> int:
         prompt = args.prompt_ids
     dtype = args.dtype
     if dtype is None:
-        stored = str(getattr(hf_config(resolve_model(args.model)), "torch_dtype", "") or "")
+        config = hf_config(resolve_model(args.model))  # `dtype` (newer transformers) or the old name
+        stored = str(getattr(config, "dtype", None) or config.to_dict().get("torch_dtype") or "")
         dtype = {"torch.bfloat16": "bf16", "bfloat16": "bf16", "torch.float16": "fp16",
                  "float16": "fp16"}.get(stored, "fp32") if target == "gpu" else "fp32"
     schedule, strict = tuned_schedule(args.db, None, args.verbose)
@@ -282,7 +283,8 @@ def cmd_generate(args, target: str) -> int:
         print("text: " + repr(tokenizer.decode(out.ids)))
     how = ("a KV-cache decode step; the prompt fed through it" if out.kv_cache else
            "the whole context, padded, per step: no KV-cache step for this family yet")
-    print(f"deplo: {len(out.new)} new tokens in {out.seconds:.2f} s ({out.tokens_per_s:.1f} "
+    plural = "" if len(out.new) == 1 else "s"
+    print(f"deplo: {len(out.new)} new token{plural} in {out.seconds:.2f} s ({out.tokens_per_s:.1f} "
           f"tokens/s, {target}, {dtype}); {out.programs} program compiled in "
           f"{out.compile_seconds:.1f} s ({how})" + ("; stopped at the end-of-sequence id"
                                                    if out.stopped_at_eos else ""), file=sys.stderr)

@@ -169,3 +169,33 @@ def test_fp32_tolerance_stays_strict() -> None:
     ref = np.ones((4,), np.float32)
     assert not compare([ref * (1 + 1e-3)], [ref]).ok
     assert compare([ref * (1 + 1e-3)], [ref], ["bf16"]).ok
+
+
+def test_half_precision_past_the_tolerance_needs_to_be_as_accurate_as_eager() -> None:
+    """Past bf16's tolerance against eager, a result passes only if it is no further from the
+    program computed in float64 than eager is (the second opinion names both errors)."""
+    from deplo.runtime.check import check_program
+
+    class Program:  # eager is 0.3% off the exact result
+        def reference(self, inputs, float64=False):
+            return [np.ones(4)] if float64 else [np.full(4, 1.003)]
+
+    r = check_program([np.full(4, 0.985)], Program(), [], ["bf16"])  # 1.5% from exact
+    assert not r.ok and "against float64 1.500e-02, eager's own 3.000e-03" in r.line()
+    r = check_program([np.full(4, 0.992)], Program(), [], ["bf16"])  # 1.1% from eager
+    assert r.ok and "against float64 8.000e-03" in r.line()  # but within 1e-2 of exact
+    r = check_program([np.full(4, 0.997)], Program(), [], ["bf16"])  # eager's error, other side
+    assert r.ok and r.note == ""  # within 1e-2 of eager: no second opinion needed
+    r = check_program([np.full(4, 1.0 - 0.0035)], Program(), [], ["f32"])
+    assert not r.ok and r.note == ""  # fp32 gets no second opinion
+
+
+def test_bf16_attention_within_eager_accuracy_passes() -> None:
+    """Seeds where deplo and eager bf16 attention are 1.1-1.6e-2 apart while both are ~1.2e-2
+    from float64 (chained bf16 roundings in different orders)."""
+    e = ("torch.softmax(torch.randn(2,2,100,128,dtype=torch.bfloat16) @ torch.randn(2,2,100,128,"
+         "dtype=torch.bfloat16).transpose(2,3) * 0.08838834764831845 + torch.randn(100,100,"
+         "dtype=torch.bfloat16), -1, dtype=torch.float32).to(torch.bfloat16) @ torch.randn(2,2,"
+         "100,128,dtype=torch.bfloat16)")
+    p = run("deplo", "run", "-c", e, "--check", "--seed", "6")
+    assert p.returncode == 0 and "against float64" in p.stdout and "PASS" in p.stdout, p.stdout

@@ -181,9 +181,9 @@ def test_kernels_name_the_modules_whose_weights_they_read(checkpoints) -> None:
     rows = {r["name"]: r["modules"] for r in profile(compiled)["kernels"]}
     assert ["self_attn.o_proj"] in rows.values()
     # and the torch ops they implement, by module, with the model's source lines
-    assert re.search(r"// linear_mean_\d implements:\n//   self_attn\.q_proj: linear "
-                     r"\(modeling_llama\.py:\d+\)\n//   input_layernorm: add, mean, pow, rsqrt, "
-                     r"mul \(modeling_llama\.py:\d+-\d+\)\n", src)
+    assert re.search(r"// linear_mean_\d implements:\n//   input_layernorm: mean, pow, add, rsqrt, "
+                     r"mul \(modeling_llama\.py:\d+-\d+\)\n//   self_attn\.q_proj: linear "
+                     r"\(modeling_llama\.py:\d+\)\n", src)
     assert re.search(r"//   self_attn: .*scaled_dot_product_attention \(modeling_llama", src)
     assert "//   lm_head: linear (modeling_llama.py:" in src
     assert "//   model.embed_tokens: embedding (modeling_llama.py:" in src

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 HEURISTIC_ROLLOUTS = 0.25  # the rest descend at random: an unbiased look into the subtree
+BEST_WEIGHT = 0.3  # of a node's best reward in its value, the rest its mean (test/python/tuning)
 FAILED_REWARD = -3.0  # a failed plan: as bad as one e^3 (20x) slower than the default
 
 
@@ -54,20 +55,26 @@ class _Node:
     children: dict = field(default_factory=dict)  # plan_id(child knobs) -> _Node
     untried: list | None = None  # child knob dicts not expanded yet
     exhausted: bool = False
+    best: float = -math.inf  # the best reward found below
 
     def add(self, reward: float) -> None:
         self.visits += 1
         self.total += reward
         self.squares += reward * reward
+        self.best = max(self.best, reward)
 
     def score(self, parent_visits: int, c: float, d: float) -> float:
-        """UCT plus the SP-MCTS variance term sqrt((sum r^2 - n mean^2 + D) / n)."""
+        """UCT on the subtree's mean reward blended with its best (`BEST_WEIGHT`), plus the
+        SP-MCTS variance term sqrt((sum r^2 - n mean^2 + D) / n). The best counts because a
+        tuner wants the fastest plan, not a good average: a matmul's subtree averages far below
+        a row reduction's (most random matmul plans are slow) while holding the fastest plans."""
         if not self.visits:
             return math.inf
         mean = self.total / self.visits
         explore = c * math.sqrt(2 * math.log(parent_visits) / self.visits)
         spread = math.sqrt(max(0.0, self.squares - self.visits * mean * mean + d) / self.visits)
-        return mean + explore + spread
+        value = (1 - BEST_WEIGHT) * mean + BEST_WEIGHT * self.best
+        return value + explore + spread
 
 
 class _Search:
@@ -113,6 +120,15 @@ class _Search:
 
     def child(self, node: _Node, knobs: dict) -> _Node:
         return node.children.setdefault(plan_id(knobs), _Node(knobs))
+
+    def seed(self, root: _Node, plan: dict, t: float | None) -> None:
+        """The heuristic's plan backed up along its own path (its kind, then its knobs), so the
+        search starts knowing where the default lives."""
+        node, r = root, self.reward(t)
+        node.add(r)
+        while (name := self.tree.next_knob(node.knobs)) is not None and name in plan:
+            node = self.child(node, {**node.knobs, name: plan[name]})
+            node.add(r)
 
     def iterate(self, root: _Node) -> bool:
         """One selection, expansion, simulation and backup; False when nothing was learnt
@@ -182,10 +198,13 @@ def sp_mcts(tree: Tree, evaluate: Callable[[dict], float | None], budget: int,
     finishes; `deadline` (time.monotonic()) stops the search between evaluations. Returns every
     plan with a time, fastest first."""
     search = _Search(tree, evaluate, budget, dict(known or {}), seed, c, d, on_result)
-    _, t_default = search.time_of(tree.rollout({}))
+    default = tree.rollout({})
+    _, t_default = search.time_of(default)
     times = sorted(r.time_us for r in search.results.values() if r.time_us)
     search.baseline = t_default or (times[len(times) // 2] if times else 1.0)
     root = _Node({})
+    if default is not None:
+        search.seed(root, default, t_default)
     limit = max_iterations if max_iterations is not None else 50 * max(1, budget)
     for _ in range(limit):
         if root.exhausted or (deadline is not None and time.monotonic() > deadline):

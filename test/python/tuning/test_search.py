@@ -137,7 +137,8 @@ def test_a_kind_of_slow_random_plans_is_not_abandoned_for_a_mediocre_one():
     small, better = 0, 0
     for s in range(10):
         seen: list[dict] = []
-        best = sp_mcts(_two_kinds(), lambda p: seen.append(p) or _two_kinds_time(p), 40, seed=s)
+        best = sp_mcts(_two_kinds(), lambda p, seen=seen: seen.append(p) or _two_kinds_time(p),
+                       40, seed=s)
         small += sum(p["kind"] == "small" for p in seen)
         better += best[0].time_us < _two_kinds_time(_two_kinds().rollout({}))
     assert small <= 10 * 40 // 4 and better >= 4, (small, better)

@@ -123,6 +123,16 @@ def resolve_model(spec: str) -> ModelSource:
     raise FrontendError(f"model {spec!r} not found offline; looked for: " + "; ".join(looked))
 
 
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def stored_dtype(source: ModelSource) -> str:
+    """The dtype a checkpoint declares (config.json `dtype`, or the older `torch_dtype`) as a
+    DTYPES name; fp32 where it declares none or another."""
+    stored = str(source.config.get("dtype") or source.config.get("torch_dtype") or "")
+    return {"bfloat16": "bf16", "float16": "fp16"}.get(stored.removeprefix("torch."), "fp32")
+
+
 def hf_config(source: ModelSource, num_layers: int | None = None):
     from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoConfig

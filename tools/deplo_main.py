@@ -99,6 +99,9 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="truncate the model to K layers")
     p.add_argument("--seq-len", type=_int_in(1, 2**31), default=8,
                    help="sequence length of the model input")
+    p.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default=None,
+                   help="a model's weights and activations (default fp32, whatever the "
+                        "checkpoint stores); an expression sets its own")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: list the passes run; -vv: print each pass as a diff")
     p.add_argument("--seed", type=SEED, default=None, help="seed for inputs and weights")
@@ -230,11 +233,20 @@ def _compile(args, runnable: bool, tuned: bool = True):
         raise FrontendError("give either MODEL or -c EXPR")
     schedule, strict = tuned_schedule(args.db, args.schedule, args.verbose) if tuned else (None, True)
     if args.expr is not None:
+        if args.dtype is not None:
+            raise UsageError("--dtype is for a MODEL; an expression sets its own "
+                             "(torch.randn(..., dtype=torch.bfloat16))")
         return Compiled(capture(args.expr, seed=args.seed), args.verbose, schedule, strict)
     from deplo.frontend.causal_lm import capture_model
+    from deplo.frontend.models import DTYPES, resolve_model, stored_dtype
 
+    stored = stored_dtype(resolve_model(args.model))
+    if args.dtype is None and stored != "fp32":
+        print(f"deplo: the checkpoint stores {stored}; compiled in fp32 (--dtype {stored} keeps "
+              "it)", file=sys.stderr)
     program = capture_model(args.model, layer=args.layer, num_layers=args.num_layers,
-                            seq_len=args.seq_len, materialize=runnable, seed=args.seed or 0)
+                            seq_len=args.seq_len, materialize=runnable, seed=args.seed or 0,
+                            dtype=DTYPES[args.dtype or "fp32"])
     for note in program.notes:
         print(f"deplo: {note}", file=sys.stderr)
     return Compiled(program, args.verbose, schedule, strict)

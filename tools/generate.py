@@ -18,12 +18,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from deplo.frontend.decode import FAMILIES
 from deplo.frontend.errors import FrontendError
+from deplo.frontend.models import DTYPES
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 PAD = 0  # any valid id: causal attention never lets a later position change an earlier one
 
 
@@ -256,7 +255,7 @@ def add_arguments(p, int_in, seed_type) -> None:
 def cmd_generate(args, target: str) -> int:
     import sys
 
-    from deplo.frontend.models import hf_config, resolve_model
+    from deplo.frontend.models import resolve_model, stored_dtype
     from deplo.tools.tune_cmd import tuned_schedule
 
     tokenizer = tokenizer_for(args.model)
@@ -268,12 +267,7 @@ def cmd_generate(args, target: str) -> int:
             raise FrontendError("--prompt: the text tokenizes to no ids")
     else:
         prompt = args.prompt_ids
-    dtype = args.dtype
-    if dtype is None:
-        config = hf_config(resolve_model(args.model))  # `dtype` (newer transformers) or the old name
-        stored = str(getattr(config, "dtype", None) or config.to_dict().get("torch_dtype") or "")
-        dtype = {"torch.bfloat16": "bf16", "bfloat16": "bf16", "torch.float16": "fp16",
-                 "float16": "fp16"}.get(stored, "fp32") if target == "gpu" else "fp32"
+    dtype = args.dtype or (stored_dtype(resolve_model(args.model)) if target == "gpu" else "fp32")
     schedule, strict = tuned_schedule(args.db, None, args.verbose)
     out = generate(args.model, prompt, args.max_new_tokens, target=target, dtype=dtype,
                    seed=args.seed or 0, verbose=args.verbose, schedule=schedule, strict=strict,

@@ -187,3 +187,24 @@ def test_kernels_name_the_modules_whose_weights_they_read(checkpoints) -> None:
     assert re.search(r"//   self_attn: .*scaled_dot_product_attention \(modeling_llama", src)
     assert "//   lm_head: linear (modeling_llama.py:" in src
     assert "//   model.embed_tokens: embedding (modeling_llama.py:" in src
+
+
+def test_a_bf16_checkpoint_compiles_in_the_dtype_asked_for(tmp_path) -> None:
+    """`--dtype` sets a model's weights and activations; without it a bf16 checkpoint runs in
+    fp32 and says so (an expression sets its own dtype: --dtype is a usage error there)."""
+    from test_cli import run
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=1,
+                      num_attention_heads=4, num_key_value_heads=2, dtype="bfloat16")
+    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(tmp_path)
+    p = run("deplo", "run", str(tmp_path), "--check", "--seq-len", "5")
+    assert p.returncode == 0 and "(tol 1e-05)  PASS" in p.stdout, p.stdout + p.stderr
+    assert "the checkpoint stores bf16; compiled in fp32 (--dtype bf16 keeps it)" in p.stderr
+    p = run("deplo", "run", str(tmp_path), "--check", "--seq-len", "5", "--dtype", "bf16")
+    assert p.returncode == 0 and "(tol 1e-02)" in p.stdout and "PASS" in p.stdout, p.stdout
+    ir = run("deplo", "compile", str(tmp_path), "--dtype", "bf16", "--ir", "torch").stdout
+    assert "tensor<96x64xbf16>" in ir
+    p = run("deplo", "compile", "-c", "torch.randn(4) * 2", "--dtype", "bf16")
+    assert p.returncode != 0 and "--dtype is for a MODEL" in p.stderr

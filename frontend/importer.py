@@ -52,12 +52,13 @@ class Program:
 
     def reference(self, inputs: Sequence[np.ndarray], float64: bool = False) -> list[np.ndarray]:
         """PyTorch eager on the same inputs (in the captured dtypes): the oracle for every level.
-        `float64`: the same program computed in float64 (a copy of the module, floating inputs
-        widened), the yardstick for how close half-precision results are to the exact ones."""
+        `float64`: the same program computed in float64 (the module widened in place and
+        narrowed back after, both exact; floating inputs widened), the yardstick for how close
+        half-precision results are to the exact ones."""
         dtypes = self.input_dtypes or [None] * len(inputs)
         module = self.torch_module
-        if float64:  # widened in place and narrowed back after: both exact
-            kept = {t: t.dtype for t in (*module.parameters(), *module.buffers())
+        if float64:
+            kept = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())
                     if t.is_floating_point()}
             module.double()
             dtypes = [torch.float64 if d is None or d.is_floating_point else d for d in dtypes]
@@ -68,10 +69,20 @@ class Program:
                                else a.to(d) for a, d in zip(args, dtypes, strict=False)])
         finally:
             if float64:
-                for t, dtype in kept.items():
-                    t.data = t.data.to(dtype)
+                _narrow(module, kept)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [to_numpy(o) for o in outs]
+
+
+def _narrow(module: torch.nn.Module, dtypes: dict[str, torch.dtype]) -> None:
+    """Parameters and buffers back to their dtypes (`.double()` replaced the buffers)."""
+    for name, p in module.named_parameters():
+        if name in dtypes:
+            p.data = p.data.to(dtypes[name])
+    for name, b in list(module.named_buffers()):
+        if name in dtypes:
+            owner, _, leaf = name.rpartition(".")
+            (module.get_submodule(owner) if owner else module)._buffers[leaf] = b.to(dtypes[name])
 
 
 class _Widened(torch.overrides.TorchFunctionMode):

@@ -208,3 +208,23 @@ def test_a_bf16_checkpoint_compiles_in_the_dtype_asked_for(tmp_path) -> None:
     assert "tensor<96x64xbf16>" in ir
     p = run("deplo", "compile", "-c", "torch.randn(4) * 2", "--dtype", "bf16")
     assert p.returncode != 0 and "--dtype is for a MODEL" in p.stderr
+
+
+def test_the_float64_second_opinion_leaves_the_model_as_it_was(tmp_path) -> None:
+    """Program.reference(float64=True) widens the module in place: every parameter and buffer
+    (a float32 rotary table beside bf16 weights) is narrowed back, eager's answer unchanged."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=1,
+                      num_attention_heads=4, num_key_value_heads=2)
+    LlamaForCausalLM(cfg).save_pretrained(tmp_path)
+    program = capture_model(str(tmp_path), seq_len=5, materialize=True, dtype=torch.bfloat16)
+    module = program.torch_module
+    dtypes = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())}
+    assert {torch.bfloat16, torch.float32} <= set(dtypes.values())
+    ids = random_inputs(program, 0)[: len(program.example_inputs)]
+    eager = program.reference(ids)
+    exact = program.reference(ids, float64=True)
+    assert exact[0].dtype == np.float64 and 0 < np.abs(exact[0] - eager[0]).max() < 0.1
+    assert dtypes == {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())}
+    assert np.array_equal(program.reference(ids)[0], eager[0])

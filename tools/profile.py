@@ -50,8 +50,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
         name = f.sym_name.data
         rep = ptxas.get(name)
         w = cm.work(f)
-        p = cm.predict(w, f.grid_dims, f.block_dims, rep.registers if rep else 32,
-                       rep.smem_bytes if rep else cm._static_smem(f), hw)
+        p = cm.predict_func(f, rep, hw, w)
         roof = _kernel_roofline(w, p, half, hw)
         rows.append({
             "name": name, "modules": weights_read(f.body.block.args),

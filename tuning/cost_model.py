@@ -416,18 +416,19 @@ def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H
     return gpu.launch_us + max(min_bytes / gpu.dram_bw, flops / peak) * 1e6
 
 
+def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
+                 w: Work | None = None) -> Prediction:
+    """One kernel.func with its ptxas report's registers and shared memory, where there is one
+    (else 32 registers a thread and the shared buffers it declares); `w`: its work if known."""
+    return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
+                   ptxas.smem_bytes if ptxas else _static_smem(f), gpu)
+
+
 def predict_module(module: ModuleOp, ptxas: dict | None = None,
                    gpu: Gpu = H100_SXM) -> dict[str, Prediction]:
     """Prediction per kernel.func of a Kernel IR module (ptxas: name -> report)."""
-    out = {}
-    for op in module.ops:
-        if isinstance(op, kernel.FuncOp):
-            rep = (ptxas or {}).get(op.sym_name.data)
-            regs = rep.registers if rep else 32
-            smem = rep.smem_bytes if rep else _static_smem(op)
-            out[op.sym_name.data] = predict(work(op), op.grid_dims, op.block_dims, regs, smem,
-                                            gpu)
-    return out
+    return {op.sym_name.data: predict_func(op, (ptxas or {}).get(op.sym_name.data), gpu)
+            for op in module.ops if isinstance(op, kernel.FuncOp)}
 
 
 def _static_smem(func: kernel.FuncOp) -> int:

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 
 from deplo.analysis.nest import tile_kernels
-from deplo.dialects import kernel as kd
 from deplo.dialects.tile_plan import CLASSES, PlanError
 from deplo.passes.pipeline import PIPELINES
 from deplo.passes.tile import planner
@@ -130,16 +129,7 @@ def predict_us(task: Task, knobs: dict, gpu: str = "h100") -> float | None:
         module = lower_with(task, knobs)
     except Exception:  # noqa: BLE001 - a candidate that does not lower is a failed evaluation
         return None
-    ptxas = _ptxas(module)
-    total = 0.0
-    for f in module.ops:
-        if isinstance(f, kd.FuncOp):
-            rep = ptxas.get(f.sym_name.data)
-            total += cm.predict(cm.work(f), f.grid_dims, f.block_dims,
-                                rep.registers if rep else 32,
-                                rep.smem_bytes if rep else cm._static_smem(f),
-                                cm.GPUS[gpu]).us
-    return total
+    return sum(p.us for p in cm.predict_module(module, _ptxas(module), cm.GPUS[gpu]).values())
 
 
 def _ptxas(module: ModuleOp) -> dict:

@@ -158,12 +158,13 @@ def parse_kernel(text: str):
     return module, f
 
 
-def predict(text: str, registers: int = 32, gpu: str = "h100"):
+def predict(text: str, ptxas: dict | None = None, gpu: str = "h100"):
+    """The model's prediction for the kernel of `text` (ptxas: name -> report, where known)."""
     from deplo.tuning import cost_model as cm
 
-    _, f = parse_kernel(text)
-    return cm.predict(cm.work(f), f.grid_dims, f.block_dims, registers, cm._static_smem(f),
-                      cm.GPUS[gpu])
+    module, _ = parse_kernel(text)
+    (p,) = cm.predict_module(module, ptxas, cm.GPUS[gpu]).values()
+    return p
 
 
 def _lowered(text: str):
@@ -205,10 +206,9 @@ def measure_on_gpu(pair: Pair, gpu: str) -> dict:
     for side, text in (("slow", pair.slow), ("fast", pair.fast)):
         source, name, sigs, grid, block, shapes = _lowered(text)
         res = compile_cubin(source, arch="sm_90", spills_are_errors=False)
-        regs = res.kernels[name].registers if name in res.kernels else 32
         with GpuModule(res.cubin, sigs) as mod:
             us = 1e3 * mod.time(name, grid, block, _inputs(shapes, 0))
-        row[side] = {"measured_us": us, "predicted_us": predict(text, regs, gpu).us}
+        row[side] = {"measured_us": us, "predicted_us": predict(text, res.kernels, gpu).us}
     row["measured_ratio"] = row["slow"]["measured_us"] / row["fast"]["measured_us"]
     row["predicted_ratio"] = row["slow"]["predicted_us"] / row["fast"]["predicted_us"]
     return row

@@ -8,16 +8,14 @@ here each runs on the CPU runtime, both kernels of a pair computing the same thi
 from __future__ import annotations
 
 import pytest
-from xdsl.parser import Parser
 
-from deplo.dialects import kernel
-from deplo.tools.driver import make_context
 from deplo.tuning import cost_model as cm
 from deplo.tuning.validation import (
     check_on_cpu,
     copy_kernel,
     main,
     pairs,
+    parse_kernel,
     predict,
     reuse_kernel,
     transpose_tile_kernel,
@@ -26,8 +24,8 @@ from deplo.tuning.validation import (
 N = 1 << 22  # 16 MB of fp32: well past launch overhead, well inside L2
 
 
-def _predict(text: str, registers: int = 32) -> cm.Prediction:
-    return predict(text, registers)
+def _predict(text: str) -> cm.Prediction:
+    return predict(text)
 
 
 _copy, _reuse, _transpose_tile = copy_kernel, reuse_kernel, transpose_tile_kernel
@@ -79,9 +77,7 @@ def test_a_prediction_is_never_below_its_roofline():
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_h200_is_faster_on_memory_bound_kernels_only(gpu):
-    text = _copy(4096, 8192, 1024, 256, False)
-    module = Parser(make_context(), text).parse_module()
-    (f,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    _, f = parse_kernel(_copy(4096, 8192, 1024, 256, False))
     w = cm.work(f)
     h100 = cm.predict(w, f.grid_dims, f.block_dims, gpu=cm.H100_SXM)
     other = cm.predict(w, f.grid_dims, f.block_dims, gpu=cm.GPUS[gpu])

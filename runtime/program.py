@@ -9,7 +9,7 @@ to write an element fail the check instead of passing on leftover data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects import func, memref
@@ -151,28 +151,44 @@ class CudaExecutable:
         """Execute one host function: allocations (in one arena per call, runtime/
         memory_plan.py; separate buffers while `record`ing, so re-timed launches see the data
         they saw), launches, calls of other host functions."""
-        env: dict[SSAValue, np.ndarray] = dict(zip(fn.body.block.args, buffers, strict=True))
-        plan = self.plans[fn.sym_name.data] if record is None else None
-        arena = np.empty(plan.peak, np.uint8) if plan and plan.peak else None
+        def frame(f: func.FuncOp):
+            plan = self.plans[f.sym_name.data] if record is None else None
+            arena = np.empty(plan.peak, np.uint8) if plan and plan.peak else None
+
+            def alloc(op: memref.AllocOp) -> np.ndarray:
+                placed = plan is not None and op in plan.offsets
+                return poisoned(op.memref.type, arena if placed else None,
+                                plan.offsets[op] if placed else 0)
+            return alloc
+
+        def launch(op: cuda.LaunchOp, args: list) -> None:
+            kwargs = {"smem_bytes": op.smem.value.data}
+            if self.target == "cpu":
+                kwargs["schedule"] = schedule
+            entry = (op.callee.string_value(), tuple(op.grid_dims), tuple(op.block_dims),
+                     op.smem.value.data, args)
+            self._mod.launch(*entry[:3], args, **kwargs)
+            if record is not None:
+                record.append(entry)
+
+        return self.walk(fn, buffers, frame, launch)
+
+    def walk(self, fn: func.FuncOp, buffers: Sequence, frame: Callable, launch: Callable) -> list:
+        """A host function's ops in order, the one reading of host IR: `frame(fn)` gives the
+        allocator of this call's buffers (alloc op -> buffer), `launch(op, buffers)` runs or
+        records a launch, calls of other host functions recurse. Returns the results."""
+        env: dict[SSAValue, object] = dict(zip(fn.body.block.args, buffers, strict=True))
+        alloc = frame(fn)
         for op in fn.body.block.ops:
             if isinstance(op, memref.AllocOp):
-                placed = plan is not None and op in plan.offsets
-                env[op.memref] = poisoned(op.memref.type, arena if placed else None,
-                                          plan.offsets[op] if placed else 0)
+                env[op.memref] = alloc(op)
             elif isinstance(op, cuda.LaunchOp):
-                kwargs = {"smem_bytes": op.smem.value.data}
-                if self.target == "cpu":
-                    kwargs["schedule"] = schedule
-                launch = (op.callee.string_value(), tuple(op.grid_dims), tuple(op.block_dims),
-                          op.smem.value.data, [env[v] for v in op.args])
-                self._mod.launch(*launch[:3], launch[4], **kwargs)
-                if record is not None:
-                    record.append(launch)
+                launch(op, [env[v] for v in op.args])
             elif isinstance(op, func.CallOp):
                 callee = self.functions.get(op.callee.root_reference.data)
                 if callee is None:
                     raise ValueError(f"host: no function @{op.callee.root_reference.data}")
-                results = self.call(callee, [env[v] for v in op.arguments], schedule, record)
+                results = self.walk(callee, [env[v] for v in op.arguments], frame, launch)
                 env.update(zip(op.results, results, strict=True))
             elif isinstance(op, func.ReturnOp):
                 return [env[v] for v in op.arguments]

@@ -89,35 +89,28 @@ class ResidentProgram:
         self._owned.append(a)
         return a
 
-    def _bind(self, fn: func.FuncOp, args: list[cu.DeviceArray]) -> list[cu.DeviceArray]:
-        """Walk one host function: its buffers placed, its launches appended to `steps`."""
+    def _bind(self, main: func.FuncOp, args: list[cu.DeviceArray]) -> list[cu.DeviceArray]:
+        """Walk the host program once: its buffers placed, its launches appended to `steps`."""
         from deplo.runtime.program import numpy_dtype
 
-        name = fn.sym_name.data
-        plan = self.exe.plans[name]
-        if plan.peak and name not in self._arenas:
-            self._arenas[name] = self._alloc((plan.peak,), np.uint8)
-        env = dict(zip(fn.body.block.args, args, strict=True))
-        for op in fn.body.block.ops:
-            if isinstance(op, memref.AllocOp):
-                t = op.memref.type
-                shape, dt = t.get_shape(), numpy_dtype(t)
-                env[op.memref] = (self._arenas[name].view(plan.offsets[op], shape, dt)
-                                  if op in plan.offsets else self._alloc(shape, dt))
-            elif isinstance(op, cuda.LaunchOp):
-                kernel, smem = op.callee.string_value(), op.smem.value.data
-                handle, launch = self.exe._mod._prepare(kernel, [env[v] for v in op.args], smem)
-                self.steps.append((kernel, handle, launch, tuple(op.grid_dims),
-                                   tuple(op.block_dims), smem))
-            elif isinstance(op, func.CallOp):
-                callee = self.exe.functions[op.callee.root_reference.data]
-                env.update(zip(op.results, self._bind(callee, [env[v] for v in op.arguments]),
-                               strict=True))
-            elif isinstance(op, func.ReturnOp):
-                return [env[v] for v in op.arguments]
-            else:
-                raise NotImplementedError(f"host: cannot execute '{op.name}' in @{name}")
-        raise ValueError(f"host: @{name} has no func.return")
+        def frame(fn: func.FuncOp):
+            name, plan = fn.sym_name.data, self.exe.plans[fn.sym_name.data]
+            if plan.peak and name not in self._arenas:
+                self._arenas[name] = self._alloc((plan.peak,), np.uint8)
+
+            def alloc(op: memref.AllocOp) -> cu.DeviceArray:
+                shape, dt = op.memref.type.get_shape(), numpy_dtype(op.memref.type)
+                return (self._arenas[name].view(plan.offsets[op], shape, dt)
+                        if op in plan.offsets else self._alloc(shape, dt))
+            return alloc
+
+        def launch(op: cuda.LaunchOp, buffers: list) -> None:
+            kernel, smem = op.callee.string_value(), op.smem.value.data
+            handle, prepared = self.exe._mod._prepare(kernel, buffers, smem)
+            self.steps.append((kernel, handle, prepared, tuple(op.grid_dims),
+                               tuple(op.block_dims), smem))
+
+        return self.exe.walk(main, args, frame, launch)
 
     def close(self) -> None:
         if self._graph is not None:

@@ -188,8 +188,9 @@ class DeviceArray:
         if arr.nbytes:
             _check(_driver().cuMemcpyHtoD(self.ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD")
 
-    def download(self) -> np.ndarray:
-        out = np.empty(self.shape, self.dtype)
+    def download(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The array back on the host: into `out` (C-contiguous, as large) or a new one."""
+        out = np.empty(self.shape, self.dtype) if out is None else out
         if out.nbytes:
             _check(_driver().cuMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes), "cuMemcpyDtoH")
         return out
@@ -216,7 +217,7 @@ class _Launch:
                 f"({', '.join(signature)}), got {len(args)}"
             )
         self._values: list = []  # ctypes values: kept alive until the launch is done
-        self.buffers: list[tuple[np.ndarray, int, bool]] = []  # (host, device ptr, writable)
+        self.buffers: list[tuple[np.ndarray, DeviceArray, bool]] = []  # (host, copy, writable)
         try:
             for i, (c_type, arg) in enumerate(zip(signature, args, strict=True)):
                 base, is_ptr = parse_param_type(c_type)
@@ -237,7 +238,6 @@ class _Launch:
         self.params = ctypes.addressof(self._params) if ptrs else 0
 
     def _upload(self, kernel: str, i: int, c_type: str, base: str, arr) -> int:
-        driver = _driver()
         if isinstance(arr, DeviceArray):
             if arr.dtype != C_TO_NUMPY[base]:
                 raise TypeError(f"kernel '{kernel}' argument {i} ({c_type}): expected dtype "
@@ -255,23 +255,20 @@ class _Launch:
             )
         if not arr.flags.c_contiguous:
             raise ValueError(f"kernel '{kernel}' argument {i}: array must be C-contiguous")
-        ptr = int(_check(driver.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc"))
+        copy = DeviceArray(arr.shape, arr.dtype)
         writable = "const" not in c_type.split("*")[0] and arr.flags.writeable
-        self.buffers.append((arr, ptr, writable))
-        if arr.nbytes:
-            _check(driver.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD")
-        return ptr
+        self.buffers.append((arr, copy, writable))
+        copy.upload(arr)
+        return copy.ptr
 
     def download(self) -> None:
-        driver = _driver()
-        for arr, ptr, writable in self.buffers:
-            if writable and arr.nbytes:
-                _check(driver.cuMemcpyDtoH(arr.ctypes.data, ptr, arr.nbytes), "cuMemcpyDtoH")
+        for arr, copy, writable in self.buffers:
+            if writable:
+                copy.download(arr)
 
     def close(self) -> None:
-        driver = _driver()
-        for _, ptr, _ in self.buffers:
-            driver.cuMemFree(ptr)
+        for _, copy, _ in self.buffers:
+            copy.free()
         self.buffers = []
 
 

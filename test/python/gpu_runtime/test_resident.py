@@ -72,3 +72,19 @@ def test_generate_on_the_gpu_path(fake, tmp_path) -> None:
     assert fake.htod_bytes < 1.5 * weights  # 7 steps: the weights crossed once
     # the KV cache stays too: each step writes its slot on the device, 4 caches (2 layers x k, v)
     assert fake.calls["cuMemcpy2DAsync"] == 4 * fake.calls["cuStreamSynchronize"]
+
+
+def test_a_plain_launch_copies_host_arrays_in_and_back(fake) -> None:
+    """GpuModule.launch (no resident program): host arrays copied to the device, the written one
+    copied back in place, every copy freed."""
+    from deplo.runtime.gpu import GpuModule
+    from deplo.runtime.program import CudaExecutable
+
+    exe = CudaExecutable(Compiled(capture("torch.softmax(torch.randn(4,64),-1)")).module("cuda"))
+    (la,) = exe.plan
+    x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    GpuModule(exe.source.encode(), exe.signatures).launch(la.kernel, la.grid, la.block,
+                                                          [x, out], smem_bytes=la.smem)
+    np.testing.assert_allclose(out, torch.softmax(torch.from_numpy(x), -1).numpy(), atol=1e-6)
+    assert fake.htod_bytes == 2 * x.nbytes and not fake.memory

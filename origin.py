@@ -23,7 +23,7 @@ from xdsl.ir import Operation
 from xdsl.printer import Printer
 
 ORIGIN = "deplo.origin"  # one torch op's line (torch, tir ops)
-KERNEL_ORIGIN = "origin"  # a kernel's lines, in program order
+KERNEL_ORIGIN = "origin"  # a kernel's lines (in the order fusion merged them)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 

@@ -7,7 +7,8 @@ fed one token a step (prefill through the same program), then each new token. Ot
 the model is captured once as `input_ids -> logits` over the whole context, and every step runs
 it on the ids so far, padded — causal attention keeps the padding from changing the logits at
 the last real position. Either way no step recompiles and the ids equal `transformers`' greedy
-`generate`. Not yet: memory planning (the weights are copied to the device at every step).
+`generate`. On the GPU the weights (and the KV cache) stay on the device between steps
+(runtime/gpu/resident.py).
 
     result = generate("./tiny-llama", [1, 2, 3], max_new_tokens=8)   # result.ids, .tokens_per_s
 """
@@ -155,7 +156,7 @@ def _compile(program, target: str, verbose: int, schedule, strict):
 def _run(exe, inputs: list, kept: list, out: Generated, download=None) -> list:
     """One step. On the GPU the `kept` inputs (weights, a KV cache) stay on the device after the
     first step and the launches replay as a CUDA graph (runtime/gpu/resident.py)."""
-    if not _on_gpu(exe):
+    if getattr(exe, "target", None) != "gpu":  # the interpreters have no target
         return exe.run(inputs + kept)
     result = exe.run(inputs + kept, keep=len(kept), download=download)
     r = exe.resident(len(kept))
@@ -165,10 +166,6 @@ def _run(exe, inputs: list, kept: list, out: Generated, download=None) -> list:
                   f"{len(r.steps)} launches a step"
                   + (", replayed as one CUDA graph" if r.replays_graph else ""))
     return result
-
-
-def _on_gpu(exe) -> bool:
-    return getattr(exe, "target", None) == "gpu"
 
 
 def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
@@ -215,7 +212,7 @@ def _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose, s
             ids = np.array([[feed[position]]], dtype=program.example_inputs[0].dtype)
             pos = np.array([[position]], dtype=program.example_inputs[1].dtype)
             mask = step_mask(position, context, DTYPES[dtype], window).float().numpy()
-            if _on_gpu(exe):
+            if target == "gpu":
                 logits = _run(exe, [ids, pos, mask], caches + weights, out, download=[0])[0]
                 for i in range(len(caches)):
                     exe.resident(len(caches) + len(weights)).write_slot(3 + i, 1 + i, position)

@@ -53,6 +53,12 @@ def store_path(db: str | None) -> Path:
     return Path(db) if db else default_path()
 
 
+def _missing(path: Path):
+    from deplo.tuning.store import StoreError
+
+    return StoreError(f"{path}: no such tuning store (`deplo tune --db {path}` makes one)")
+
+
 def tuned_schedule(db: str | None, user: str | None, verbose: int = 0) -> tuple[str | None, bool]:
     """(plan file text, strict): the store's best plans under the user's --schedule (theirs win);
     strict only when the user's file alone is used. The default store is read only if it exists."""
@@ -60,9 +66,7 @@ def tuned_schedule(db: str | None, user: str | None, verbose: int = 0) -> tuple[
     if not path.exists():
         if db is None:
             return user, True
-        from deplo.tuning.store import StoreError
-
-        raise StoreError(f"{path}: no such tuning store (`deplo tune --db {path}` makes one)")
+        raise _missing(path)
     from deplo.tuning.store import TuningStore
     from deplo.tuning.tune import ARCH, stored_schedule
 
@@ -90,9 +94,7 @@ def cmd_tune(args, compile_program) -> int:
     path = store_path(args.db)
     if args.report:
         if not path.exists():
-            from deplo.tuning.store import StoreError
-
-            raise StoreError(f"{path}: no such tuning store (`deplo tune` makes one)")
+            raise _missing(path)
         with TuningStore(path) as store:
             rows = report_rows(store)
         print(format_report(rows, path))

@@ -65,6 +65,11 @@ def plan_dict(plan) -> dict:
     return {"kind": plan.kind, **plan.knob_dict}
 
 
+def split_plan(knobs: dict, default_kind: str | None = None) -> tuple[str, dict]:
+    """{"kind": k, **knobs} (a search's plan) -> (k, knobs)."""
+    return knobs.get("kind", default_kind), {k: v for k, v in knobs.items() if k != "kind"}
+
+
 def tasks(compiled) -> list[Task]:
     """The program's distinct kernels, in program order."""
     out: dict[str, Task] = {}
@@ -83,8 +88,7 @@ def plan_tree(task: Task) -> Tree:
     """One decision per level: the class, then the knobs the class has given earlier ones."""
 
     def split(knobs: dict) -> tuple[str, dict]:
-        rest = {k: v for k, v in knobs.items() if k != "kind"}
-        return knobs.get("kind", task.default["kind"]), rest
+        return split_plan(knobs, task.default["kind"])
 
     def next_knob(knobs: dict) -> str | None:
         if "kind" not in knobs:
@@ -116,8 +120,7 @@ def lower_with(task: Task, knobs: dict) -> ModuleOp:
 
     module = Parser(make_context(), task.text).parse_module()
     (kernel,) = tile_kernels(module)
-    kind = knobs["kind"]
-    rest = {k: v for k, v in knobs.items() if k != "kind"}
+    kind, rest = split_plan(knobs)
     kernel.set_plan(planner.complete(task.name, kind, task.classes[kind], rest), task.key)
     return run_passes(module, ",".join(STEPS))
 
@@ -147,9 +150,11 @@ def _ptxas(module: ModuleOp) -> dict:
 
 def pins(plans: dict[str, tuple[str, dict]]) -> dict:
     """A plan file (passes/tile/plan.py) pinning key -> (name, {"kind": ..., **knobs})."""
-    return {"format": "deplo-plans/1", "kernels": {
-        key: {"name": name, "kind": p["kind"], "knobs": {k: v for k, v in p.items() if k != "kind"}}
-        for key, (name, p) in plans.items()}}
+    kernels = {}
+    for key, (name, p) in plans.items():
+        kind, knobs = split_plan(p)
+        kernels[key] = {"name": name, "kind": kind, "knobs": knobs}
+    return {"format": "deplo-plans/1", "kernels": kernels}
 
 
 def stored_schedule(store: TuningStore, arch: str = ARCH) -> dict:
@@ -221,8 +226,7 @@ def tune(compiled, store: TuningStore, budget: int, evaluator: Evaluator, check,
 
         def on_result(r: Result) -> None:
             with lock:
-                store.record(t.key, ARCH, t.name, r.knobs["kind"],
-                             {k: v for k, v in r.knobs.items() if k != "kind"}, r.time_us,
+                store.record(t.key, ARCH, t.name, *split_plan(r.knobs), r.time_us,
                              evaluator.name)
                 rep.evaluated += 1
             if progress:
@@ -257,8 +261,7 @@ def _choose(compiled, store, reports: list[KernelReport], check, evaluator: str)
         return e.name, e.plan
 
     for rep in reports:
-        default = store.get(rep.task.key, ARCH, rep.task.default["kind"],
-                            {k: v for k, v in rep.task.default.items() if k != "kind"})
+        default = store.get(rep.task.key, ARCH, *split_plan(rep.task.default))
         rep.default_us = default.time_us if default else None
     todo = {rep.task.key: candidates(rep) for rep in reports}
     firsts = {k: c[0] for k, c in todo.items() if c and c[0].status != "verified"}

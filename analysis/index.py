@@ -24,6 +24,7 @@ from xdsl.ir.affine import (
 )
 
 from deplo.dialects import loop, tile
+from deplo.dialects.loop import trip_count
 
 ANY = 1 << 30  # "a multiple of everything" (the value 0)
 
@@ -69,8 +70,9 @@ def value_bounds(v: SSAValue) -> tuple[int, int] | None:
         return c, c
     lp = iv_loop(v)
     if isinstance(lp, tile.ForOp):
-        if lp.static_lb is not None:
-            return lp.static_lb, lp.static_lb + ((lp.extent or 1) - 1) * lp.step.data
+        if lp.static_lb is not None:  # a dynamic stop is at most the static bound
+            trips = trip_count(lp.static_lb, lp.ub.data, lp.step.data)
+            return lp.static_lb, lp.static_lb + (max(trips, 1) - 1) * lp.step.data
         lo = value_bounds(lp.dyn_lb)
         return None if lo is None else (lo[0], lp.ub.data - 1)
     op = v.owner

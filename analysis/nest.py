@@ -23,9 +23,15 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import FloatAttr, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+)
 
 from deplo.dialects import loop, tile
 
@@ -118,6 +124,38 @@ def coords(ld: loop.LoadOp | loop.StoreOp) -> list[SSAValue | int] | None:
         else:
             return None
     return out
+
+
+def tail_coords(ld: loop.LoadOp | loop.StoreOp, lead: set[SSAValue]) -> list[SSAValue | int] | None:
+    """The last two coordinates of an access as the plain index each moves with — `iv` or
+    `iv + offset`, the offset affine in `lead` values (a head's columns of a flattened
+    projection, `kv_head * 64 + d`) — and the ones before them as 0 placeholders where they
+    are affine in `lead` values only (`rw.access_at` builds them all); None otherwise."""
+    results = ld.access_map().results
+    out: list[SSAValue | int] = []
+    for n, e in enumerate(results):
+        if n < len(results) - 2:
+            if not all(ld.indices[d] in lead for d in e.used_dims()):
+                return None
+            out.append(0)
+        elif isinstance(e, AffineConstantExpr):
+            out.append(e.value)
+        else:
+            terms = _sum_terms(e)
+            plain = [t for t in terms if isinstance(t, AffineDimExpr)
+                     and ld.indices[t.position] not in lead]
+            rest = [t for t in terms if t not in plain]
+            if len(plain) != 1 or any(ld.indices[d] not in lead for t in rest
+                                      for d in t.used_dims()):
+                return None
+            out.append(ld.indices[plain[0].position])
+    return out
+
+
+def _sum_terms(e) -> list:
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        return _sum_terms(e.lhs) + _sum_terms(e.rhs)
+    return [e]
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,6 +411,168 @@ def causal_limit(key_loop: tile.ForOp) -> tuple[SSAValue, int] | None:
     return None
 
 
+@dataclass
+class FlashMma:
+    """A flash row tensor cores can run (tile-attention-mma): one key loop carrying (m, l) whose
+    scores are a plain f16/bf16 product q . k followed by scalar code (`chain`: scale, masks),
+    the standard online update (`p = exp(x - m')`, `alpha = exp(m - m')`, `l' = l alpha + p`),
+    the accumulator update `acc[d] = acc[d] alpha + p V[key, d]` with V of the same type, a
+    zero init of the accumulator and a final loop over it (`final`)."""
+
+    row: FlashRow
+    key_loop: tile.ForOp
+    qk: Product
+    v: loop.LoadOp
+    v_kind: tile.FragmentKind
+    x: SSAValue  # the score after the chain
+    chain: list[Operation]  # the scalar ops x is computed by, in order (some outside the loop)
+    final: tile.ForOp
+    row_iv: SSAValue  # the query row: the index of a loop around the row
+
+
+def flash_mma(row: FlashRow, region: Block) -> FlashMma | None:
+    """`row` as tensor cores run it, or None (see FlashMma). The query row is the index of one
+    of the loops around the region (block.x, or block.y where the heads are innermost)."""
+    parent = region.parent_op()
+    while isinstance(parent, tile.ForOp):
+        if not parent.inits and (found := _flash_mma(row, region, parent.iv)) is not None:
+            return found
+        parent = parent.parent_op()
+    return None
+
+
+def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | None:
+    if len(row.key_loops) != 1 or len(row.reduces) != 1:
+        return None
+    kl = row.key_loops[0]
+    red = row.reduces[0][0]
+    privates = [op for op in row.ops if isinstance(op, loop.PrivateOp)]
+    inner_free = [lp for lp in row.free if lp.parent_op() is kl]
+    outer_free = [lp for lp in row.free if lp.parent_block() is region]
+    if (len(kl.inits) != 2 or kl.static_lb != 0 or kl.step.data != 1 or kl.dyn_ub is not None
+            or red.parent_op() is not kl or len(privates) != 1 or len(inner_free) != 1
+            or len(outer_free) != 2):
+        return None
+    lead = {v for o in region.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)
+            for v in o.indices if not defined_inside(v, region)} - {row_iv}
+    qk = match_product(red, row_iv, kl.iv, lead, mapped_lead=True)
+    if qk is None or qk.k_base is not None:
+        return None
+    m, l = kl.accs
+    (m_new, l_new) = kl.body.block.last_op.operands
+    upd = m_new.owner
+    if not isinstance(upd, arith.MaximumfOp) or m not in upd.operands:
+        return None
+    x = upd.rhs if upd.lhs is m else upd.lhs
+    p, alpha = _exp_of(x, m_new), _exp_of(m, m_new)
+    if p is None or alpha is None or not _sum_of(l_new, _prod_pair(l, alpha), p):
+        return None
+    pv = inner_free[0]
+    v = _accumulator_update(pv, privates[0].result, p, alpha)
+    if v is None or v.buffer.type.element_type != qk.type:
+        return None
+    c = tail_coords(v, lead)
+    if c is None or kl.iv in c[:-2] or pv.iv in c[:-2]:
+        return None
+    if c[-2:] == [kl.iv, pv.iv]:
+        v_kind = tile.FragmentKind.B_KN
+    elif c[-2:] == [pv.iv, kl.iv]:
+        v_kind = tile.FragmentKind.B_NK
+    else:
+        return None
+    init, final = sorted(outer_free, key=region.get_operation_index)
+    if not _zero_init(init, privates[0].result) or region.get_operation_index(final) < region.get_operation_index(kl):
+        return None
+    scope = row_iv.owner  # the query-row loop's body: values computed from the row there
+    assert isinstance(scope, Block)
+    chain = _slice(x, {red.res[0], kl.iv, row_iv}, scope)
+    if chain is None:
+        return None
+    d = row.head_dim  # past a ragged head dim a fragment must read zeros, not the next head
+    if d % 16 and any(ld.buffer.type.get_shape()[-1] != d for ld in (qk.a, qk.b, v)):
+        return None
+    return FlashMma(row, kl, qk, v, v_kind, x, chain, final, row_iv)
+
+
+def _exp_of(a: SSAValue, b: SSAValue) -> SSAValue | None:
+    """The `exp(a - b)` among the uses of `a - b`."""
+    for use in a.uses:
+        sub = use.operation
+        if isinstance(sub, arith.SubfOp) and sub.lhs is a and sub.rhs is b:
+            for u in sub.result.uses:
+                if isinstance(u.operation, xmath.ExpOp):
+                    return u.operation.result
+    return None
+
+
+def _prod_pair(a: SSAValue, b: SSAValue | None) -> SSAValue | None:
+    """The `a * b` (either order) among the uses of `a`."""
+    for use in a.uses:
+        op = use.operation
+        if isinstance(op, arith.MulfOp) and {op.lhs, op.rhs} == {a, b} and b is not None:
+            return op.result
+    return None
+
+
+def _sum_of(v: SSAValue, a: SSAValue | None, b: SSAValue) -> bool:
+    op = v.owner
+    return a is not None and isinstance(op, arith.AddfOp) and {op.lhs, op.rhs} == {a, b}
+
+
+def _accumulator_update(lp: tile.ForOp, acc: SSAValue, p: SSAValue, alpha: SSAValue):
+    """The V load of `acc[d] = acc[d] * alpha + p * extf(V[..])` (either orders), else None."""
+    stores = [o for o in lp.body.block.ops if isinstance(o, loop.StoreOp)]
+    if len(stores) != 1 or stores[0].buffer is not acc:
+        return None
+    add = stores[0].value.owner
+    if not isinstance(add, arith.AddfOp):
+        return None
+    for keep, new in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+        k, n = keep.owner, new.owner
+        if not (isinstance(k, arith.MulfOp) and isinstance(n, arith.MulfOp)):
+            continue
+        old = k.lhs if k.rhs is alpha else k.rhs if k.lhs is alpha else None
+        ext = n.lhs if n.rhs is p else n.rhs if n.lhs is p else None
+        if old is None or ext is None or not isinstance(old.owner, loop.LoadOp) \
+                or old.owner.buffer is not acc or not isinstance(ext.owner, arith.ExtFOp):
+            continue
+        ld = ext.owner.input.owner
+        if isinstance(ld, loop.LoadOp):
+            return ld
+    return None
+
+
+def _zero_init(lp: tile.ForOp, acc: SSAValue) -> bool:
+    ops = [o for o in lp.body.block.ops if not isinstance(o, tile.YieldOp)]
+    return all(isinstance(o, loop.StoreOp) and o.buffer is acc and _is_float_zero(o.value)
+               for o in ops if not is_scalar(o)) and any(isinstance(o, loop.StoreOp) for o in ops)
+
+
+def _is_float_zero(v: SSAValue) -> bool:
+    op = v.owner
+    return isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) \
+        and op.value.value.data == 0.0
+
+
+def _slice(v: SSAValue, stops: set[SSAValue], region: Block) -> list[Operation] | None:
+    """The ops inside `region` that `v` is computed from (up to the `stops`), in program
+    order; None if one is not scalar code or a load."""
+    found: set[Operation] = set()
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if x in stops or not isinstance(x, OpResult) or not defined_inside(x, region):
+            continue
+        op = x.owner
+        if op in found:
+            continue
+        if not (is_scalar(op) or isinstance(op, loop.LoadOp)) or op.regions:
+            return None
+        found.add(op)
+        todo.extend(op.operands)
+    return [op for op in region.walk() if op in found]
+
+
 def _uncast(v: SSAValue) -> SSAValue:
     owner = v.owner
     return owner.input if isinstance(owner, arith.IndexCastOp) else v
@@ -515,8 +715,10 @@ class Product:
 
 
 def match_product(
-    lp: tile.ForOp, i: SSAValue, j: SSAValue, k_free: set[SSAValue]
+    lp: tile.ForOp, i: SSAValue, j: SSAValue, k_free: set[SSAValue], mapped_lead: bool = False
 ) -> Product | None:
+    """`mapped_lead`: the dims before the last two may be affine in `k_free` values (a grouped
+    query attention's `head floordiv group`), not only plain indices."""
     if len(lp.inits) != 1 or lp.static_lb != 0 or lp.step.data != 1:
         return None
     body = [o for o in lp.body.block.ops if not isinstance(o, tile.YieldOp)]
@@ -548,7 +750,7 @@ def match_product(
     a = b = None
     kind = None
     for ld in loads:
-        c = coords(ld)
+        c = tail_coords(ld, k_free) if mapped_lead else coords(ld)
         if c is None or any(
             x is not k and x is not i and x is not j and not isinstance(x, int) and x not in k_free
             for x in c

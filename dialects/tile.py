@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IndexType,
     IntAttr,
+    I64,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -814,30 +815,41 @@ class CombineOp(IRDLOperation):
     """A reduction across the threads of a thread-bound loop; every thread gets the result.
 
         %ss = tile.combine add %p over thread.x : f32
+        %mx = tile.combine max %x over thread.x lanes 4 : f32
 
     It must be reached by every thread of the block: its loop bound to `thread.x` covers the
     whole block's x size, and the loops between them have static bounds. Lowered to a warp
-    shuffle tree, then (more than one warp) a step through shared memory."""
+    shuffle tree, then (more than one warp) a step through shared memory. With `lanes` N (a
+    power of two up to a warp) it combines within each group of N consecutive lanes only: the
+    four lanes that hold one row of an mma accumulator tile."""
 
     name = "tile.combine"
     T: ClassVar = VarConstraint("T", base(IntegerType) | base(AnyFloat))
     kind = prop_def(CombineKindAttr)
     axis = prop_def(BindAttr)
+    lanes = opt_prop_def(IntegerAttr[I64])
     value = operand_def(T)
     result = result_def(T)
-    assembly_format = "$kind $value `over` $axis attr-dict `:` type($result)"
+    assembly_format = "$kind $value `over` $axis (`lanes` $lanes^)? attr-dict `:` type($result)"
     traits = traits_def(HasAncestor(KernelOp))
 
-    def __init__(self, kind: CombineKind, value: SSAValue, axis: Bind = Bind.THREAD_X):
+    def __init__(self, kind: CombineKind, value: SSAValue, axis: Bind = Bind.THREAD_X,
+                 lanes: int | None = None):
+        props: dict[str, Attribute] = {"kind": CombineKindAttr(kind), "axis": BindAttr(axis)}
+        if lanes is not None:
+            props["lanes"] = IntegerAttr(lanes, 64)
         super().__init__(
-            operands=[value],
-            result_types=[SSAValue.get(value).type],
-            properties={"kind": CombineKindAttr(kind), "axis": BindAttr(axis)},
+            operands=[value], result_types=[SSAValue.get(value).type], properties=props
         )
 
     def verify_(self) -> None:
         axis = self.axis.data
         where = f"{self.name} {self.kind.data} over {axis}"
+        if self.lanes is not None:
+            n = self.lanes.value.data
+            if not 1 <= n <= WARP or n & (n - 1):
+                raise VerifyException(f"{where}: expected lanes to be a power of two up to "
+                                      f"{WARP}, got {n}")
         if axis != Bind.THREAD_X:
             raise VerifyException(
                 f"{where}: expected a combine over thread.x (the only one lowered)"
@@ -1021,8 +1033,29 @@ class MmaOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class PackHalvesOp(IRDLOperation):
+    """Two 16-bit floats in one 32-bit fragment register, `lo` in the low half: an mma operand
+    built from registers (flash attention's probabilities as the A operand of P . V).
+
+        %r = tile.pack_halves %lo, %hi : bf16      (an i32)
+    """
+
+    name = "tile.pack_halves"
+    T: ClassVar = VarConstraint("T", base(Float16Type) | base(BFloat16Type))
+    lo = operand_def(T)
+    hi = operand_def(T)
+    result = result_def(IntegerType(32))
+    assembly_format = "$lo `,` $hi attr-dict `:` type($lo)"
+    traits = traits_def(Pure())
+
+    def __init__(self, lo: SSAValue, hi: SSAValue):
+        super().__init__(operands=[lo, hi], result_types=[IntegerType(32)])
+
+
 Tile = Dialect(
     "tile",
-    [KernelOp, ForOp, YieldOp, StageOp, CombineOp, FragmentLoadOp, MmaOp, LaunchOp],
+    [KernelOp, ForOp, YieldOp, StageOp, CombineOp, FragmentLoadOp, MmaOp, PackHalvesOp,
+     LaunchOp],
     [BindAttr, CopyKindAttr, CombineKindAttr, FragmentKindAttr, PlanAttr],
 )

@@ -110,6 +110,9 @@ KNOBS: dict[str, Knob] = {
         Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
                              "threads a row (also 1 to 16 lanes)"),
         Knob("rows", int, "attention: query rows a block (thread.y)"),
+        Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
+        Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
+                               "multiple of 16)"),
         Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
                             "(0: none)"),
     )
@@ -356,12 +359,32 @@ class RowClass(KernelClass):
         return super().domain(knob, facts, knobs)
 
 
+ATTENTION_MMA = ("warps", "key_block", "stage")
+ATTENTION_SIMT = ("threads", "rows", "stage_inputs")
+STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
+
+
 @dataclass(frozen=True)
 class AttentionClass(RowClass):
     """Flash-attention rows: also fewer threads than a warp a row (a group of lanes shares the
-    head dim) and `rows` query rows a block (thread.y)."""
+    head dim) and `rows` query rows a block (thread.y) — or, with `mma` (fact `tensor_cores`:
+    an f16/bf16 row tensor cores can run; `queries`: its query rows, on whichever grid loop),
+    `warps` warps of 16 rows walking `key_block` keys a step on mma.sync."""
+
+    def implied(self, knobs: dict) -> dict:
+        if set(knobs) & set(ATTENTION_MMA):
+            return {"mma": True}
+        if set(knobs) & set(ATTENTION_SIMT):
+            return {"mma": False}
+        return {}
+
+    def knob_names(self, knobs: dict[str, Value]) -> list[str]:
+        drop = ATTENTION_SIMT if knobs.get("mma") else ATTENTION_MMA
+        return [k for _, ks in self.steps for k in ks if k not in drop]
 
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        if knobs["mma"]:
+            return self.mma_violations(facts, knobs)
         t, rows = knobs["threads"], knobs["rows"]
         lanes = t < WARP and t >= 1 and not t & (t - 1)
         bad = super().violations(facts, {**knobs, "threads": WARP} if lanes else knobs)
@@ -376,7 +399,39 @@ class AttentionClass(RowClass):
                                 f"block, got {rows}"))
         return bad
 
+    def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        bad = _common_violations(knobs)
+        queries = facts.get("queries", 1)
+        if not facts.get("tensor_cores"):
+            bad.append(("mma", "the row is not an f16/bf16 flash row tensor cores can run "
+                               "(fact tensor_cores)"))
+        if not 1 <= knobs["grid_dims"] <= 3:
+            bad.append(("grid_dims", f"expected 1 to 3 grid axes (the query rows on block.x), "
+                                     f"got {knobs['grid_dims']}"))
+        if knobs["warps"] not in (1, 2, 4, 8) or 16 * knobs["warps"] > _round_up(queries, 16):
+            bad.append(("warps", f"expected 1, 2, 4 or 8 warps of 16 rows, at most the "
+                                 f"{queries} query rows rounded up to 16; got {knobs['warps']}"))
+        kb = knobs["key_block"]
+        if kb not in (16, 32, 64, 128):
+            bad.append(("key_block", f"expected 16, 32, 64 or 128 keys a step, got {kb}"))
+        elif knobs["stage"] and facts["head_dim"] % 16:
+            bad.append(("stage", f"a head dim of {facts['head_dim']} is not a whole number of "
+                                 "16-wide fragments: the padding of the staged rows would be read"))
+        elif knobs["stage"] and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
+            bad.append(("stage", f"{kb} keys of K and V take {smem} bytes of shared memory, "
+                                 f"more than {SHARED_MEMORY_BYTES}"))
+        return bad
+
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        if knob == "mma":
+            return (False, True) if facts.get("tensor_cores") else (False,)
+        if knob == "warps":
+            top = _round_up(facts.get("queries", 1), 16)
+            return tuple(w for w in (1, 2, 4, 8) if 16 * w <= top)
+        if knob == "key_block":
+            return (16, 32, 64)
+        if knob == "stage":
+            return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
         if knob == "rows":
@@ -577,6 +632,11 @@ def staged_slabs(facts: dict, knobs: dict) -> list[list[int]]:
     return out
 
 
+def attention_stage_bytes(facts: dict, knobs: dict) -> int:
+    """Shared memory of an mma attention plan's staged K and V tiles (16-bit, padded rows)."""
+    return 2 * knobs["key_block"] * (facts["head_dim"] + STAGE_PAD) * 2
+
+
 def shared_bytes(facts: dict, knobs: dict) -> int:
     """Shared memory of a matmul plan's K-chunk stages, all buffers."""
     return sum(math.prod(s) for s in staged_slabs(facts, knobs)) * knobs["buffers"]
@@ -620,16 +680,19 @@ CLASSES: dict[str, KernelClass] = {
         AttentionClass(
             "attention",
             "flash-attention rows on blocks, `rows` a block: each row's threads share the head "
-            "dim (q.k combined per key, the accumulator split across them); causal key loops "
-            "stop at the block's last row",
+            "dim (q.k combined per key, the accumulator split across them); or (f16/bf16, "
+            "mma) warps of 16 rows on tensor cores, `key_block` keys a step; causal key loops "
+            "stop at the block's (warp's) last row",
             ("rows", "head_dim", "keys"),
             (
                 ("tile-map-grid", ("grid_dims",)),
+                ("tile-attention-mma", ("mma", "warps", "key_block", "stage")),
                 ("tile-attention-rows", ("threads", "rows")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
+            optional_facts=("tensor_cores", "queries"),
             limit="head_dim",
         ),
         PointwiseClass(

@@ -239,6 +239,10 @@ class _KernelLowering:
             new = self.emit(kernel.MmaOp(op.type, [self.vmap[a] for a in op.args])).owner
             self.vmap.update(zip(op.res, new.results))
             return
+        if isinstance(op, tile.PackHalvesOp):
+            self.vmap[op.result] = self.emit(kernel.PackHalvesOp(self.vmap[op.lo],
+                                                                 self.vmap[op.hi]))
+            return
         if op.regions or op.dialect_name() in ("tile", "loop", "kernel"):
             raise ConversionError(
                 f"tile-to-kernel: cannot convert '{op.name}' inside a tile.kernel"
@@ -587,7 +591,8 @@ class _KernelLowering:
         kind = op.kind.data
         v = self.vmap[op.value]
         bx, by, bz = self.block
-        width = min(bx, hw.WARP)
+        group = op.lanes.value.data if op.lanes is not None else None  # within groups of lanes
+        width = min(bx, hw.WARP, group or hw.WARP)
         lanes = bx * by * bz  # a block smaller than a warp: only its lanes exist
         mask = (1 << lanes) - 1 if lanes < hw.WARP else None
         off = width // 2
@@ -595,7 +600,7 @@ class _KernelLowering:
             other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width, mask))
             v = self.combine(kind, v, other)
             off //= 2
-        if bx > hw.WARP:
+        if bx > hw.WARP and group is None:
             warps = bx // hw.WARP
             stype = MemRefType(v.type, [warps * by * bz], NoneAttr(), tile.SHARED_SPACE)
             buf = self.prelude(("combine", op), lambda: kernel.SharedOp(stype))

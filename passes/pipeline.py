@@ -51,6 +51,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
+    "tile-attention-mma": ("passes.tile.attention_mma", "TileAttentionMmaPass"),
     "tile-attention-rows": ("passes.tile.attention_rows", "TileAttentionRowsPass"),
     "tile-cooperative-reduce": ("passes.tile.cooperative_reduce", "TileCooperativeReducePass"),
     "tile-map-threads": ("passes.tile.map_threads", "TileMapThreadsPass"),
@@ -104,6 +105,7 @@ _TO_TILE = _TO_LOOP + [
     "tile-chunk-reduce",  # matmul: K in chunks, the unit of staging
     "tile-stage-chunks",  # matmul: each chunk's A and B tiles in shared memory
     "tile-map-grid",  # pointwise, row_reduce, attention: outer free axes -> blocks
+    "tile-attention-mma",  # attention in f16/bf16: warps of mma.sync, 16 rows each
     "tile-attention-rows",  # attention: threads over the head dim, q.k combined per key
     "tile-cooperative-reduce",  # row_reduce: strided thread loop + tile.combine
     "tile-map-threads",  # pointwise: innermost free axis -> threads (strided if long)

@@ -15,9 +15,10 @@ kernel C reads it:
    inputs (a bias, a norm weight) and pointwise producers (inlined in turn) do not count.
    Recomputed arithmetic alone is accepted (a softmax numerator's exp per head-dim column is
    restructured by loop-online-softmax), except in the K loop of a matmul (>= 32 x 32 outputs,
-   K >= 32): there only casts are inlined, so the product stays a plain product (tensor cores,
-   one FMA per MAC) and the producer — RMSNorm's scaling before q/k/v — writes its small
-   output once.
+   K >= 32) and in the q·k loop of a flash loop: there only casts are inlined, so the product
+   stays a plain product (tensor cores, one FMA per MAC) and the producer — RMSNorm's scaling
+   before q/k/v, the rotary embedding of q and k — writes its small output once (rotary
+   embeddings inlined into q·k were computed again for every query row).
 2. P with a reduction moves into C only where each element of T is needed once: every load of
    T indexes it by distinct loop variables of C (or 0 along a size-1 dim), and every loop around
    the insertion point — the start of the innermost of those loops — is one of them. RMSNorm's
@@ -311,13 +312,30 @@ def _exp_in_k_loop(kernel: loop.KernelOp) -> bool:
         for o in kernel.walk())
 
 
-def _softmax(consumer: loop.KernelOp, p_launch: loop.LaunchOp, depth: int = 8) -> bool:
+def _softmax(consumer: loop.KernelOp, p_launch: loop.LaunchOp) -> bool:
     """Whether the consumer or the producer chain computes exponentials: attention's P·V,
     which loop-online-softmax turns into a flash loop (its probabilities must be inlined)."""
-    if _exp_in_k_loop(consumer) or any(isinstance(o, math.ExpOp) for o in kernel_of(p_launch).walk()):
+    return _exp_in_k_loop(consumer) or _exp_chain(p_launch)
+
+
+def _exp_chain(p_launch: loop.LaunchOp, depth: int = 8) -> bool:
+    if any(isinstance(o, math.ExpOp) for o in kernel_of(p_launch).walk()):
         return True
     writers = [w for v in p_launch.args if (w := writer(v)) is not None and w is not p_launch]
-    return depth > 0 and any(_softmax(consumer, w, depth - 1) for w in writers)
+    return depth > 0 and any(_exp_chain(w, depth - 1) for w in writers)
+
+
+def _in_flash_scores(ld: loop.LoadOp) -> bool:
+    """`ld` is in the q·k loop of a flash loop (a reduce loop inside a reduce loop that computes
+    exponentials): arithmetic inlined there (rotary embeddings) is computed again for every
+    query row, and q·k stops being a plain product tensor cores run."""
+    loops = list(loop.enclosing_ops(ld, loop.ForOp))
+    inner = next((f for f in loops if f.kind.data == loop.LoopKind.REDUCE), None)
+    return inner is not None and any(
+        f.kind.data == loop.LoopKind.REDUCE and any(
+            isinstance(o, math.ExpOp) and inner not in loop.enclosing_ops(o, loop.ForOp)
+            for o in f.walk())
+        for f in loops if f is not inner)
 
 
 def _multiplies_reads(nest: ProducerNest, p_launch: loop.LaunchOp) -> bool:
@@ -440,10 +458,12 @@ class FuseProducer(RewritePattern):
         recomputed = any(_recompute_factor(ld) > 1 for ld in loads)
         in_k_loop = any(f.kind.data == loop.LoopKind.REDUCE
                         for ld in loads for f in loop.enclosing_ops(ld, loop.ForOp))
+        arithmetic = in_k_loop and not _only_casts(nest)
         if not nest.has_reduction and recomputed and (
                 _multiplies_reads(nest, p_launch)
-                or (in_k_loop and _is_matmul(consumer) and not _only_casts(nest)
-                    and not _softmax(consumer, p_launch))):
+                or (arithmetic and _is_matmul(consumer) and not _softmax(consumer, p_launch))
+                or (arithmetic and any(_in_flash_scores(ld) for ld in loads)
+                    and not _exp_chain(p_launch))):
             return False
         if nest.has_reduction:
             if _is_contraction(nest.kernel, p_launch) and _is_contraction(consumer, launch) \

@@ -49,6 +49,7 @@ from deplo.dialects.tile_plan import (
     Plan,
     PlanError,
     Value,
+    attention_stage_bytes,
     reduce_length,
     slab_parts,
     staged_slabs,
@@ -169,7 +170,10 @@ def attention_facts(kernel: tile.KernelOp) -> Facts | None:
     if f is None:
         return None
     rows = tuple(lp.extent for lp in reversed(loops))
-    return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys))
+    mma = nest.flash_mma(f, region) if loops else None
+    queries = mma.row_iv.owner.parent_op().extent if mma else None
+    return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys),
+            *((("tensor_cores", True), ("queries", queries)) if mma else ()))
 
 
 def pointwise_facts(kernel: tile.KernelOp) -> Facts:
@@ -395,17 +399,33 @@ def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
 
 
 def attention_knobs(f: dict, fixed: dict) -> dict:
-    """A group of lanes a row, 16 of the head dim each (q.k: 16 FMAs and a short shuffle tree
-    per key); as many rows a block (up to 128 threads) as still give every SM two blocks."""
-    threads = fixed.get("threads", min(hw.WARP, _pow2_ceil(max(1, f["head_dim"] // 16))))
+    """f16/bf16 rows tensor cores can run: mma, 4 warps a block (64 query rows) sharing each
+    step's K and V tiles in shared memory (the model prefers the reuse to more, smaller
+    blocks even where 4 warps leave SMs idle), 64 keys a step (32 past a head dim of 64: the
+    scores and the accumulator share a lane's registers). Otherwise a group of lanes a row, 16 of the head dim each (q.k:
+    16 FMAs and a short shuffle tree per key); as many rows a block (up to 128 threads) as
+    still give every SM two blocks."""
     rows = f["rows"]
     queries, others = (rows[-1], math.prod(rows[:-1])) if rows else (1, 1)
+    simt = set(fixed) & {"threads", "rows", "stage_inputs"}
+    if fixed.get("mma", f.get("tensor_cores", False) and rows and not simt):
+        top = -(-f.get("queries", 1) // 16) * 16
+        warps = next(w for w in (4, 2, 1) if 16 * w <= top)
+        knobs = {"grid_dims": min(3, len(rows)), "mma": True, "warps": warps,
+                 "key_block": 64 if f["head_dim"] <= 64 else 32,
+                 "stage": f["head_dim"] % 16 == 0,
+                 "copy": "sync", "unroll": 32} | fixed
+        if knobs["stage"] and "key_block" not in fixed \
+                and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
+            knobs["key_block"] = 16
+        return knobs
+    threads = fixed.get("threads", min(hw.WARP, _pow2_ceil(max(1, f["head_dim"] // 16))))
     per = 1
     if threads < hw.WARP:
         options = [r for r in (32, 16, 8, 4, 2, 1) if r * threads <= 128 and r <= queries]
         full = [r for r in options if r * threads >= hw.WARP] or options[:1]
         per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
-    return row_knobs(f, "head_dim", {"threads": threads, "rows": per} | fixed)
+    return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per} | fixed)
 
 
 def pointwise_knobs(f: dict, fixed: dict) -> dict:

@@ -27,7 +27,13 @@ from xdsl.dialects.builtin import (
     IntegerType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
@@ -64,6 +70,23 @@ def linear_value(b: Builder, terms: dict[SSAValue, int], c: int) -> SSAValue:
     if acc is None:
         return const(b, c)
     return add(b, acc, const(b, c)) if c else acc
+
+
+def access_at(b: Builder, ld: loop.LoadOp, at: dict[SSAValue, SSAValue]) -> list[SSAValue]:
+    """Every coordinate of an access with the indices in `at` replaced (a fragment's first row
+    and column for the loops it covers), built with arith ops (`head floordiv 4` of a
+    grouped-query K, `kv_head * 64 + d` of a flattened projection)."""
+    from deplo.lowering.tile_to_kernel import AFFINE
+
+    def value(e) -> SSAValue:
+        if isinstance(e, AffineDimExpr):
+            return at.get(ld.indices[e.position], ld.indices[e.position])
+        if isinstance(e, AffineConstantExpr):
+            return const(b, e.value)
+        assert isinstance(e, AffineBinaryOpExpr)
+        return b.insert(AFFINE[e.kind](value(e.lhs), value(e.rhs))).result
+
+    return [value(e) for e in ld.access_map().results]
 
 
 def sink_chain_ops(chain: Sequence[tile.ForOp], cell: Block) -> None:

@@ -1,0 +1,322 @@
+"""tile-attention-mma: flash attention in f16 / bf16 on tensor cores (the plan's `mma`).
+
+The flash row (analysis/nest.py, `flash_mma`: q . k a plain 16-bit product, the online update,
+`acc = acc * alpha + p * V[key]`) is rebuilt for warps of `mma.sync.m16n8k16`, as FlashAttention-2
+does it: each warp owns 16 query rows and walks the keys `key_block` at a time.
+
+    tile.for %rb = 0 to ceil(S / 16W) bind(block.x) {
+      tile.for %w = 0 to W bind(thread.y) { tile.for %l = 0 to 32 bind(thread.x) {
+        %row0 = %rb * 16W + %w * 16
+        %q.. = tile.fragment_load a %q[.., %row0, 16 kk] lane(%l)         (D / 16, kept)
+        %m0, %m1, %l0, %l1, %o.. = tile.for %k0 = 0 to S step B bind(serial) iter(...) {
+          S = Q K^T: per 8 keys f, 4 scores a lane (rows g, g + 8; keys 2t, 2t + 1):
+            %s.. = tile.mma %q.., tile.fragment_load b_nk %k[.., %k0 + 8f, 16 kk] ..
+          x = the row's scalar chain on each score (scale, causal select, mask loads)
+          the block's max of each row: a lane's own, then `tile.combine max .. lanes 4`
+          m' = max(m, max); p = exp(x - m'); alpha = exp(m - m'); l = l alpha + sum p
+          O = O alpha + P V: P packed to A fragments in registers (the accumulator layout of
+            two 8-key tiles is the A layout of 16 keys), V as b_kn fragments
+        }
+        l = tile.combine add %l lanes 4; the final loop once per accumulator element
+      }}
+    }
+
+A lane's registers: D / 2 accumulators, D / 8 Q fragments, B / 2 scores. Causal key loops stop
+after the warp's last row (each warp its own bound: nothing here synchronizes the block); keys
+past the end of a partial last step are masked, rows past the end compute and do not store.
+The fragments are read from global memory (the rows of a block share them in L1).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from deplo.analysis.index import const_value
+from deplo.analysis.nest import (
+    FlashMma,
+    block_regions,
+    causal_limit,
+    defined_inside,
+    flash_mma,
+    flash_row,
+    stored_buffers,
+)
+from deplo.dialects import loop, tile
+from deplo.dialects.tile_plan import STAGE_PAD, Plan
+from deplo.passes.tile import rewrite as rw
+from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
+
+K = tile.FragmentKind
+LOWEST = -3.4028234663852886e38  # the most negative f32, as the causal select's masked score
+
+
+@dataclass(frozen=True)
+class TileAttentionMmaPass(KernelPass):
+    """Run an f16/bf16 flash-attention row on warps of mma.sync: `warps` warps a block, 16
+    query rows each, `key_block` keys a step (plan knob `mma` on)."""
+
+    name = "tile-attention-mma"
+
+    mma: bool | None = None
+    warps: int | None = None
+    key_block: int | None = None
+    stage: bool | None = None
+
+    def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
+        if not plan.knob("mma"):
+            return
+        found = []
+        for region in block_regions(kernel):
+            row = flash_row(region)
+            fm = flash_mma(row, region) if row is not None else None
+            rows = fm.row_iv.owner.parent_op() if fm is not None else None
+            if isinstance(rows, tile.ForOp) and rows.binding.is_block \
+                    and rows.static_lb == 0 and rows.step.data == 1:
+                found.append((region, rows, fm))
+        if len(found) != 1:
+            raise PassOptionError(f"{self.name}: kernel @{kernel.sym_name.data}: its attention "
+                                  "plan has mma on, but its loops are not one f16/bf16 flash "
+                                  "row with its query rows on a block axis")
+        region, rows, fm = found[0]
+        _Rewrite(kernel, region, rows, fm, plan.knob("warps"), plan.knob("key_block"),
+                 plan.knob("stage")).run()
+
+
+class _Rewrite:
+    def __init__(self, kernel: tile.KernelOp, region, rows: tile.ForOp, fm: FlashMma,
+                 warps: int, key_block: int, stage: bool):
+        self.kernel, self.region, self.rows, self.fm = kernel, region, rows, fm
+        self.warps, self.bk, self.staged = warps, key_block, stage
+        self.seq = rows.ub.data  # query rows
+        self.keys = fm.key_loop.ub.data
+        self.d = fm.row.head_dim
+        self.type = fm.qk.type
+
+    def run(self) -> None:
+        fm, rows = self.fm, self.rows
+        per_block = 16 * self.warps
+        w = rw.thread_loop(self.warps, tile.Bind.THREAD_Y, "w")
+        lanes = rw.thread_loop(32, tile.Bind.THREAD_X, "l")
+        Rewriter.insert_op(w, InsertPoint.before(fm.row.ops[0]))
+        Rewriter.insert_op(lanes, InsertPoint.before(w.body.block.last_op))
+        b = Builder(InsertPoint.before(lanes.body.block.last_op))
+        lane = lanes.iv
+        row0 = rw.add(b, rw.mul(b, rows.iv, per_block), rw.mul(b, w.iv, 16))
+        row0.name_hint = "row0"
+        g = b.insert(arith.DivSIOp(lane, rw.const(b, 4))).result
+        t2 = rw.mul(b, b.insert(arith.RemSIOp(lane, rw.const(b, 4))).result, 2)
+        g.name_hint, t2.name_hint = "g", "t2"
+        self.b, self.row0, self.g, self.t2, self.lane = b, row0, g, t2, lane
+        q, d_iv = fm.qk.a, fm.qk.loop.iv
+        self.q = [self.frag(b, K.A, q.buffer, rw.access_at(
+            b, q, {rows.iv: row0, d_iv: rw.const(b, 16 * kk)})) for kk in range(-(-self.d // 16))]
+        key_loop = self.key_loop(b)
+        m_fin, l_fin = key_loop.res[0:2], key_loop.res[2:4]
+        ls = [b.insert(tile.CombineOp(tile.CombineKind.ADD, v, lanes=4)).result for v in l_fin]
+        self.epilogue(b, key_loop, m_fin, ls, lanes.body.block.last_op)
+        rw.erase_ops(fm.row.ops)
+        rw.compact_all(lanes)
+        rw.cse(lanes.body.block, stored_buffers(self.kernel))
+        rows.ub = IntAttr(-(-self.seq // per_block))
+        grid = list(self.kernel.grid_dims)
+        grid[rows.binding.axis] = rows.ub.data
+        self.kernel.set_launch(grid=grid, block=(32, self.warps, 1))
+
+    # --- pieces --------------------------------------------------------------------------
+    def frag(self, b: Builder, kind: K, buf: SSAValue, idx: list[SSAValue]):
+        return list(b.insert(tile.FragmentLoadOp(kind, buf, idx, self.lane)).results)
+
+    def row_of(self, b: Builder, e: int) -> SSAValue:
+        """The query row of accumulator element e (0, 1: row g; 2, 3: row g + 8)."""
+        r = rw.add(b, self.row0, self.g)
+        return rw.add(b, r, rw.const(b, 8)) if e >= 2 else r
+
+    def stop(self, b: Builder) -> SSAValue | None:
+        """Where this warp's key loop may stop (causal), or None; with staged K and V the
+        block's (its warps copy the tiles together)."""
+        limit = causal_limit(self.fm.key_loop)
+        if limit is None:
+            return None
+        x, inclusive = limit
+        if x is self.rows.iv:
+            first, span = (rw.mul(b, self.rows.iv, 16 * self.warps), 16 * self.warps) \
+                if self.staged else (self.row0, 16)
+            last = rw.clamp(b, rw.add(b, first, rw.const(b, span - 1)), self.seq)
+        elif not defined_inside(x, self.region):
+            last = x
+        else:
+            return None
+        stop = rw.add(b, last, rw.const(b, inclusive)) if inclusive else last
+        stop.name_hint = "kub"
+        return stop
+
+    def key_loop(self, b: Builder) -> tile.ForOp:
+        fm, bk, d = self.fm, self.bk, self.d
+        kl = fm.key_loop
+        f32 = Float32Type()
+        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        nd = -(-d // 8)
+        inits = [kl.inits[0]] * 2 + [kl.inits[1]] * 2 + [zero] * (4 * nd)
+        loop_ = tile.ForOp(0, -(-self.keys // bk) * bk, tile.Bind.SERIAL, inits, None, bk,
+                           self.stop(b))
+        loop_.iv.name_hint = "k0"
+        b.insert(loop_)
+        kb = Builder(InsertPoint.at_end(loop_.body.block))
+        k0 = loop_.iv
+        m, l_, o = loop_.accs[0:2], loop_.accs[2:4], list(loop_.accs[4:])
+        # K and V: this step's tiles in shared memory, or read where they are
+        d_iv, pv_iv = fm.qk.loop.iv, fm.v.parent_op().iv
+        k_at = self.tile_of(kb, fm.qk.b, d_iv, k0)
+        v_at = self.tile_of(kb, fm.v, pv_iv, k0)
+        # S = Q K^T, 8 keys a tile
+        scores = []
+        for f in range(bk // 8):
+            acc = [zero] * 4
+            for kk, qf in enumerate(self.q):
+                kf = self.frag(kb, fm.qk.b_kind, *k_at(rw.const(kb, 8 * f), rw.const(kb, 16 * kk)))
+                acc = list(kb.insert(tile.MmaOp(self.type, qf, kf, acc)).results)
+            scores.append(acc)
+        # the row's chain on every score
+        x = [[self.score(kb, k0, f, e, scores[f][e]) for e in range(4)] for f in range(bk // 8)]
+        new_m, alpha = [], []
+        for r in range(2):
+            mine = _tree(kb, arith.MaximumfOp, [x[f][e] for f in range(bk // 8)
+                                                for e in (2 * r, 2 * r + 1)])
+            most = kb.insert(tile.CombineOp(tile.CombineKind.MAX, mine, lanes=4)).result
+            mn = kb.insert(arith.MaximumfOp(m[r], most)).result
+            new_m.append(mn)
+            alpha.append(_exp(kb, m[r], mn))
+        p = [[_exp(kb, x[f][e], new_m[e // 2]) for e in range(4)] for f in range(bk // 8)]
+        new_l = []
+        for r in range(2):
+            total = _tree(kb, arith.AddfOp, [p[f][e] for f in range(bk // 8)
+                                             for e in (2 * r, 2 * r + 1)])
+            scaled = kb.insert(arith.MulfOp(l_[r], alpha[r])).result
+            new_l.append(kb.insert(arith.AddfOp(scaled, total)).result)
+        o = [kb.insert(arith.MulfOp(v, alpha[(n % 4) // 2])).result for n, v in enumerate(o)]
+        # O += P V: two 8-key score tiles are one 16-key A fragment
+        half = [[kb.insert(arith.TruncFOp(v, self.type)).result for v in tile_] for tile_ in p]
+        for kc in range(bk // 16):
+            lo, hi = half[2 * kc], half[2 * kc + 1]
+            a = [kb.insert(tile.PackHalvesOp(*pair)).result
+                 for pair in ((lo[0], lo[1]), (lo[2], lo[3]), (hi[0], hi[1]), (hi[2], hi[3]))]
+            for fd in range(nd):
+                vf = self.frag(kb, fm.v_kind, *v_at(rw.const(kb, 16 * kc), rw.const(kb, 8 * fd)))
+                o[4 * fd : 4 * fd + 4] = kb.insert(
+                    tile.MmaOp(self.type, a, vf, o[4 * fd : 4 * fd + 4])).results
+        kb.insert(tile.YieldOp(*new_m, *new_l, *o))
+        for v in loop_.res:
+            v.name_hint = "o"
+        return loop_
+
+    def tile_of(self, kb: Builder, ld: loop.LoadOp, d_iv: SSAValue, k0: SSAValue):
+        """The fragments of `ld`'s operand this step: a function from (key, column) offsets in
+        the step's tile to (buffer, indices). With `stage`, the step's key_block x D tile is
+        copied into shared memory by the block (rows padded; fragments then come from
+        ldmatrix); else they are read where they are."""
+        key_iv = self.fm.key_loop.iv
+        keys_first = any(ld.indices[d] is key_iv for d in ld.access_map().results[-2].used_dims())
+        if not self.staged:
+            def at(key: SSAValue, col: SSAValue):
+                return ld.buffer, rw.access_at(kb, ld, {key_iv: rw.add(kb, k0, key), d_iv: col})
+            return at
+        zero = rw.const(kb, 0)
+        offsets = [c if (c := const_value(o)) is not None else o
+                   for o in rw.access_at(kb, ld, {key_iv: k0, d_iv: zero})]
+        sizes = [1] * (len(offsets) - 2) + ([self.bk, self.d] if keys_first else [self.d, self.bk])
+        st = kb.insert(tile.StageOp(ld.buffer, offsets, sizes, pad=STAGE_PAD))
+        if ld.buffer.name_hint:
+            st.result.name_hint = ld.buffer.name_hint + "s"
+        return lambda key, col: (st.result, [key, col] if keys_first else [col, key])
+
+    def score(self, kb: Builder, k0: SSAValue, f: int, e: int, s: SSAValue) -> SSAValue:
+        """The chain of the row's scalar code on score `s` of tile f, element e."""
+        fm = self.fm
+        key = rw.add(kb, rw.add(kb, k0, rw.const(kb, 8 * f)), self.t2)
+        if e % 2:
+            key = rw.add(kb, key, rw.const(kb, 1))
+        row = self.row_of(kb, e)
+        vmap = {fm.key_loop.iv: rw.clamp(kb, key, self.keys) if self.keys % self.bk else key,
+                fm.row_iv: rw.clamp(kb, row, self.seq) if self.seq % 16 else row,
+                fm.qk.loop.res[0]: s}
+        for op in fm.chain:
+            kb.insert(op.clone(value_mapper=vmap))
+        x = vmap.get(fm.x, fm.x)
+        if self.keys % self.bk:  # keys past the end of the last step
+            ok = rw.below(kb, key, self.keys)
+            masked = kb.insert(arith.ConstantOp(FloatAttr(LOWEST, x.type))).result
+            x = kb.insert(arith.SelectOp(ok, x, masked)).result
+        return x
+
+    def epilogue(self, b: Builder, kl: tile.ForOp, m: list[SSAValue], ls: list[SSAValue],
+                 anchor: Operation) -> None:
+        """The final loop over the head dim, once per accumulator element of the lane."""
+        fm = self.fm
+        old = fm.key_loop
+        final = fm.final
+        acc_loads = [o for o in final.body.block.ops
+                     if isinstance(o, loop.LoadOp) and o.buffer.owner in fm.row.ops]
+        body = [o for o in final.body.block.ops
+                if o not in acc_loads and not isinstance(o, tile.YieldOp)]
+        outside = _outside_uses(body, final, self.fm.row_iv.owner)
+        replicas = []
+        for n in range(len(kl.res) - 4):
+            fd, e = divmod(n, 4)
+            row = self.row_of(b, e)
+            col = rw.add(b, rw.const(b, 8 * fd), self.t2)
+            if e % 2:
+                col = rw.add(b, col, rw.const(b, 1))
+            oks = []
+            if self.seq % 16 or self.seq % (16 * self.warps):
+                oks.append(rw.below(b, row, self.seq))
+            if self.d % 8:
+                oks.append(rw.below(b, col, self.d))
+            ok = oks[0] if oks else None
+            if len(oks) == 2:
+                ok = b.insert(arith.AndIOp(*oks)).result
+            vmap = {fm.row_iv: rw.clamp(b, row, self.seq) if oks else row,
+                    final.iv: rw.clamp(b, col, self.d) if self.d % 8 else col,
+                    old.res[0]: m[e // 2], old.res[1]: ls[e // 2]}
+            vmap |= {ld.result: kl.res[4 + n] for ld in acc_loads}
+            for op in outside:
+                b.insert(op.clone(value_mapper=vmap))
+            replicas.append(rw.Replica(vmap, ok))
+        rw.replicate(body, replicas, anchor)
+
+
+def _outside_uses(body: list[Operation], final: tile.ForOp, scope) -> list[Operation]:
+    """The scalar ops outside the final loop, within the query-row loop's body `scope`, that
+    its body uses, in order (they may depend on the row)."""
+    need: set[Operation] = set()
+    todo = [v for op in body for v in op.operands]
+    while todo:
+        v = todo.pop()
+        op = v.owner
+        if not isinstance(op, Operation) or op in need or not defined_inside(v, scope):
+            continue
+        if op is final or isinstance(op, tile.ForOp | loop.PrivateOp) or op.regions \
+                or final.body.block.is_ancestor(op.parent_block()):
+            continue
+        need.add(op)
+        todo.extend(op.operands)
+    return [op for op in scope.walk() if op in need]
+
+
+def _tree(b: Builder, cls, values: list[SSAValue]) -> SSAValue:
+    """values combined pairwise (a balanced tree: short dependency chains)."""
+    while len(values) > 1:
+        values = [b.insert(cls(x, y)).result if y is not None else x
+                  for x, y in itertools.zip_longest(values[::2], values[1::2])]
+    return values[0]
+
+
+def _exp(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
+    return b.insert(xmath.ExpOp(b.insert(arith.SubfOp(x, m)).result)).result

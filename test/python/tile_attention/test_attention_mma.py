@@ -1,0 +1,162 @@
+"""tile-attention-mma: f16/bf16 flash attention on warps of mma.sync, against float64.
+
+Shapes the fragments do not tile (S = 20, 37, 50, 70; D = 40), causal and not, GQA, an additive
+mask, Sq != Sk; every knob (warps, key_block, stage, copy) on the CPU runtime, whose mma and
+ldmatrix are emulated lane by lane (runtime/include/kc_prelude.cuh); the heuristic's plan for the
+LLM shapes builds with NVRTC sm_90 without spills; a tiny bf16 Llama's attention takes the path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import deplo
+from deplo.dialects import tile
+from deplo.dialects.tile_plan import CLASSES
+from deplo.runtime.cpu import cpu_runtime_available
+from deplo.tools.api import Compiled, random_inputs
+
+pytestmark = pytest.mark.skipif(not cpu_runtime_available(), reason="no g++ for the CPU runtime")
+
+
+def _inputs(hq: int, hk: int, sq: int, sk: int, d: int, dtype=torch.bfloat16, mask=False):
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(1, hq, sq, d, generator=g), torch.randn(1, hk, sk, d, generator=g),
+          torch.randn(1, hk, sk, d, generator=g)]
+    if mask:
+        xs.append(torch.randn(1, 1, sq, sk, generator=g))
+    return [x.to(dtype) for x in xs]
+
+
+def _sdpa(causal: bool, mask: bool = False):
+    if mask:
+        return lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m,
+                                                                 enable_gqa=True)
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                          enable_gqa=True)
+
+
+def _float64(fn, xs: list[np.ndarray]) -> np.ndarray:
+    return fn(*(torch.from_numpy(_as_float(x)) for x in xs)).numpy()
+
+
+def _as_float(x: np.ndarray) -> np.ndarray:
+    if x.dtype == np.uint16:  # bf16 bits
+        return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return x.astype(np.float64)
+
+
+def _compile_with(fn, xs, knobs: dict | None) -> Compiled:
+    from deplo.passes import pipeline
+    from deplo.tools.driver import run_passes
+
+    c = deplo.compile(fn, xs)
+    if knobs is not None:  # each knob as an option of the pass that owns it
+        owner = CLASSES["attention"].owner
+        passes = pipeline.PIPELINES["to-tile"][len(pipeline.PIPELINES["to-loop"]):]
+        spec = ",".join(p + ("{" + " ".join(f"{k.replace('_', '-')}={str(v).lower()}"
+                                            for k, v in knobs.items() if owner(k) == p) + "}"
+                             if any(owner(k) == p for k in knobs) else "") for p in passes)
+        c._levels["tile"] = run_passes(c.module("loop").clone(), spec, 0)
+    return c
+
+
+def _mma_kernels(c: Compiled) -> list[tile.KernelOp]:
+    return [k for k in c.module("tile").walk() if isinstance(k, tile.KernelOp)
+            and k.the_plan is not None and k.the_plan.knob("mma")
+            and "tile-attention-mma" in k.done_steps]
+
+
+def _check(c: Compiled, fn, rel: float = 1e-2) -> None:
+    (k,) = _mma_kernels(c)
+    assert any(isinstance(op, tile.MmaOp) for op in k.walk())
+    xs = random_inputs(c.program, seed=1)
+    want = _float64(fn, xs)
+    (got,) = c.executable("cpu").run(xs)
+    err = np.max(np.abs(_as_float(got) - want)) / np.max(np.abs(want))
+    assert err <= rel, err
+
+
+SHAPES = [  # (q heads, kv heads, Sq, Sk, D, causal)
+    (4, 2, 20, 20, 16, True),
+    (2, 2, 37, 70, 64, False),
+    (4, 1, 50, 50, 32, True),
+    (2, 2, 33, 33, 40, True),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])) + "c" * s[5])
+@pytest.mark.parametrize("knobs", [
+    None,  # the heuristic's
+    {"warps": 1, "key_block": 64, "stage": False},
+    {"warps": 2, "key_block": 16, "stage": True, "copy": "cp_async"},
+], ids=["heuristic", "w1k64", "w2k16-staged-cp"])
+def test_sdpa_mma_on_cpu(shape, knobs) -> None:
+    from deplo.passes.tile.kernel_pass import PassOptionError
+
+    hq, hk, sq, sk, d, causal = shape
+    fn = _sdpa(causal)
+    if knobs and knobs["stage"] and d % 16:  # the staged rows' padding would be read
+        with pytest.raises(PassOptionError, match="knob stage: a head dim of 40"):
+            _compile_with(fn, _inputs(hq, hk, sq, sk, d), knobs)
+        return
+    c = _compile_with(fn, _inputs(hq, hk, sq, sk, d), knobs)
+    _check(c, fn)
+
+
+def test_fp16_and_four_warps() -> None:
+    fn = _sdpa(True)
+    c = _compile_with(fn, _inputs(2, 2, 70, 70, 32, torch.float16),
+                      {"warps": 4, "key_block": 32, "stage": True})
+    (k,) = _mma_kernels(c)
+    assert k.block_dims == (32, 4, 1) and k.grid_dims[0] == 2
+    _check(c, fn)
+
+
+def test_additive_mask_is_loaded_per_score() -> None:
+    fn = _sdpa(False, mask=True)
+    c = _compile_with(fn, _inputs(2, 2, 24, 24, 32, mask=True), None)
+    _check(c, fn)
+
+
+def test_fp32_keeps_the_simt_rows() -> None:
+    c = deplo.compile(_sdpa(True), _inputs(2, 2, 20, 20, 16, torch.float32))
+    assert not _mma_kernels(c)
+    plans = [k.the_plan for k in c.module("tile").walk() if isinstance(k, tile.KernelOp)]
+    assert [p.knob("mma") for p in plans if p.kind == "attention"] == [False]
+
+
+@pytest.mark.parametrize("hq,hk,s,d", [(32, 4, 128, 64), (28, 4, 128, 128)],
+                         ids=["tinyllama", "qwen2.5-7b"])
+def test_llm_shapes_build_without_spills(hq, hk, s, d) -> None:
+    """The heuristic's plan for the LLM suite's attention shapes: 4 warps, staged, no spills."""
+    from deplo.runtime.gpu import compile_cubin
+
+    c = deplo.compile(_sdpa(True), [x.to("meta") for x in _inputs(hq, hk, s, s, d)])
+    (k,) = _mma_kernels(c)
+    assert dict(k.the_plan.knobs)["warps"] == 4 and dict(k.the_plan.knobs)["stage"]
+    res = compile_cubin(c.cuda_source, arch="sm_90", spills_are_errors=True)
+    for name, report in res.kernels.items():
+        assert (report.spill_stores, report.spill_loads) == (0, 0), (name, report)
+
+
+def test_tiny_llama_bf16_attention_on_tensor_cores(tmp_path) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from deplo.frontend.causal_lm import capture_model
+
+    # head dim 32 and 32 tokens: q.k is a matmul's shape, so the rotary embeddings stay out of
+    # it (loop-fuse) and the flash loop reads q and k as they are
+    config = {"vocab_size": 96, "hidden_size": 128, "intermediate_size": 224,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "max_position_embeddings": 64}
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(**config)).save_pretrained(tmp_path / "llama")
+    c = Compiled(capture_model(str(tmp_path / "llama"), materialize=True, seq_len=32,
+                               dtype=torch.bfloat16))
+    assert _mma_kernels(c), "the decoder layer's attention did not get tensor cores"
+    result = c.check(seed=2)
+    assert result.ok, result.line()

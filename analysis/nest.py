@@ -481,7 +481,8 @@ def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | Non
     else:
         return None
     init, final = sorted(outer_free, key=region.get_operation_index)
-    if not _zero_init(init, privates[0].result) or region.get_operation_index(final) < region.get_operation_index(kl):
+    at = region.get_operation_index
+    if not _zero_init(init, privates[0].result) or at(final) < at(kl):
         return None
     scope = row_iv.owner  # the query-row loop's body: values computed from the row there
     assert isinstance(scope, Block)

@@ -77,6 +77,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from deplo.dialects.loop import INDEX_LIMIT
+from deplo.dialects.tile import PackHalves
 from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
 
 SHARED_SPACE = 3  # memref memory space of shared memory (`3 : i64`), as in NVVM
@@ -614,22 +615,10 @@ class MmaOp(IRDLOperation):
 
 
 @irdl_op_definition
-class PackHalvesOp(IRDLOperation):
-    """Two 16-bit floats in one 32-bit fragment register, `lo` in the low half (kc_pack_halves).
-
-        %r = kernel.pack_halves %lo, %hi : f16      (an i32)
-    """
+class PackHalvesOp(PackHalves):
+    """`%r = kernel.pack_halves %lo, %hi : f16` (an i32; kc_pack_halves)."""
 
     name = "kernel.pack_halves"
-    T: ClassVar = VarConstraint("T", base(Float16Type) | base(BFloat16Type))
-    lo = operand_def(T)
-    hi = operand_def(T)
-    result = result_def(IntegerType(32))
-    assembly_format = "$lo `,` $hi attr-dict `:` type($lo)"
-    traits = traits_def(Pure())
-
-    def __init__(self, lo: SSAValue, hi: SSAValue):
-        super().__init__(operands=[lo, hi], result_types=[IntegerType(32)])
 
 
 Kernel = Dialect(

@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I64,
     AnyFloat,
     ArrayAttr,
     BFloat16Type,
@@ -54,7 +55,6 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IndexType,
     IntAttr,
-    I64,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -1033,15 +1033,10 @@ class MmaOp(IRDLOperation):
         return op
 
 
-@irdl_op_definition
-class PackHalvesOp(IRDLOperation):
-    """Two 16-bit floats in one 32-bit fragment register, `lo` in the low half: an mma operand
-    built from registers (flash attention's probabilities as the A operand of P . V).
+class PackHalves(IRDLOperation):
+    """Two 16-bit floats in one 32-bit fragment register, `lo` in the low half (the fields of
+    `tile.pack_halves` and `kernel.pack_halves`)."""
 
-        %r = tile.pack_halves %lo, %hi : bf16      (an i32)
-    """
-
-    name = "tile.pack_halves"
     T: ClassVar = VarConstraint("T", base(Float16Type) | base(BFloat16Type))
     lo = operand_def(T)
     hi = operand_def(T)
@@ -1051,6 +1046,14 @@ class PackHalvesOp(IRDLOperation):
 
     def __init__(self, lo: SSAValue, hi: SSAValue):
         super().__init__(operands=[lo, hi], result_types=[IntegerType(32)])
+
+
+@irdl_op_definition
+class PackHalvesOp(PackHalves):
+    """An mma operand built from registers (flash attention's probabilities as the A operand
+    of P . V): `%r = tile.pack_halves %lo, %hi : bf16` (an i32)."""
+
+    name = "tile.pack_halves"
 
 
 Tile = Dialect(

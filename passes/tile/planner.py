@@ -402,7 +402,8 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     """f16/bf16 rows tensor cores can run: mma, 4 warps a block (64 query rows) sharing each
     step's K and V tiles in shared memory (the model prefers the reuse to more, smaller
     blocks even where 4 warps leave SMs idle), 64 keys a step (32 past a head dim of 64: the
-    scores and the accumulator share a lane's registers). Otherwise a group of lanes a row, 16 of the head dim each (q.k:
+    scores and the accumulator share a lane's registers); unstaged where the head dim is not a
+    whole number of fragments. Otherwise a group of lanes a row, 16 of the head dim each (q.k:
     16 FMAs and a short shuffle tree per key); as many rows a block (up to 128 threads) as
     still give every SM two blocks."""
     rows = f["rows"]

@@ -80,20 +80,20 @@ class TileAttentionMmaPass(KernelPass):
             rows = fm.row_iv.owner.parent_op() if fm is not None else None
             if isinstance(rows, tile.ForOp) and rows.binding.is_block \
                     and rows.static_lb == 0 and rows.step.data == 1:
-                found.append((region, rows, fm))
+                found.append((rows, fm))
         if len(found) != 1:
             raise PassOptionError(f"{self.name}: kernel @{kernel.sym_name.data}: its attention "
                                   "plan has mma on, but its loops are not one f16/bf16 flash "
                                   "row with its query rows on a block axis")
-        region, rows, fm = found[0]
-        _Rewrite(kernel, region, rows, fm, plan.knob("warps"), plan.knob("key_block"),
+        rows, fm = found[0]
+        _Rewrite(kernel, rows, fm, plan.knob("warps"), plan.knob("key_block"),
                  plan.knob("stage")).run()
 
 
 class _Rewrite:
-    def __init__(self, kernel: tile.KernelOp, region, rows: tile.ForOp, fm: FlashMma,
-                 warps: int, key_block: int, stage: bool):
-        self.kernel, self.region, self.rows, self.fm = kernel, region, rows, fm
+    def __init__(self, kernel: tile.KernelOp, rows: tile.ForOp, fm: FlashMma, warps: int,
+                 key_block: int, stage: bool):
+        self.kernel, self.rows, self.fm = kernel, rows, fm
         self.warps, self.bk, self.staged = warps, key_block, stage
         self.seq = rows.ub.data  # query rows
         self.keys = fm.key_loop.ub.data
@@ -150,8 +150,8 @@ class _Rewrite:
             first, span = (rw.mul(b, self.rows.iv, 16 * self.warps), 16 * self.warps) \
                 if self.staged else (self.row0, 16)
             last = rw.clamp(b, rw.add(b, first, rw.const(b, span - 1)), self.seq)
-        elif not defined_inside(x, self.region):
-            last = x
+        elif not defined_inside(x, self.fm.row_iv.owner):
+            last = x  # the same for every row (an outer block index)
         else:
             return None
         stop = rw.add(b, last, rw.const(b, inclusive)) if inclusive else last

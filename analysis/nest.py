@@ -427,6 +427,7 @@ class FlashMma:
     x: SSAValue  # the score after the chain
     chain: list[Operation]  # the scalar ops x is computed by, in order (some outside the loop)
     final: tile.ForOp
+    final_inputs: list[Operation]  # the scalar ops outside `final` its body uses (the row's)
     row_iv: SSAValue  # the query row: the index of a loop around the row
 
 
@@ -486,13 +487,18 @@ def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | Non
         return None
     scope = row_iv.owner  # the query-row loop's body: values computed from the row there
     assert isinstance(scope, Block)
-    chain = _slice(x, {red.res[0], kl.iv, row_iv}, scope)
-    if chain is None:
+    chain = _slice([x], {red.res[0], kl.iv, row_iv}, scope)
+    acc_loads = {o.result for o in final.body.walk()
+                 if isinstance(o, loop.LoadOp) and o.buffer is privates[0].result}
+    uses = [v for o in final.body.walk() for v in o.operands]
+    inputs = _slice(uses, {final.iv, *kl.res, *acc_loads, privates[0].result, row_iv}, scope)
+    if chain is None or inputs is None:
         return None
+    inputs = [o for o in inputs if not final.body.block.is_ancestor(o.parent_block())]
     d = row.head_dim  # past a ragged head dim a fragment must read zeros, not the next head
     if d % 16 and any(ld.buffer.type.get_shape()[-1] != d for ld in (qk.a, qk.b, v)):
         return None
-    return FlashMma(row, kl, qk, v, v_kind, x, chain, final, row_iv)
+    return FlashMma(row, kl, qk, v, v_kind, x, chain, final, inputs, row_iv)
 
 
 def _exp_of(a: SSAValue, b: SSAValue) -> SSAValue | None:
@@ -555,11 +561,11 @@ def _is_float_zero(v: SSAValue) -> bool:
         and op.value.value.data == 0.0
 
 
-def _slice(v: SSAValue, stops: set[SSAValue], region: Block) -> list[Operation] | None:
-    """The ops inside `region` that `v` is computed from (up to the `stops`), in program
+def _slice(values: list[SSAValue], stops: set[SSAValue], region: Block) -> list[Operation] | None:
+    """The ops inside `region` that `values` are computed from (up to the `stops`), in program
     order; None if one is not scalar code or a load."""
     found: set[Operation] = set()
-    todo = [v]
+    todo = list(values)
     while todo:
         x = todo.pop()
         if x in stops or not isinstance(x, OpResult) or not defined_inside(x, region):

@@ -51,11 +51,11 @@ from deplo.analysis.nest import (
 )
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import STAGE_PAD, Plan
+from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.tile import rewrite as rw
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 
 K = tile.FragmentKind
-LOWEST = -3.4028234663852886e38  # the most negative f32, as the causal select's masked score
 
 
 @dataclass(frozen=True)
@@ -111,10 +111,8 @@ class _Rewrite:
         lane = lanes.iv
         row0 = rw.add(b, rw.mul(b, rows.iv, per_block), rw.mul(b, w.iv, 16))
         row0.name_hint = "row0"
-        g = b.insert(arith.DivSIOp(lane, rw.const(b, 4))).result
-        t2 = rw.mul(b, b.insert(arith.RemSIOp(lane, rw.const(b, 4))).result, 2)
-        g.name_hint, t2.name_hint = "g", "t2"
-        self.b, self.row0, self.g, self.t2, self.lane = b, row0, g, t2, lane
+        self.g, self.t2 = rw.accumulator_lane(b, lane)
+        self.row0, self.lane = row0, lane
         q, d_iv = fm.qk.a, fm.qk.loop.iv
         self.q = [self.frag(b, K.A, q.buffer, rw.access_at(
             b, q, {rows.iv: row0, d_iv: rw.const(b, 16 * kk)})) for kk in range(-(-self.d // 16))]
@@ -252,7 +250,7 @@ class _Rewrite:
         x = vmap.get(fm.x, fm.x)
         if self.keys % self.bk:  # keys past the end of the last step
             ok = rw.below(kb, key, self.keys)
-            masked = kb.insert(arith.ConstantOp(FloatAttr(LOWEST, x.type))).result
+            masked = kb.insert(arith.ConstantOp(FloatAttr(LOWEST["f32"], x.type))).result
             x = kb.insert(arith.SelectOp(ok, x, masked)).result
         return x
 
@@ -266,7 +264,6 @@ class _Rewrite:
                      if isinstance(o, loop.LoadOp) and o.buffer.owner in fm.row.ops]
         body = [o for o in final.body.block.ops
                 if o not in acc_loads and not isinstance(o, tile.YieldOp)]
-        outside = _outside_uses(body, final, self.fm.row_iv.owner)
         replicas = []
         for n in range(len(kl.res) - 4):
             fd, e = divmod(n, 4)
@@ -286,28 +283,10 @@ class _Rewrite:
                     final.iv: rw.clamp(b, col, self.d) if self.d % 8 else col,
                     old.res[0]: m[e // 2], old.res[1]: ls[e // 2]}
             vmap |= {ld.result: kl.res[4 + n] for ld in acc_loads}
-            for op in outside:
+            for op in fm.final_inputs:
                 b.insert(op.clone(value_mapper=vmap))
             replicas.append(rw.Replica(vmap, ok))
         rw.replicate(body, replicas, anchor)
-
-
-def _outside_uses(body: list[Operation], final: tile.ForOp, scope) -> list[Operation]:
-    """The scalar ops outside the final loop, within the query-row loop's body `scope`, that
-    its body uses, in order (they may depend on the row)."""
-    need: set[Operation] = set()
-    todo = [v for op in body for v in op.operands]
-    while todo:
-        v = todo.pop()
-        op = v.owner
-        if not isinstance(op, Operation) or op in need or not defined_inside(v, scope):
-            continue
-        if op is final or isinstance(op, tile.ForOp | loop.PrivateOp) or op.regions \
-                or final.body.block.is_ancestor(op.parent_block()):
-            continue
-        need.add(op)
-        todo.extend(op.operands)
-    return [op for op in scope.walk() if op in need]
 
 
 def _tree(b: Builder, cls, values: list[SSAValue]) -> SSAValue:

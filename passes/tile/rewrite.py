@@ -89,6 +89,15 @@ def access_at(b: Builder, ld: loop.LoadOp, at: dict[SSAValue, SSAValue]) -> list
     return [value(e) for e in ld.access_map().results]
 
 
+def accumulator_lane(b: Builder, lane: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Where lane `lane` of an mma.sync m16n8 accumulator tile sits: (g, t2) = (lane / 4,
+    2 (lane % 4)); it holds rows g and g + 8, columns t2 and t2 + 1."""
+    g = b.insert(arith.DivSIOp(lane, const(b, 4))).result
+    t2 = mul(b, b.insert(arith.RemSIOp(lane, const(b, 4))).result, 2)
+    g.name_hint, t2.name_hint = "g", "t2"
+    return g, t2
+
+
 def sink_chain_ops(chain: Sequence[tile.ForOp], cell: Block) -> None:
     """Move the scalar ops of the chain blocks below chain[0] (inclusive) to the start of the
     cell, in order: each becomes part of the body a schedule pass splits or replicates."""

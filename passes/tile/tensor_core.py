@@ -141,10 +141,7 @@ class TileTensorCorePass(KernelPass):
                 x.name_hint = "d"
         kb.insert(tile.YieldOp(*outs))
         # the epilogue, once per accumulator element
-        g = b.insert(arith.DivSIOp(lane, rw.const(b, 4))).result
-        tq = b.insert(arith.RemSIOp(lane, rw.const(b, 4))).result
-        t2 = rw.mul(b, tq, 2)
-        g.name_hint, t2.name_hint = "g", "t2"
+        g, t2 = rw.accumulator_lane(b, lane)
         replicas = []
         rg, cg = rw.add(b, row0, g), rw.add(b, col0, t2)
         rg.name_hint, cg.name_hint = "rg", "cg"

@@ -481,8 +481,8 @@ def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | Non
         v_kind = tile.FragmentKind.B_NK
     else:
         return None
-    init, final = sorted(outer_free, key=region.get_operation_index)
     at = region.get_operation_index
+    init, final = sorted(outer_free, key=at)
     if not _zero_init(init, privates[0].result) or at(final) < at(kl):
         return None
     scope = row_iv.owner  # the query-row loop's body: values computed from the row there

@@ -406,7 +406,7 @@ class AttentionClass(RowClass):
             bad.append(("mma", "the row is not an f16/bf16 flash row tensor cores can run "
                                "(fact tensor_cores)"))
         if not 1 <= knobs["grid_dims"] <= 3:
-            bad.append(("grid_dims", f"expected 1 to 3 grid axes (the query rows on block.x), "
+            bad.append(("grid_dims", f"expected 1 to 3 grid axes (the query rows on blocks), "
                                      f"got {knobs['grid_dims']}"))
         if knobs["warps"] not in (1, 2, 4, 8) or 16 * knobs["warps"] > _round_up(queries, 16):
             bad.append(("warps", f"expected 1, 2, 4 or 8 warps of 16 rows, at most the "

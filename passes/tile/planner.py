@@ -408,8 +408,8 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     still give every SM two blocks."""
     rows = f["rows"]
     queries, others = (rows[-1], math.prod(rows[:-1])) if rows else (1, 1)
-    simt = set(fixed) & {"threads", "rows", "stage_inputs"}
-    if fixed.get("mma", f.get("tensor_cores", False) and rows and not simt):
+    implied = CLASSES["attention"].implied(fixed)  # a SIMT knob given: no tensor cores
+    if fixed.get("mma", implied.get("mma", f.get("tensor_cores", False) and bool(rows))):
         top = -(-f.get("queries", 1) // 16) * 16
         warps = next(w for w in (4, 2, 1) if 16 * w <= top)
         knobs = {"grid_dims": min(3, len(rows)), "mma": True, "warps": warps,

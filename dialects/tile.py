@@ -66,6 +66,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
+    BlockArgument,
     Dialect,
     Operation,
     Region,
@@ -464,6 +465,17 @@ class ForOp(IRDLOperation):
         return self.bind.data
 
     @property
+    def uniform_start(self) -> bool:
+        """Its first iteration is the same on every thread: a static lower bound, or the
+        induction variable of a serial loop around it (the keys of one staged step)."""
+        if self.lb is not None:
+            return True
+        v = self.dyn_lb
+        parent = v.owner.parent_op() if isinstance(v, BlockArgument) else None
+        return isinstance(parent, ForOp) and parent.iv is v \
+            and parent.binding == Bind.SERIAL and parent.is_ancestor(self)
+
+    @property
     def static_lb(self) -> int | None:
         return self.lb.data if self.lb is not None else None
 
@@ -728,7 +740,7 @@ class StageOp(IRDLOperation):
         if not threads or kernel is None:
             return
         for lp in loops[: threads[-1]]:
-            if lp.lb is None:
+            if not lp.uniform_start:
                 raise VerifyException(
                     f"{where}: expected the loops inside its thread loops to have static lower "
                     "bounds, so that every thread reaches it"
@@ -863,7 +875,7 @@ class CombineOp(IRDLOperation):
         for lp in loops:
             if lp is owner:
                 break
-            if lp.lb is None:
+            if not lp.uniform_start:
                 raise VerifyException(
                     f"{where}: expected the loops inside its {axis} loop to have static bounds, "
                     "so that every thread reaches it"

@@ -110,6 +110,8 @@ KNOBS: dict[str, Knob] = {
         Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
                              "threads a row (also 1 to 16 lanes)"),
         Knob("rows", int, "attention: query rows a block (thread.y)"),
+        Knob("stage_keys", int, "attention rows: keys a step whose K and V tiles the block "
+                                "copies to shared memory (0: read where they are)"),
         Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
@@ -360,7 +362,7 @@ class RowClass(KernelClass):
 
 
 ATTENTION_MMA = ("warps", "key_block", "stage")
-ATTENTION_SIMT = ("threads", "rows", "stage_inputs")
+ATTENTION_SIMT = ("threads", "rows", "stage_keys", "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 
 
@@ -397,6 +399,13 @@ class AttentionClass(RowClass):
         if rows < 1 or rows > max(1, (facts["rows"] or (1,))[-1]):
             bad.append(("rows", f"expected 1 to {(facts['rows'] or (1,))[-1]} query rows a "
                                 f"block, got {rows}"))
+        step = knobs.get("stage_keys", 0)
+        if step not in (0, 16, 32, 64, 128):
+            bad.append(("stage_keys", f"expected 0 (no staging), 16, 32, 64 or 128 keys a step, "
+                                      f"got {step}"))
+        elif step and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
+            bad.append(("stage_keys", f"{step} keys of K and V take {smem} bytes of shared "
+                                      f"memory, more than {SHARED_MEMORY_BYTES}"))
         return bad
 
     def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
@@ -434,6 +443,9 @@ class AttentionClass(RowClass):
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
+        if knob == "stage_keys":
+            return tuple(k for k in (0, 16, 32, 64) if not k or attention_stage_bytes(
+                facts, {**knobs, "stage_keys": k}) <= SHARED_MEMORY_BYTES)
         if knob == "rows":
             top = (facts["rows"] or (1,))[-1]
             return tuple(r for r in (1, 2, 4, 8, 16, 32, 64)
@@ -633,8 +645,11 @@ def staged_slabs(facts: dict, knobs: dict) -> list[list[int]]:
 
 
 def attention_stage_bytes(facts: dict, knobs: dict) -> int:
-    """Shared memory of an mma attention plan's staged K and V tiles (16-bit, padded rows)."""
-    return 2 * knobs["key_block"] * (facts["head_dim"] + STAGE_PAD) * 2
+    """Shared memory of an attention plan's staged K and V tiles: mma, 16-bit with padded rows;
+    SIMT rows (`stage_keys`), counted at 4 bytes an element (a 16-bit row takes half)."""
+    if knobs.get("mma"):
+        return 2 * knobs["key_block"] * (facts["head_dim"] + STAGE_PAD) * 2
+    return 2 * knobs["stage_keys"] * facts["head_dim"] * 4
 
 
 def shared_bytes(facts: dict, knobs: dict) -> int:
@@ -687,7 +702,7 @@ CLASSES: dict[str, KernelClass] = {
             (
                 ("tile-map-grid", ("grid_dims",)),
                 ("tile-attention-mma", ("mma", "warps", "key_block", "stage")),
-                ("tile-attention-rows", ("threads", "rows")),
+                ("tile-attention-rows", ("threads", "rows", "stage_keys")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),

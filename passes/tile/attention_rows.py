@@ -48,6 +48,19 @@ Causal attention skips the keys no row of the block sees: where a key loop's sco
 block's last row + 1, `tile.for %r0 = 0 to min(%kub, 128)` — exact, since a masked key adds
 nothing once key 0 has set the running max, and uniform across the block (the shuffles and
 barriers of the combine stay convergent). The
+row's q is read once, before the key loop, into a private over the head dim (`%q_r`, the
+thread's slice in registers like the accumulator's), not again for every key.
+
+With the plan's `stage_keys` (B > 0) the key loop walks B keys a step and the block copies each
+step's K and V tiles (B x D, the loads indexed by the key and a loop over D with the leading
+coordinates uniform over the block) into shared memory, where the step's keys read them:
+
+    tile.for %k0 = 0 to min(%kub, ceil(S / B) B) step B bind(serial) iter(%m, %l) {
+      %ks = tile.stage %k[.., %k0, 0] [1, .., B, D] ; %vs = tile.stage %v[..]
+      tile.for %r0 = %k0 to min(%k0 + B, S) bind(serial) iter(..) { .. %ks[%r0 - %k0, %d] .. }
+
+The outer loop keeps the causal stop (uniform, as the copy's barrier needs); keys past it in
+the last step are masked as before, keys past S read zero and are never visited. The
 region must have that shape (analysis/nest.py, `flash_row`): a rank-1 `loop.private`, every loop over D (lb 0, step 1, no loop
 inside), reduce loops only inside a serial accumulating loop, stores only inside the free loops
 over D, and the private accessed only by the iv of the free loop around the access.
@@ -58,20 +71,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntAttr, MemRefType
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
-from deplo.analysis.nest import FlashRow, block_regions, causal_limit, defined_inside, flash_row
+from deplo.analysis.index import const_value
+from deplo.analysis.nest import (
+    FlashRow,
+    block_regions,
+    causal_limit,
+    defined_inside,
+    flash_row,
+    stored_buffers,
+    tail_coords,
+)
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import Plan
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 from deplo.passes.tile.rewrite import (
+    access_at,
     add,
     below,
     bound_loop,
     clamp,
+    compact_access,
     const,
     guard_stores,
     mul,
@@ -92,6 +118,7 @@ class TileAttentionRowsPass(KernelPass):
 
     threads: int | None = None
     rows: int | None = None
+    stage_keys: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         found = [(r, row) for r in block_regions(kernel) if (row := flash_row(r))]
@@ -100,11 +127,17 @@ class TileAttentionRowsPass(KernelPass):
                                   "plan does not match its loops (no flash-attention row)")
         threads, per_block = 0, plan.knob("rows", 1)
         grid = list(kernel.grid_dims)
+        stored = stored_buffers(kernel)
         for region, row in found:
             t = min(plan.knob("threads"), -(-row.head_dim // hw.WARP) * hw.WARP)
+            for kl in row.key_loops:
+                hoist_query(row, kl, stored)
             outer = region.parent_op()
             if isinstance(outer, tile.ForOp) and outer.binding == tile.Bind.BLOCK_X:
                 grid[0] = split_rows(row, outer, per_block)
+            if plan.knob("stage_keys", 0):
+                row.key_loops = [stage_keys(row, kl, plan.knob("stage_keys"))
+                                 for kl in row.key_loops]
             rewrite(row, t)
             threads = max(threads, t)
         kernel.set_launch(grid=grid, block=(threads, per_block, 1))
@@ -117,7 +150,7 @@ def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:
     assert extent is not None
     iv = rows_loop.iv
     b = Builder(InsertPoint.before(row.ops[0]))
-    for kl in row.key_loops:
+    for n, kl in enumerate(row.key_loops):
         limit = causal_limit(kl)
         if limit is None:
             continue
@@ -131,7 +164,7 @@ def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:
             continue
         stop = add(b, last, const(b, inclusive)) if inclusive else last
         stop.name_hint = "kub"
-        row.ops[row.ops.index(kl)] = bound_loop(kl, stop)
+        row.ops[row.ops.index(kl)] = row.key_loops[n] = bound_loop(kl, stop)
     if rows == 1:
         return extent
     uses = [u for u in iv.uses if u.operation in row.ops or _inside(u.operation, row.ops)]
@@ -154,6 +187,134 @@ def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:
         u.operation.operands[u.index] = index
     rows_loop.ub = IntAttr(-(-extent // rows))
     return rows_loop.ub.data
+
+
+def hoist_query(row: FlashRow, kl: tile.ForOp, stored: set[SSAValue]) -> None:
+    """The loads of a q . k product that do not move with the key (the row's q) are read once,
+    before the key loop, into a per-row array over the head dim (a thread's slice of it is
+    registers, like the accumulator's), not again for every key."""
+    for lp, _ in row.reduces:
+        if not kl.is_ancestor(lp):
+            continue
+        for ld in [o for o in lp.body.block.ops if isinstance(o, loop.LoadOp)]:
+            used = [ld.indices[n] for n in sorted(ld.access_map().used_dims())]
+            if ld.buffer in stored or not any(v is lp.iv for v in used) or any(
+                    v is not lp.iv and kl.is_ancestor(_owner(v)) for v in used):
+                continue
+            ld = compact_access(ld)  # the key iv may be an operand its map ignores
+            mtype = MemRefType(ld.result.type, [row.head_dim])
+            private = loop.PrivateOp(mtype)
+            private.result.name_hint = (ld.buffer.name_hint or "x") + "r"
+            fill = tile.ForOp(0, row.head_dim, tile.Bind.SERIAL)
+            fb = Builder(InsertPoint.at_start(fill.body.block))
+            value = fb.insert(ld.clone(value_mapper={lp.iv: fill.iv})).result
+            fb.insert(loop.StoreOp(value, private.result, [fill.iv]))
+            fb.insert(tile.YieldOp())
+            Rewriter.insert_op([private, fill], InsertPoint.before(kl))
+            at = row.ops.index(kl)
+            row.ops[at:at] = [private, fill]
+            row.free.append(fill)
+            new = loop.LoadOp(private.result, [lp.iv])
+            new.result.name_hint = ld.result.name_hint
+            Rewriter.replace_op(ld, new)
+
+
+def stage_keys(row: FlashRow, kl: tile.ForOp, step: int) -> tile.ForOp:
+    """The key loop walks `step` keys at a time; each step's tiles of the inputs it reads by key
+    and head dim (K, V) are copied into shared memory by the block, and the key loop reads them
+    there. The outer loop keeps the causal stop (uniform over the block, as the copy needs);
+    the inner one runs the step's keys, those past the stop masked as before."""
+    staged = [(ld, c) for ld in kl.walk() if isinstance(ld, loop.LoadOp)
+              and (c := _key_tile(ld, kl, row.head_dim)) is not None]
+    if not staged:
+        return kl
+    keys, key = kl.ub.data, kl.iv
+    outer = tile.ForOp(0, -(-keys // step) * step, tile.Bind.SERIAL, list(kl.inits), None, step,
+                       kl.dyn_ub)
+    outer.iv.name_hint = "k0"
+    Rewriter.insert_op(outer, InsertPoint.before(kl))
+    ob = Builder(InsertPoint.at_end(outer.body.block))
+    k0 = outer.iv
+    body = Rewriter.move_region_contents_to_new_regions(kl.body)
+    tiles: dict[tuple, SSAValue] = {}
+    local = Builder(InsertPoint.at_start(body.block)).insert(
+        arith.SubiOp(key, k0)).result  # the key's row in the step's tile
+    for ld, (key_first, d_iv) in staged:
+        zero = const(ob, 0)
+        offsets = [c if (c := const_value(o)) is not None else o
+                   for o in access_at(ob, ld, {key: k0, d_iv: zero})]
+        sizes = [1] * (len(offsets) - 2) + ([step, row.head_dim] if key_first
+                                            else [row.head_dim, step])
+        if not zero.uses:
+            Rewriter.erase_op(zero.owner)
+        sig = (ld.buffer, tuple(id(o) if isinstance(o, SSAValue) else o for o in offsets))
+        if sig not in tiles:
+            st = ob.insert(tile.StageOp(ld.buffer, offsets, sizes))
+            st.result.name_hint = (ld.buffer.name_hint or "x") + "s"
+            tiles[sig] = st.result
+        at = [local, d_iv] if key_first else [d_iv, local]
+        new = loop.LoadOp(tiles[sig], at)
+        new.result.name_hint = ld.result.name_hint
+        Rewriter.replace_op(ld, new)
+    inner = tile.ForOp(k0, keys, tile.Bind.SERIAL, list(outer.accs), body, 1,
+                       add(ob, k0, const(ob, step)))
+    ob.insert(inner)
+    ob.insert(tile.YieldOp(*inner.res))
+    for old, res in zip(kl.res, outer.res):
+        old.replace_all_uses_with(res)
+    row.ops[row.ops.index(kl)] = outer
+    Rewriter.erase_op(kl)
+    return outer
+
+
+def _key_tile(ld: loop.LoadOp, kl: tile.ForOp, head_dim: int) -> tuple[bool, SSAValue] | None:
+    """(whether the key is the first of the two, the head-dim iv) where `ld` reads a global
+    input at [uniform..., key, d] or [uniform..., d, key] — the key of `kl`, d of a loop over
+    the head dim inside it, the leading coordinates the same for the whole block — else None."""
+    if not isinstance(ld.buffer, BlockArgument) or not isinstance(ld.buffer.owner.parent_op(),
+                                                                   tile.KernelOp):
+        return None
+    lead = {v for v in ld.indices if _uniform(v) and not kl.is_ancestor(_owner(v))}
+    c = tail_coords(ld, lead)
+    if c is None or kl.iv not in c[-2:]:
+        return None
+    d = c[-1] if c[-2] is kl.iv else c[-2]
+    if not isinstance(d, BlockArgument):
+        return None
+    lp = d.owner.parent_op()
+    if not (isinstance(lp, tile.ForOp) and lp.iv is d and kl.is_ancestor(lp)
+            and lp.static_lb == 0 and lp.step.data == 1 and lp.extent == head_dim):
+        return None
+    return c[-2] is kl.iv, d
+
+
+def _owner(v: SSAValue):
+    return v.owner.parent_op() if isinstance(v, BlockArgument) else v.owner
+
+
+def _uniform(v: SSAValue) -> bool:
+    """The same for every thread of the block: a block or serial index outside the threads, or
+    integer arithmetic on such values."""
+    if isinstance(v, BlockArgument):
+        lp = v.owner.parent_op()
+        if isinstance(lp, tile.KernelOp):
+            return True
+        if not isinstance(lp, tile.ForOp) or lp.iv is not v or lp.binding.is_thread:
+            return False
+        return not any(isinstance(p, tile.ForOp) and p.binding.is_thread
+                       for p in _ancestors(lp))
+    op = v.owner
+    return isinstance(op, (arith.ConstantOp, arith.AddiOp, arith.MuliOp, arith.SubiOp,
+                           arith.DivUIOp, arith.DivSIOp, arith.RemUIOp, arith.RemSIOp,
+                           arith.FloorDivSIOp, arith.MinSIOp, arith.MaxSIOp,
+                           arith.IndexCastOp)) and all(_uniform(o) for o in op.operands)
+
+
+def _ancestors(op):
+    p = op.parent_op()
+    while p is not None:
+        yield p
+        p = p.parent_op()
 
 
 def _inside(op, ops) -> bool:

@@ -403,9 +403,9 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     step's K and V tiles in shared memory (the model prefers the reuse to more, smaller
     blocks even where 4 warps leave SMs idle), 64 keys a step (32 past a head dim of 64: the
     scores and the accumulator share a lane's registers); unstaged where the head dim is not a
-    whole number of fragments. Otherwise a group of lanes a row, 16 of the head dim each (q.k:
-    16 FMAs and a short shuffle tree per key); as many rows a block (up to 128 threads) as
-    still give every SM two blocks."""
+    whole number of fragments. Otherwise a group of lanes a row (`_row_threads`); as many rows
+    a block (up to 128 threads) as still give every SM two blocks; K and V read through L1
+    (`stage_keys` 0: the model finds the rows of a block share them there as well)."""
     rows = f["rows"]
     queries, others = (rows[-1], math.prod(rows[:-1])) if rows else (1, 1)
     implied = CLASSES["attention"].implied(fixed)  # a SIMT knob given: no tensor cores
@@ -420,13 +420,26 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
                 and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
         return knobs
-    threads = fixed.get("threads", min(hw.WARP, _pow2_ceil(max(1, f["head_dim"] // 16))))
+    threads = fixed.get("threads", _row_threads(f["head_dim"], others * queries))
     per = 1
     if threads < hw.WARP:
         options = [r for r in (32, 16, 8, 4, 2, 1) if r * threads <= 128 and r <= queries]
         full = [r for r in options if r * threads >= hw.WARP] or options[:1]
         per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
-    return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per} | fixed)
+    return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
+                                     "stage_keys": 0} | fixed)
+
+
+def _row_threads(head_dim: int, rows: int) -> int:
+    """Lanes a flash row: 16 of the head dim each, more (down to 4 each, at most half a warp:
+    a block holds several rows) while the rows on lanes stay under 64K threads: a row walks
+    its keys one after another, so with few rows the GPU is latency bound and splitting a
+    row's q.k wider shortens each key's step."""
+    threads = min(hw.WARP, _pow2_ceil(max(1, head_dim // 16)))
+    while threads < hw.WARP // 2 and 2 * threads <= max(1, head_dim // 4) \
+            and rows * threads < 65536:
+        threads *= 2
+    return threads
 
 
 def pointwise_knobs(f: dict, fixed: dict) -> dict:

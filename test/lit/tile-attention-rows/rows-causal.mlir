@@ -4,7 +4,9 @@
 // output stores guarded), four lanes a row (4 of the head dim's 16 each, as a static slice
 // loop over j: the accumulator is 4 registers indexed by j). The scores are causal
 // (select(key <= row, s, -big)), so the key loop stops after the block's last row (min(.., 6):
-// the static bound stays). The text round-trips through deplo-opt.
+// the static bound stays). The row's q is read once, before the key loop, into a private
+// (%x0r: the thread's 4 of it, registers), not again for every key. The text round-trips
+// through deplo-opt.
 // CHECK-LABEL: tile.kernel @sdpa(
 // CHECK-SAME:      grid(2, 2, 1) block(4, 4, 1)
 // CHECK:           tile.for %a2 = 0 to 2 bind(block.x) {
@@ -20,15 +22,19 @@
 // CHECK-NEXT:            %acc = loop.private : memref<4xf32>
 // CHECK-NEXT:            tile.for %j = 0 to 4 bind(serial) {
 // CHECK:                   loop.store %{{.*}}, %acc[%j] : memref<4xf32>
+// CHECK:                 %x0r = loop.private : memref<4xf32>
+// CHECK-NEXT:            tile.for %j_1 = 0 to 4 bind(serial) {
+// CHECK:                   %[[D:.*]] = arith.addi %t, %{{.*}} : index
+// CHECK-NEXT:              %[[Q:.*]] = loop.load %x0[%a0, %a1, %[[R]], %[[D]]]
+// CHECK-NEXT:              loop.store %[[Q]], %x0r[%j_1]
 // CHECK:                 tile.for %r0 = 0 to min(%kub, 6) bind(serial) iter(
-// CHECK-NEXT:              tile.for %j_1 = 0 to 4 bind(serial) iter(
-// CHECK:                     %[[D:.*]] = arith.addi %t, %{{.*}} : index
-// CHECK-NEXT:                loop.load %x0[%a0, %a1, %[[R]], %r0, %[[D]]]
+// CHECK-NEXT:              tile.for %j_2 = 0 to 4 bind(serial) iter(
+// CHECK:                     loop.load %x0r[%j_2]
 // CHECK:                   tile.combine add %{{.*}} over thread.x : f32
 // CHECK:                 scf.if %in {
 // CHECK-NEXT:              loop.store %{{.*}}, %out[%a0, %a1, %[[R]], %{{.*}}]
 builtin.module {
-  tile.kernel @sdpa(%x0: memref<1x2x6x16xf32>, %x1: memref<1x1x6x16xf32>, %x2: memref<1x1x6x16xf32>, %out: memref<1x2x6x16xf32>) grid(6, 2, 1) block(1, 1, 1) key "45458d8203a662c3" plan attention(rows = [2, 6], head_dim = 16, keys = 6) {grid_dims = 2, mma = false, threads = 4, rows = 4, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid"] {
+  tile.kernel @sdpa(%x0: memref<1x2x6x16xf32>, %x1: memref<1x1x6x16xf32>, %x2: memref<1x1x6x16xf32>, %out: memref<1x2x6x16xf32>) grid(6, 2, 1) block(1, 1, 1) key "45458d8203a662c3" plan attention(rows = [2, 6], head_dim = 16, keys = 6) {grid_dims = 2, mma = false, threads = 4, rows = 4, stage_keys = 0, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid"] {
     %0 = arith.constant -3.40282347e+38 : f32
     %1 = arith.constant 2.500000e-01 : f32
     %2 = arith.constant 0.000000e+00 : f32

@@ -26,14 +26,14 @@
 // CHECK-NEXT:          loop.load %acc[%a3_2, %[[T]]] map (d0, d1) -> (0) : memref<1xf32>
 // CHECK:               loop.store %{{.*}}, %out[%a0, %a1, %a2, %a3_2] : memref<1x4x7x16xf32>
 
-// The heuristic: a thread per 16 of the head dim (one here), four query rows a block on thread.y
-// (7 rows: two blocks, the last row clamped and its store guarded), each thread holding the whole
-// accumulator row.
-// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 4, 1) block(1, 4, 1) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, mma = false, threads = 1, rows = 4, {{.*}}}
+// The heuristic: with this few rows (28 on lanes) a row's q.k split wide, 4 of the head dim a
+// thread (four here), four query rows a block on thread.y (7 rows: two blocks, the last row
+// clamped and its store guarded), each thread holding 4 of the accumulator row.
+// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 4, 1) block(4, 4, 1) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, mma = false, threads = 4, rows = 4, stage_keys = 0, {{.*}}}
 // AUTO:         tile.for %ty = 0 to 4 bind(thread.y) {
 // AUTO:           %in = arith.cmpi ult, %{{.*}}, %{{.*}} : index
-// AUTO:           tile.for %t = 0 to 1 bind(thread.x) {
-// AUTO-NEXT:        %acc = loop.private : memref<16xf32>
+// AUTO:           tile.for %t = 0 to 4 bind(thread.x) {
+// AUTO-NEXT:        %acc = loop.private : memref<4xf32>
 // AUTO:             tile.for %r0 = 0 to min(%kub, 7) bind(serial)
 // AUTO:             scf.if %in {
 

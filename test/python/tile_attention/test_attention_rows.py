@@ -136,3 +136,96 @@ def test_fewer_threads_than_head_dim(causal: bool) -> None:
         (got,) = exe.run(xs, schedule=schedule)
         assert _max_rel(got, want) <= 1e-5, (schedule, _max_rel(got, want))
     _no_spills(c)
+
+
+def _with_rows_options(c: Compiled, options: str) -> None:
+    from deplo.passes import pipeline
+    from deplo.tools.driver import run_passes
+
+    tile_passes = pipeline.PIPELINES["to-tile"][len(pipeline.PIPELINES["to-loop"]):]
+    spec = ",".join(f"tile-attention-rows{{{options}}}" if p == "tile-attention-rows" else p
+                    for p in tile_passes)
+    c._levels["tile"] = run_passes(c.module("loop").clone(), spec, 0)
+
+
+def _key_loop_loads(k: tile.KernelOp) -> tuple[int, int]:
+    """(global loads, shared-memory stages) inside the kernel's serial key loops."""
+    loops = [op for op in k.walk() if isinstance(op, tile.ForOp) and op.res
+             and op.binding == tile.Bind.SERIAL and len(op.res) >= 2]
+    outer = [lp for lp in loops if not any(p in loops for p in tile.enclosing_loops(lp))]
+    ops = [op for lp in outer for op in lp.walk()]
+    globals_ = [op for op in ops if op.name == "loop.load" and isinstance(
+        op.buffer.owner, type(k.body.block)) and op.buffer.owner.parent_op() is k]
+    return len(globals_), sum(isinstance(op, tile.StageOp) for op in ops)
+
+
+STAGED = [  # (S, D, causal, threads, rows, stage_keys)
+    (37, 16, True, 1, 32, 16),
+    (37, 16, False, 4, 8, 32),
+    (70, 64, True, 4, 8, 32),
+    (70, 64, True, 8, 32, 64),
+    (33, 40, True, 8, 4, 16),  # a ragged head dim: strided threads
+    (50, 64, False, 32, 1, 16),
+]
+
+
+@pytest.mark.parametrize("s,d,causal,threads,rows,step", STAGED)
+def test_staged_keys(s: int, d: int, causal: bool, threads: int, rows: int, step: int) -> None:
+    """stage_keys: each step's K and V tiles in shared memory (keys past the end read as zero,
+    the last step partial), q read once into registers; against float64 PyTorch."""
+    g = torch.Generator().manual_seed(s + d)
+    qkv = [torch.randn(1, 4, s, d, generator=g), torch.randn(1, 2, s, d, generator=g),
+           torch.randn(1, 2, s, d, generator=g)]
+    c = deplo.compile(_sdpa(causal), qkv)
+    _with_rows_options(c, f"threads={threads} rows={rows} stage-keys={step}")
+    (k,) = _flash_kernels(c)
+    loads, stages = _key_loop_loads(k)
+    assert (loads, stages) == (0, 2), (loads, stages)  # K and V staged; q hoisted
+    xs = random_inputs(c.program, seed=2)
+    want = _sdpa(causal)(*(torch.from_numpy(x).double() for x in xs)).numpy()
+    exe = c.executable("cpu")
+    for schedule in SCHEDULES:
+        (got,) = exe.run(xs, schedule=schedule)
+        assert _max_rel(got, want) <= 1e-5, (schedule, _max_rel(got, want))
+    _no_spills(c)
+
+
+def test_staged_keys_with_mask_and_longer_keys() -> None:
+    """An additive mask read by (row, key) stays in global memory; Sq != Sk; self-attention
+    with q = k = v (one buffer staged once per step, for both products)."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(1, 2, 9, 32, generator=g)
+    kv = torch.randn(1, 2, 45, 32, generator=g)
+    mask = torch.randn(1, 1, 9, 45, generator=g)
+
+    def f(q, kv, mask):
+        return F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask)
+
+    c = deplo.compile(f, [q, kv, mask])
+    _with_rows_options(c, "threads=4 rows=8 stage-keys=16")
+    (k,) = _flash_kernels(c)
+    loads, stages = _key_loop_loads(k)
+    assert stages == 1 and loads == 1, (loads, stages)  # kv staged once; the mask read in place
+    xs = random_inputs(c.program, seed=4)
+    want = f(*(torch.from_numpy(x).double() for x in xs)).numpy()
+    (got,) = c.executable("cpu").run(xs)
+    assert _max_rel(got, want) <= 1e-5, _max_rel(got, want)
+
+
+def test_stage_keys_knob_is_checked() -> None:
+    """stage_keys takes 0 or 16..128 keys a step within shared memory; the space offers only
+    what fits; the heuristic reads K and V through L1 (0)."""
+    from deplo.dialects.tile_plan import CLASSES, Plan
+
+    c = deplo.compile(_sdpa(True), _qkv(64))
+    (k,) = _flash_kernels(c)
+    plan = k.the_plan
+    assert plan.knob("stage_keys") == 0 and not plan.violations()
+    knobs = dict(plan.knobs)
+    for step, why in ((24, "expected 0 (no staging), 16, 32, 64 or 128"),
+                      (128, "more than")):
+        bad = Plan(plan.kind, plan.facts, tuple(
+            (n, step if n == "stage_keys" else v) for n, v in knobs.items())).violations()
+        assert [n for n, _ in bad] == ["stage_keys"] and why in bad[0][1], bad
+    domain = CLASSES["attention"].domain("stage_keys", {"head_dim": 128}, knobs)
+    assert domain == (0, 16, 32)

@@ -73,8 +73,14 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntAttr, MemRefType
-from xdsl.ir import BlockArgument, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir import Block, BlockArgument, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
@@ -136,7 +142,7 @@ class TileAttentionRowsPass(KernelPass):
             if isinstance(outer, tile.ForOp) and outer.binding == tile.Bind.BLOCK_X:
                 grid[0] = split_rows(row, outer, per_block)
             if plan.knob("stage_keys", 0):
-                row.key_loops = [stage_keys(row, kl, plan.knob("stage_keys"))
+                row.key_loops = [stage_keys(row, kl, plan.knob("stage_keys"), region)
                                  for kl in row.key_loops]
             rewrite(row, t)
             threads = max(threads, t)
@@ -219,13 +225,13 @@ def hoist_query(row: FlashRow, kl: tile.ForOp, stored: set[SSAValue]) -> None:
             Rewriter.replace_op(ld, new)
 
 
-def stage_keys(row: FlashRow, kl: tile.ForOp, step: int) -> tile.ForOp:
+def stage_keys(row: FlashRow, kl: tile.ForOp, step: int, region: Block) -> tile.ForOp:
     """The key loop walks `step` keys at a time; each step's tiles of the inputs it reads by key
     and head dim (K, V) are copied into shared memory by the block, and the key loop reads them
     there. The outer loop keeps the causal stop (uniform over the block, as the copy needs);
     the inner one runs the step's keys, those past the stop masked as before."""
     staged = [(ld, c) for ld in kl.walk() if isinstance(ld, loop.LoadOp)
-              and (c := _key_tile(ld, kl, row.head_dim)) is not None]
+              and (c := _key_tile(ld, kl, row.head_dim, region)) is not None]
     if not staged:
         return kl
     keys, key = kl.ub.data, kl.iv
@@ -240,15 +246,17 @@ def stage_keys(row: FlashRow, kl: tile.ForOp, step: int) -> tile.ForOp:
     local = Builder(InsertPoint.at_start(body.block)).insert(
         arith.SubiOp(key, k0)).result  # the key's row in the step's tile
     for ld, (key_first, d_iv) in staged:
-        zero = const(ob, 0)
-        offsets = [c if (c := const_value(o)) is not None else o
-                   for o in access_at(ob, ld, {key: k0, d_iv: zero})]
-        sizes = [1] * (len(offsets) - 2) + ([step, row.head_dim] if key_first
-                                            else [row.head_dim, step])
-        if not zero.uses:
-            Rewriter.erase_op(zero.owner)
-        sig = (ld.buffer, tuple(id(o) if isinstance(o, SSAValue) else o for o in offsets))
+        # the same tile wherever the access differs only in the key and head-dim ivs (q = k = v)
+        marks = {key: "key", d_iv: "d"}
+        sig = (ld.buffer, tuple(_expr_of(e, ld, marks) for e in ld.access_map().results))
         if sig not in tiles:
+            zero = const(ob, 0)
+            offsets = [c if (c := const_value(o)) is not None else o
+                       for o in access_at(ob, ld, {key: k0, d_iv: zero})]
+            if not zero.uses:
+                Rewriter.erase_op(zero.owner)
+            sizes = [1] * (len(offsets) - 2) + ([step, row.head_dim] if key_first
+                                                else [row.head_dim, step])
             st = ob.insert(tile.StageOp(ld.buffer, offsets, sizes))
             st.result.name_hint = (ld.buffer.name_hint or "x") + "s"
             tiles[sig] = st.result
@@ -267,14 +275,16 @@ def stage_keys(row: FlashRow, kl: tile.ForOp, step: int) -> tile.ForOp:
     return outer
 
 
-def _key_tile(ld: loop.LoadOp, kl: tile.ForOp, head_dim: int) -> tuple[bool, SSAValue] | None:
+def _key_tile(ld: loop.LoadOp, kl: tile.ForOp, head_dim: int,
+              region: Block) -> tuple[bool, SSAValue] | None:
     """(whether the key is the first of the two, the head-dim iv) where `ld` reads a global
     input at [uniform..., key, d] or [uniform..., d, key] — the key of `kl`, d of a loop over
-    the head dim inside it, the leading coordinates the same for the whole block — else None."""
+    the head dim inside it, the leading coordinates the same for the whole block (defined
+    outside its `region`) — else None."""
     if not isinstance(ld.buffer, BlockArgument) or not isinstance(ld.buffer.owner.parent_op(),
                                                                    tile.KernelOp):
         return None
-    lead = {v for v in ld.indices if _uniform(v) and not kl.is_ancestor(_owner(v))}
+    lead = {v for v in ld.indices if not defined_inside(v, region)}
     c = tail_coords(ld, lead)
     if c is None or kl.iv not in c[-2:]:
         return None
@@ -288,33 +298,20 @@ def _key_tile(ld: loop.LoadOp, kl: tile.ForOp, head_dim: int) -> tuple[bool, SSA
     return c[-2] is kl.iv, d
 
 
+def _expr_of(e: AffineExpr, ld: loop.LoadOp, marks: dict) -> object:
+    """A coordinate of `ld` as a hashable tree over its index values (those in `marks` by
+    their mark): equal for two loads that read the same element."""
+    if isinstance(e, AffineDimExpr):
+        v = ld.indices[e.position]
+        return marks.get(v, v)
+    if isinstance(e, AffineConstantExpr):
+        return e.value
+    assert isinstance(e, AffineBinaryOpExpr)
+    return e.kind, _expr_of(e.lhs, ld, marks), _expr_of(e.rhs, ld, marks)
+
+
 def _owner(v: SSAValue):
     return v.owner.parent_op() if isinstance(v, BlockArgument) else v.owner
-
-
-def _uniform(v: SSAValue) -> bool:
-    """The same for every thread of the block: a block or serial index outside the threads, or
-    integer arithmetic on such values."""
-    if isinstance(v, BlockArgument):
-        lp = v.owner.parent_op()
-        if isinstance(lp, tile.KernelOp):
-            return True
-        if not isinstance(lp, tile.ForOp) or lp.iv is not v or lp.binding.is_thread:
-            return False
-        return not any(isinstance(p, tile.ForOp) and p.binding.is_thread
-                       for p in _ancestors(lp))
-    op = v.owner
-    return isinstance(op, (arith.ConstantOp, arith.AddiOp, arith.MuliOp, arith.SubiOp,
-                           arith.DivUIOp, arith.DivSIOp, arith.RemUIOp, arith.RemSIOp,
-                           arith.FloorDivSIOp, arith.MinSIOp, arith.MaxSIOp,
-                           arith.IndexCastOp)) and all(_uniform(o) for o in op.operands)
-
-
-def _ancestors(op):
-    p = op.parent_op()
-    while p is not None:
-        yield p
-        p = p.parent_op()
 
 
 def _inside(op, ops) -> bool:

@@ -238,10 +238,12 @@ def linear_of(v: SSAValue) -> tuple[dict[SSAValue, int], int]:
     return {v: 1}, 0
 
 
-def stage_vector(op: tile.StageOp, nbytes: int) -> int:
+def stage_vector(op: tile.StageOp, nbytes: int, source_only: bool = False) -> int:
     """Elements per `nbytes`-byte piece of a stage's copy when every piece is aligned on both
     sides (slab rows, source rows, staged rows and the innermost offset all multiples of it);
-    0 when they are not, or when nbytes is not a whole number of elements."""
+    0 when they are not, or when nbytes is not a whole number of elements. A transposed stage
+    scatters a piece over shared rows: only single elements, unless `source_only` (the pieces
+    a copy loads, stored element by element)."""
     src = op.source.type
     assert isinstance(src, MemRefType)
     eb = tile.element_bytes(src.element_type)
@@ -250,14 +252,16 @@ def stage_vector(op: tile.StageOp, nbytes: int) -> int:
         return 0
     if v == 1:
         return 1
+    if op.is_transposed and not source_only:
+        return 0
     off = op.mixed_offsets()[-1]
     mult = (off or ANY) if isinstance(off, int) else known_multiple(off)
     dst = op.result.type
     assert isinstance(dst, MemRefType)
     inner = op.size_list[-1]
-    if inner % v or src.get_shape()[-1] % v or dst.get_shape()[-1] % v or mult % v:
+    if inner % v or src.get_shape()[-1] % v or mult % v:
         return 0
-    return v
+    return 0 if dst.get_shape()[-1] % v and not source_only else v
 
 
 def may_overhang(op: tile.StageOp) -> list[bool]:

@@ -445,6 +445,33 @@ class CpAsyncWaitOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ArriveLastOp(IRDLOperation):
+    """The block arrives at counter `slot` (of the program's arrival counters, zero between
+    launches) after its stores; true in the `count`-th block to arrive, which resets the
+    counter: `%last = kernel.arrive_last %slot of 4`. Every thread of the block calls it (a
+    barrier, one atomic add by thread 0 after a memory fence, a barrier); the result is
+    uniform. tile.split_last lowers to it."""
+
+    name = "kernel.arrive_last"
+    slot = operand_def(IndexType)
+    count = prop_def(IntegerAttr[I64])
+    result = result_def(IntegerType(1))
+    assembly_format = "$slot `of` $count attr-dict"
+
+    def __init__(self, slot: SSAValue, count: int):
+        super().__init__(operands=[slot], result_types=[IntegerType(1)],
+                         properties={"count": IntegerAttr(count, i64)})
+
+    def verify_(self) -> None:
+        if self.count.value.data < 1:
+            raise VerifyException(f"expected a positive count, got {self.count.value.data}")
+        _verify_in_kernel(self)
+
+
+ARRIVAL_SLOTS = 1 << 16  # kc_arrivals of the prelude: the counters of one program
+
+
+@irdl_op_definition
 class LaunchOp(IRDLOperation):
     """Launch a kernel from the host function; grid and block are the callee's.
 
@@ -624,7 +651,7 @@ class PackHalvesOp(PackHalves):
 Kernel = Dialect(
     "kernel",
     [FuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp, SharedOp, BarrierOp, ShuffleOp,
-     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, VectorLoadOp, VectorStoreOp, LdmatrixOp, MmaOp,
-     PackHalvesOp, LaunchOp],
+     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, ArriveLastOp, VectorLoadOp, VectorStoreOp,
+     LdmatrixOp, MmaOp, PackHalvesOp, LaunchOp],
     [DimAttr, ShuffleModeAttr],
 )

@@ -60,6 +60,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     NoneAttr,
     StringAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -612,9 +613,13 @@ DYNAMIC = -(2**63)
 """Marks an offset given by an SSA operand in `static_offsets` (MLIR's `kDynamic`)."""
 
 
-def staged_type(source: MemRefType, sizes: Sequence[int], pad: int) -> MemRefType:
-    """The shared buffer for a slab: unit dims dropped, the innermost dim padded by `pad`."""
+def staged_type(source: MemRefType, sizes: Sequence[int], pad: int,
+                transposed: bool = False) -> MemRefType:
+    """The shared buffer for a slab: unit dims dropped, the innermost two swapped when
+    `transposed`, the innermost dim padded by `pad`."""
     shape = [s for s in sizes if s != 1] or [1]
+    if transposed:
+        shape[-2:] = shape[-1:-3:-1]
     shape[-1] += pad
     return MemRefType(source.element_type, shape, NoneAttr(), SHARED_SPACE)
 
@@ -648,6 +653,7 @@ class StageOp(IRDLOperation):
     copy = prop_def(CopyKindAttr)
     buffers = prop_def(IntAttr)
     pad = prop_def(IntAttr)
+    transposed = opt_prop_def(UnitAttr)
     result = result_def(MemRefType)
     traits = traits_def(HasAncestor(KernelOp))
 
@@ -660,10 +666,11 @@ class StageOp(IRDLOperation):
         buffers: int = 1,
         pad: int = 0,
         result_type: MemRefType | None = None,
+        transposed: bool = False,
     ):
         stype = SSAValue.get(source).type
         assert isinstance(stype, MemRefType)
-        result_type = result_type or staged_type(stype, sizes, pad)
+        result_type = result_type or staged_type(stype, sizes, pad, transposed)
         super().__init__(
             operands=[source, [o for o in offsets if not isinstance(o, int)]],
             result_types=[result_type],
@@ -675,7 +682,7 @@ class StageOp(IRDLOperation):
                 "copy": CopyKindAttr(copy),
                 "buffers": IntAttr(buffers),
                 "pad": IntAttr(pad),
-            },
+            } | ({"transposed": UnitAttr()} if transposed else {}),
         )
 
     @property
@@ -685,6 +692,17 @@ class StageOp(IRDLOperation):
     def mixed_offsets(self) -> list[int | SSAValue]:
         dyn = iter(self.offsets)
         return [next(dyn) if o == DYNAMIC else o for o in self.static_offsets.get_values()]
+
+    @property
+    def is_transposed(self) -> bool:
+        return self.transposed is not None
+
+    def smem_indices(self, coords: Sequence) -> list:
+        """The shared-buffer indices of a slab element from its coordinates per kept dim."""
+        out = list(coords)
+        if self.is_transposed:
+            out[-2:] = out[-1:-3:-1]
+        return out
 
     @property
     def smem_bytes(self) -> int:
@@ -720,7 +738,9 @@ class StageOp(IRDLOperation):
             )
         if self.pad.data < 0:
             raise VerifyException(f"{where}: expected a non-negative pad, got {self.pad.data}")
-        want = staged_type(src, sizes, self.pad.data)
+        if self.transposed and sum(s != 1 for s in sizes) < 2:
+            raise VerifyException(f"{where}: a transposed slab needs two dims larger than 1")
+        want = staged_type(src, sizes, self.pad.data, self.is_transposed)
         if self.result.type != want:
             raise VerifyException(f"{where}: expected result type {want}, got {self.result.type}")
         if self.smem_bytes > SHARED_MEMORY_BYTES:
@@ -728,37 +748,8 @@ class StageOp(IRDLOperation):
                 f"{where}: the staged slab takes {self.smem_bytes} bytes, more than the "
                 f"{SHARED_MEMORY_BYTES} of shared memory"
             )
-        self._verify_collective(where)
+        _verify_collective(self, where)
 
-    def _verify_collective(self, where: str) -> None:
-        """Every thread of the block reaches the stage equally often: it is at block level, or
-        each thread loop around it covers its whole block axis and every loop inside the
-        outermost of them has a static lower bound (the same trip count on every thread)."""
-        kernel = enclosing_kernel(self)
-        loops = enclosing_loops(self)
-        threads = [i for i, lp in enumerate(loops) if lp.binding.is_thread]
-        if not threads or kernel is None:
-            return
-        for lp in loops[: threads[-1]]:
-            if not lp.uniform_start:
-                raise VerifyException(
-                    f"{where}: expected the loops inside its thread loops to have static lower "
-                    "bounds, so that every thread reaches it"
-                )
-        for i in threads:
-            lp = loops[i]
-            size = kernel.block_dims[lp.binding.axis]
-            if (lp.static_lb, lp.step.data, lp.extent) != (0, 1, size):
-                raise VerifyException(
-                    f"{where}: expected to be at block level or inside thread loops that cover "
-                    f"the whole block, got a {lp.binding} loop of {lp.extent} iterations for "
-                    f"{size} threads"
-                )
-        parent = self.parent_op()
-        while parent is not None and not isinstance(parent, KernelOp):
-            if not isinstance(parent, ForOp):
-                raise VerifyException(f"{where}: expected no '{parent.name}' around it")
-            parent = parent.parent_op()
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -773,6 +764,7 @@ class StageOp(IRDLOperation):
         printer.print_string(f"] [{', '.join(map(str, self.size_list))}] into shared")
         printer.print_string(
             f" copy({self.copy.data}) buffers({self.buffers.data}) pad({self.pad.data})"
+            + (" transposed" if self.is_transposed else "")
         )
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
@@ -805,6 +797,7 @@ class StageOp(IRDLOperation):
                     else parser.parse_integer(allow_boolean=False)
                 )
                 parser.parse_punctuation(")")
+        transposed = parser.parse_optional_keyword("transposed") is not None
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         stype = parser.parse_type()
@@ -813,7 +806,103 @@ class StageOp(IRDLOperation):
         if not isinstance(stype, MemRefType) or not isinstance(rtype, MemRefType):
             parser.raise_error("expected memref types", pos)
         (source,) = parser.resolve_operands([src], [stype], pos)
-        op = cls(source, offsets, sizes, opts["copy"], opts["buffers"], opts["pad"], rtype)
+        op = cls(source, offsets, sizes, opts["copy"], opts["buffers"], opts["pad"], rtype,
+                 transposed)
+        op.attributes |= attrs
+        return op
+
+
+def _verify_collective(op: Operation, where: str) -> None:
+    """Every thread of the block reaches a collective (a stage, a split's arrival) equally
+    often: it is at block level, or each thread loop around it covers its whole block axis
+    and every loop inside the outermost of them has a static lower bound (the same trip
+    count on every thread)."""
+    kernel = enclosing_kernel(op)
+    loops = enclosing_loops(op)
+    threads = [i for i, lp in enumerate(loops) if lp.binding.is_thread]
+    if not threads or kernel is None:
+        return
+    for lp in loops[: threads[-1]]:
+        if not lp.uniform_start:
+            raise VerifyException(
+                f"{where}: expected the loops inside its thread loops to have static lower "
+                "bounds, so that every thread reaches it"
+            )
+    for i in threads:
+        lp = loops[i]
+        size = kernel.block_dims[lp.binding.axis]
+        if (lp.static_lb, lp.step.data, lp.extent) != (0, 1, size):
+            raise VerifyException(
+                f"{where}: expected to be at block level or inside thread loops that cover "
+                f"the whole block, got a {lp.binding} loop of {lp.extent} iterations for "
+                f"{size} threads"
+            )
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, KernelOp):
+        if not isinstance(parent, ForOp):
+            raise VerifyException(f"{where}: expected no '{parent.name}' around it")
+        parent = parent.parent_op()
+
+
+@irdl_op_definition
+class SplitLastOp(IRDLOperation):
+    """Whether this split of a split-K contraction is the last to have stored its partial sums
+    (every split's are then in `partials`, and it may add them up and finish the outputs in
+    the same kernel, instead of a second one):
+
+        %last = tile.split_last %part[%split] of 4 : memref<4x64x64xf32>
+
+    After tile-map-2d every thread of a block reaches it once (a collective, like tile.stage):
+    the block counts its arrival for its tile of outputs (one counter a block tile, across the
+    splits on block.z or a serial split loop), and the last arrival of each tile sees true. The
+    result is uniform over the block."""
+
+    name = "tile.split_last"
+    partials = operand_def(MemRefType)
+    split = operand_def(IndexType)
+    splits = prop_def(IntAttr)
+    result = result_def(IntegerType(1))
+    traits = traits_def(HasAncestor(KernelOp))
+
+    def __init__(self, partials: SSAValue, split: SSAValue, splits: int):
+        super().__init__(operands=[partials, split], result_types=[IntegerType(1)],
+                         properties={"splits": IntAttr(splits)})
+
+    def verify_(self) -> None:
+        t = self.partials.type
+        assert isinstance(t, MemRefType)
+        n = self.splits.data
+        if n < 2 or not t.get_shape() or t.get_shape()[0] != n:
+            raise VerifyException(f"{self.name}: expected {max(n, 2)} or more splits, the leading "
+                                  f"dim of {t}")
+        _verify_collective(self, self.name)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.partials)
+        printer.print_string("[")
+        printer.print_ssa_value(self.split)
+        printer.print_string(f"] of {self.splits.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.partials.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SplitLastOp:
+        pos = parser.pos
+        part = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        split = parser.parse_operand(IndexType())
+        parser.parse_punctuation("]")
+        parser.parse_keyword("of")
+        n = parser.parse_integer(allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, MemRefType):
+            parser.raise_error("expected a memref type", pos)
+        (partials,) = parser.resolve_operands([part], [t], pos)
+        op = cls(partials, split, n)
         op.attributes |= attrs
         return op
 
@@ -1070,7 +1159,7 @@ class PackHalvesOp(PackHalves):
 
 Tile = Dialect(
     "tile",
-    [KernelOp, ForOp, YieldOp, StageOp, CombineOp, FragmentLoadOp, MmaOp, PackHalvesOp,
-     LaunchOp],
+    [KernelOp, ForOp, YieldOp, StageOp, SplitLastOp, CombineOp, FragmentLoadOp, MmaOp,
+     PackHalvesOp, LaunchOp],
     [BindAttr, CopyKindAttr, CombineKindAttr, FragmentKindAttr, PlanAttr],
 )

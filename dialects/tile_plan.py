@@ -56,11 +56,13 @@ def _round_up(n: int, m: int) -> int:
 @dataclass(frozen=True)
 class Knob:
     """A decision: its name (the option of the pass that carries it out, kebab-cased), its type
-    (`int`, `bool` or a tuple of the identifiers it may be) and what it controls."""
+    (`int`, `bool` or a tuple of the identifiers it may be) and what it controls; a knob added
+    after plans were stored has the `default` that keeps their kernels as they were."""
 
     name: str
     type: type | tuple[str, ...]
     doc: str
+    default: Value | None = None
 
     def convert(self, value: object) -> Value:
         """A value of this knob's type from a JSON / option value; ValueError if it is not one."""
@@ -82,6 +84,9 @@ KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
         Knob("splits", int, "K in this many slices on their own blocks, summed by a 2nd kernel"),
+        Knob("split_sum", ("kernel", "last_block"),
+             "who adds the K slices up: a second kernel, or the last block of each output tile "
+             "to finish its slice (one launch)", default="kernel"),
         Knob("mma", bool, "tensor cores: warps of mma.sync m16n8k16 (f16/bf16, fp32 accumulators)"),
         Knob("warps_m", int, "warps per block along the rows (mma)"),
         Knob("warps_n", int, "warps per block along the columns (mma)"),
@@ -96,6 +101,9 @@ KNOBS: dict[str, Knob] = {
         Knob("threads_n", int, "threads per block along the columns (thread.x)"),
         Knob("k_chunk", int, "K walked in chunks of this many elements (0: not chunked)"),
         Knob("stage", bool, "each K chunk's input tiles copied to shared memory"),
+        Knob("transpose", bool, "staged [rows][k] slabs stored [k][rows] (SIMT): a thread's "
+                                "register-tile rows and columns read as 128-bit vectors, "
+                                "interleaved in 16-byte groups", default=False),
         Knob("stage_inputs", ("none", "reused", "all"),
              "input slabs copied to shared memory: those read twice or more, or all"),
         Knob("pad", int, "elements added to each row of 2-D shared buffers (bank conflicts)"),
@@ -139,15 +147,22 @@ class Plan:
         return CLASSES[self.kind]
 
     def knob(self, name: str, default: Value | None = None) -> Value:
+        if default is None and name in KNOBS:
+            default = KNOBS[name].default
         return dict(self.knobs).get(name, default)  # type: ignore[return-value]
 
     @property
     def knob_dict(self) -> dict[str, Value]:
         return dict(self.knobs)
 
+    @property
+    def facts_dict(self) -> dict[str, Value]:
+        return dict(self.facts)
+
 
     def missing(self) -> list[str]:
-        return [n for n in self.cls.knob_names(self.knob_dict) if n not in self.knob_dict]
+        return [n for n in self.cls.knob_names(self.knob_dict)
+                if n not in self.knob_dict and KNOBS[n].default is None]
 
     def violations(self) -> list[tuple[str, str]]:
         """(knob, why) for every rule this plan breaks; empty when it is legal."""
@@ -483,6 +498,10 @@ class MatmulClass(KernelClass):
             return bad + [("splits", f"{splits}: {why}")]
         rows, cols = facts["chain"][-2], facts["chain"][-1]
         accs = facts.get("accumulators", 1)
+        if knobs.get("split_sum", "kernel") == "last_block" and any(
+                e > 1 for e in facts["chain"][:-2]):
+            bad.append(("split_sum", "last_block: a batch of products would share the counters "
+                                     "of one block tile"))
         if knobs["mma"]:
             if not facts["tensor_cores"]:
                 bad.append(("mma", "tensor cores need a plain product of f16 or bf16 inputs "
@@ -553,6 +572,9 @@ class MatmulClass(KernelClass):
             k = facts["k"]
             more = [d for d in range(2, 65) if k % d == 0 and k // d >= 128]
             return (1, *more) if facts["splittable"] else (1,)
+        if knob == "split_sum":
+            batch = any(e > 1 for e in facts["chain"][:-2])
+            return ("kernel", "last_block") if splits > 1 and not batch else ("kernel",)
         if knob == "mma":
             ok = facts["tensor_cores"] and (facts["k"] // splits) % 16 == 0
             return (False, True) if ok else (False,)
@@ -581,6 +603,8 @@ class MatmulClass(KernelClass):
             return (0, *(c for c in (16, 32, 64) if c < reduce_length(facts, knobs)))
         if knob == "stage":
             return (False, True) if knobs["k_chunk"] else (False,)
+        if knob == "transpose":  # (of the slabs a later step stages, if any)
+            return (False, True)
         if knob == "pad":
             eb = min((slab_parts(s)[1] for s in facts["slabs"]), default=4)
             return (0, 16 // eb) if knobs["stage"] else (0,)
@@ -593,7 +617,7 @@ class MatmulClass(KernelClass):
 
 
 MMA_TILE = ("warps_m", "warps_n", "frags_m", "frags_n")
-SIMT_TILE = ("reg_m", "reg_n", "interleave", "threads_m", "threads_n")
+SIMT_TILE = ("reg_m", "reg_n", "interleave", "threads_m", "threads_n", "transpose")
 
 
 def block_tile(knobs: dict) -> tuple[int, int]:
@@ -637,7 +661,10 @@ def staged_slabs(facts: dict, knobs: dict) -> list[list[int]]:
             shared = across["i"] * across["j"] > 1
         if not shared:
             continue
-        shape = [size[d] for d in dims if size[d] != 1] or [1]
+        kept = [d for d in dims if size[d] != 1]
+        shape = [size[d] for d in kept] or [1]
+        if knobs.get("transpose") and len(kept) >= 2 and kept[-1] == "k":
+            shape[-2:] = shape[-1:-3:-1]  # tile-stage-chunks stores a [rows][k] slab k-major
         if len(shape) >= 2:
             shape[-1] += knobs["pad"]
         out.append([*shape, eb])
@@ -666,9 +693,9 @@ CLASSES: dict[str, KernelClass] = {
             "K in chunks staged in shared memory",
             ("chain", "k", "tensor_cores", "splittable", "slabs"),
             (
-                ("tile-split-k", ("splits",)),
+                ("tile-split-k", ("splits", "split_sum")),
                 ("tile-tensor-core", ("mma", "warps_m", "warps_n", "frags_m", "frags_n")),
-                ("tile-register-tile", ("reg_m", "reg_n", "interleave")),
+                ("tile-register-tile", ("reg_m", "reg_n", "interleave", "transpose")),
                 ("tile-map-2d", ("threads_m", "threads_n")),
                 ("tile-chunk-reduce", ("k_chunk",)),
                 ("tile-stage-chunks", ("stage",)),

@@ -21,6 +21,7 @@ arbitrary Python, nor compute for ever.
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 import types
 from dataclasses import dataclass
@@ -59,8 +60,11 @@ class _ExprModule(torch.nn.Module):
 
 
 def _namespace() -> dict:
+    """The names an expression sees. Its builtins hold only `__import__`: torch's C++ argument
+    parser imports modules through the calling frame's builtins (a float `scale=` of
+    F.scaled_dot_product_attention); the expression itself cannot name it (no `_` names)."""
     return {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "math": math,
-            "__builtins__": {}}
+            "__builtins__": {"__import__": builtins.__import__}}
 
 
 _NODES = (ast.Expression, ast.Call, ast.keyword, ast.Attribute, ast.Name, ast.Constant, ast.BinOp,
@@ -92,7 +96,7 @@ def check_expression(tree: ast.Expression) -> None:
         elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift)) and not (
                 any(isinstance(n, ast.Name) for n in ast.walk(node))):
             what = f"`{ast.unparse(node)}` on numbers (write the number)"  # 9**9**9 never ends
-        elif isinstance(node, ast.Name) and node.id not in env or (
+        elif isinstance(node, ast.Name) and (node.id not in env or node.id.startswith("_")) or (
                 isinstance(node, ast.Attribute) and (node.attr.startswith("_")
                                                      or node.attr in _REFUSED)):
             what = f"`{ast.unparse(node)}`"

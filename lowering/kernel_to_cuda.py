@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     UnknownLoc,
+    i1,
     i32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -434,6 +435,11 @@ class _Translator:
 
     def op_kernel_cp_async_wait(self, op: kernel.CpAsyncWaitOp) -> None:
         self.emit(cuda.CallOp("kc_cp_async_wait", [self.const(op.pending.value.data)]))
+
+    def op_kernel_arrive_last(self, op: kernel.ArriveLastOp) -> None:
+        r = self.emit(cuda.CallOp("kc_arrive_last", [self.v(op.slot),
+                                                     self.const(op.count.value.data)], i1))
+        self.bind(op.results, [r])
 
 
 class LowerKernelFunc(RewritePattern):

@@ -83,8 +83,10 @@ AFFINE = {
 class _KernelLowering:
     """Builds one kernel.func from one tile.kernel, op by op, with a map old value -> new value."""
 
-    def __init__(self, k: tile.KernelOp):
+    def __init__(self, k: tile.KernelOp, slots: list[int] | None = None):
         self.k = k
+        self.slots = [0] if slots is None else slots  # the program's next free arrival counter
+        self.arrivals: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
         self.grid, self.block = k.grid_dims, k.block_dims
         self.threads = math.prod(self.block)
         self.func = kernel.FuncOp(k.sym_name.data, [a.type for a in k.args], self.grid, self.block)
@@ -222,6 +224,8 @@ class _KernelLowering:
             return self.lower_stage(op)
         if isinstance(op, tile.CombineOp):
             return self.lower_combine(op)
+        if isinstance(op, tile.SplitLastOp):
+            return self.lower_split_last(op)
         if isinstance(op, loop.LoadOp):
             return self.lower_load(op)
         if isinstance(op, loop.StoreOp):
@@ -248,6 +252,40 @@ class _KernelLowering:
                 f"tile-to-kernel: cannot convert '{op.name}' inside a tile.kernel"
             )
         self.b.insert(op.clone(value_mapper=self.vmap))
+
+    def lower_split_last(self, op: tile.SplitLastOp) -> None:
+        """One arrival a block tile: a counter per (block.x, block.y) when the splits are on
+        block.z, per block when a block walks them (a serial loop); the copies of a register
+        tile share the first one (all their partials are stored before it)."""
+        key = (op.partials, op.split)
+        parent = op.parent_op()
+        while isinstance(parent, tile.ForOp) and parent.iv is not op.split:
+            if parent.binding in (tile.Bind.SERIAL, tile.Bind.UNROLL) and parent.extent != 1:
+                raise ConversionError(
+                    f"tile-to-kernel: kernel @{self.k.sym_name.data}: tile.split_last counts "
+                    "one arrival a block, but a serial loop repeats it: map the rows and "
+                    "columns to threads first (tile-map-2d or tile-tensor-core)")
+            parent = parent.parent_op()
+        if key not in self.arrivals:
+            gx, gy, gz = self.grid
+            owner = op.split.owner
+            on_z = isinstance(owner, Block) and isinstance(lp := owner.parent_op(), tile.ForOp) \
+                and lp.binding == tile.Bind.BLOCK_Z
+            tiles = gx * gy * (1 if on_z else gz)
+            base = self.slots[0]
+            self.slots[0] += tiles
+            if self.slots[0] > kernel.ARRIVAL_SLOTS:
+                raise ConversionError(f"tile-to-kernel: kernel @{self.k.sym_name.data}: more "
+                                      f"than {kernel.ARRIVAL_SLOTS} split-K arrival counters")
+            slot = self.add(self.const(base), self.block_id(0))
+            row = self.block_id(1) if on_z else self.add(
+                self.block_id(1), self.mul(self.const(gy), self.block_id(2)))
+            slot = self.add(slot, self.mul(self.const(gx), row))
+            slot.name_hint = "slot"
+            last = self.emit(kernel.ArriveLastOp(slot, op.splits.data))
+            last.name_hint = "last"
+            self.arrivals[key] = last
+        self.vmap[op.result] = self.arrivals[key]
 
     def lower_if(self, op: scf.IfOp) -> None:
         """A guard of the schedule (`scf.if %in { loop.store ... }`): its regions lowered in place."""
@@ -504,7 +542,9 @@ class _KernelLowering:
         src = self.vmap[op.source]
         sizes = op.size_list
         vec = self.cp_async_vector(op) if op.copy.data == tile.CopyKind.CP_ASYNC else 0
-        step = vec or stage_vector(op, 16) or 1  # sync: 16-byte pieces when aligned
+        # sync: 16-byte pieces when aligned (loaded whole; a transposed stage stores them
+        # element by element)
+        step = vec or stage_vector(op, 16, source_only=op.is_transposed) or 1
         chunk_sizes = sizes[:-1] + [sizes[-1] // step]
         total = math.prod(chunk_sizes)
         body = Block(arg_types=[INDEX])
@@ -516,42 +556,52 @@ class _KernelLowering:
         with self.nested(body):
             i = body.args[0]
             i.name_hint = "i"
-            coords = []
-            for d in range(len(sizes)):
-                if chunk_sizes[d] == 1:
-                    coords.append(self.const(0))
-                    continue
-                stride = math.prod(chunk_sizes[d + 1 :])
+            coords: list[SSAValue] = [self.const(0)] * len(sizes)
+            digits = copy_order(op, chunk_sizes, step)
+            for n in reversed(range(len(digits))):  # the slowest digit first
+                d, extent, scale = digits[n]
+                stride = math.prod(e for _, e, _ in digits[:n])
                 c = i if stride == 1 else self.emit(arith.DivSIOp(i, self.const(stride)))
-                if any(cs > 1 for cs in chunk_sizes[:d]):
-                    c = self.emit(arith.RemSIOp(c, self.const(chunk_sizes[d])))
-                coords.append(c)
+                if n < len(digits) - 1:
+                    c = self.emit(arith.RemSIOp(c, self.const(extent)))
+                c = self.mul(c, self.const(scale)) if scale > 1 else c
+                coords[d] = c if _is_const(coords[d], 0) else self.add(coords[d], c)
             if step > 1:
                 coords[-1] = self.mul(coords[-1], self.const(step))
             gidx = [self.add(o, c) for o, c in zip(offsets, coords)]
-            sidx = prefix + ([c for c, s in zip(coords, sizes) if s != 1] or [self.const(0)])
+            kept = [c for c, s in zip(coords, sizes) if s != 1] or [self.const(0)]
             pieces: dict[tuple[SSAValue, int], SSAValue] = {}
 
-            def piece(idx: list[SSAValue], k: int) -> list[SSAValue]:
+            def step_in(idx: list[SSAValue], k: int) -> list[SSAValue]:
+                """The coordinates of element k of the piece at `idx` (innermost + k)."""
                 if (idx[-1], k) not in pieces:
                     pieces[idx[-1], k] = self.add(idx[-1], self.const(k))
                 return idx[:-1] + [pieces[idx[-1], k]]
 
+            def piece(idx: list[SSAValue], k: int) -> list[SSAValue]:
+                if idx is gidx:
+                    return step_in(gidx, k)
+                return prefix + op.smem_indices(step_in(kept, k))
+
+            sidx = prefix + op.smem_indices(kept)
+
             def copy() -> None:
+                pieces.clear()  # (the indices of one branch are not defined in the other)
                 if vec:
                     nbytes = vec * tile.element_bytes(rtype.element_type)
                     self.emit(kernel.CpAsyncOp(src, gidx, buf, sidx, nbytes))
                     return
                 for k in range(step):  # a piece of `step` elements (kernel-vectorize merges it)
                     v = self.emit(memref.LoadOp.get(src, piece(gidx, k)))
-                    self.emit(memref.StoreOp.get(v, buf, piece(sidx, k)))
+                    self.emit(memref.StoreOp.get(v, buf, piece(kept, k)))
 
             def zero() -> None:  # the part of a slab past the end of the source reads as zero
                 t = rtype.element_type
                 z = FloatAttr(0.0, t) if isinstance(t, AnyFloat) else IntegerAttr(0, t)
                 zv = self.emit(arith.ConstantOp(z))
+                pieces.clear()
                 for k in range(step):
-                    self.emit(memref.StoreOp.get(zv, buf, piece(sidx, k)))
+                    self.emit(memref.StoreOp.get(zv, buf, piece(kept, k)))
 
             src_shape = op.source.type.get_shape()
             checks = [
@@ -636,6 +686,26 @@ class _Nested:
         self.low.b = self.saved
 
 
+def copy_order(op: tile.StageOp, pieces: list[int], step: int) -> list[tuple[int, int, int]]:
+    """How a block's threads enumerate the pieces of a slab: digits (dim, extent, scale) of the
+    linear index, fastest first; dim d's piece is the sum of its digits times their scales.
+    Row-major (the innermost dim fastest: neighbouring lanes, neighbouring addresses), except
+    that a transposed stage walks one 32-byte sector of a row, then the next row: the lanes of
+    a warp still read whole sectors, and write the shared columns of several rows at once, in
+    different banks (a row-major walk writes down one shared column: a bank conflict per lane)."""
+    dims = [d for d, n in enumerate(pieces) if n > 1]
+    digits = [(d, pieces[d], 1) for d in reversed(dims)]
+    if not op.is_transposed or len(dims) < 2:
+        return digits
+    inner, row = dims[-1], dims[-2]
+    eb = tile.element_bytes(op.result.type.element_type)  # type: ignore[union-attr]
+    per = math.gcd(max(1, 32 // (step * eb)), pieces[inner])
+    if per == pieces[inner]:
+        return digits
+    return [(inner, per, 1), (row, pieces[row], 1), (inner, pieces[inner] // per, per),
+            *digits[2:]]
+
+
 def _prefetched(op: tile.StageOp) -> bool:
     """A double-buffered cp.async stage at the top level of a serial loop with static bounds
     whose offsets come from scalar ops of that body or from outside it: its loop prefetches the
@@ -677,9 +747,12 @@ def _is_const(v: SSAValue, n: int) -> bool:
 class LowerKernel(RewritePattern):
     """tile.kernel @k(...) grid(g) block(b) schedule [...] { ... } -> kernel.func @k(...) grid(g) block(b) { ... }"""
 
+    def __init__(self):
+        self.slots = [0]  # arrival counters handed out to the module's kernels so far
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.KernelOp, rewriter: PatternRewriter) -> None:
-        rewriter.replace(op, _KernelLowering(op).run())
+        rewriter.replace(op, _KernelLowering(op, self.slots).run())
 
 
 class LowerLaunch(RewritePattern):

@@ -24,7 +24,7 @@ from first principles (test/python/cost_model) and refit only from GPU measureme
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects import arith, func, memref, scf
@@ -62,6 +62,10 @@ class Work:
     touched: dict[str, int] = field(default_factory=dict)  # buffer -> bytes of its memref
     # global buffer -> (distinct sectors one block reads or writes, the block ids they vary with)
     per_buffer: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
+    # what the last block of every `arrivals` to kernel.arrive_last does after it (a split-K
+    # tile finished in the kernel): it runs after the rest, on one block a tile
+    tail: Work | None = None
+    arrivals: int = 1
 
 
 SECTOR = 32
@@ -190,6 +194,15 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             blk.trips[op] = float(n.max()) if len(n) else 0.0
             _walk(op.body.block, blk, trips * n, active & (n > 0), w)
             w.issued += per_warp * 2  # the loop's compare and branch (once per iteration: below)
+            continue
+        if isinstance(op, kernel.ArriveLastOp):
+            blk.vals[op.result] = np.ones(blk.threads, np.int64)
+            w.arrivals = op.count.value.data
+            continue
+        if isinstance(op, scf.IfOp) and isinstance(op.cond.owner, kernel.ArriveLastOp):
+            w.tail = w.tail or Work(touched=dict(w.touched))
+            _walk(op.true_region.block, blk, trips, active, w.tail)
+            w.issued += per_warp
             continue
         if isinstance(op, scf.IfOp):
             cond = blk.get(op.cond) != 0
@@ -382,8 +395,18 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
         units[pipe] /= hidden
     units = {k: float(v) * 1e6 for k, v in units.items()}
     bound = max(units, key=units.get)
-    return Prediction(gpu.launch_us + units[bound], bound if units[bound] > 0 else "launch",
-                      units, bps, waves, dram, l2_bytes, w.flops * blocks)
+    us = gpu.launch_us + units[bound]
+    if w.tail is not None:  # then the last block of each tile, one a tile, all at once;
+        # what the kernel wrote or read before (the partials) is in L2 by then: the tail's DRAM
+        # bytes are those of buffers only it touches (the epilogue's inputs, the outputs)
+        tiles = max(1, blocks // max(1, w.arrivals))
+        fresh = {k: v for k, v in w.tail.touched.items() if k not in w.per_buffer}
+        tail = predict(replace(w.tail, touched=fresh), (tiles, 1, 1), block, registers, smem, gpu)
+        us += tail.us - gpu.launch_us
+        dram, l2_bytes = dram + tail.dram_bytes, l2_bytes + tail.l2_bytes
+    return Prediction(us, bound if units[bound] > 0 else "launch",
+                      units, bps, waves, dram, l2_bytes, (w.flops + (
+                          w.tail.flops / max(1, w.arrivals) if w.tail else 0)) * blocks)
 
 
 def _streamed_bytes(w: Work, grid, wave: int, gpu: Gpu) -> float:

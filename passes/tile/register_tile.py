@@ -18,7 +18,10 @@ accumulators, so a value of A read for row i is reused for n columns and a value
         16 stores
 
 The loops are the innermost two of the contraction's chain (the rows and the columns); m and n
-are the plan's `reg_m` and `reg_n`. Extents that m or n do not divide are clamped
+are the plan's `reg_m` and `reg_n`. `interleave` strides a thread's rows (columns) by the
+threads; with `transpose` (tile-stage-chunks then stores [rows][k] slabs k-major, so a thread
+reads its rows of one k as consecutive words) by 16-byte groups of them, so that a thread reads
+128-bit vectors and the lanes of a warp neighbouring vectors. Extents that m or n do not divide are clamped
 (`arith.minsi`, loads stay in bounds) and the stores guarded (`scf.if`), see
 passes/tile/rewrite.py. Scalar ops between the loops are moved into the body first.
 """
@@ -36,7 +39,8 @@ from xdsl.rewriter import InsertPoint
 
 from deplo.analysis.nest import find_contraction, stored_buffers
 from deplo.dialects import tile
-from deplo.dialects.tile_plan import Plan
+from deplo.dialects.kernel import VECTOR_BYTES
+from deplo.dialects.tile_plan import Plan, slab_parts
 from deplo.passes.tile.kernel_pass import KernelPass
 from deplo.passes.tile.rewrite import (
     Replica,
@@ -54,15 +58,18 @@ from deplo.passes.tile.rewrite import (
 )
 
 
-def split_axis(b: Builder, lp: tile.ForOp, f: int, threads: int = 1
+def split_axis(b: Builder, lp: tile.ForOp, f: int, threads: int = 1, vector: int = 1
                ) -> tuple[list[SSAValue], list[SSAValue | None]]:
     """Strip-mine `lp` (0 to N) by f: its iv now counts tiles of f; returns, per r < f, the
     (clamped) index and the guard `index < N` (None when nothing passes N). Blocked, tile t
     holds f t + r; interleaved among `threads` (> 1) tiles, tile t holds
     (t / T) T f + r T + t % T — the tiles of T neighbouring threads alternate, so a warp's
-    lanes read neighbouring rows (a linear weight's rows: no shared-memory bank conflicts)."""
+    lanes read neighbouring rows (a linear weight's rows: no shared-memory bank conflicts);
+    in groups of `vector` (v), (t / T) T f + (r / v) T v + (t % T) v + r % v — the lanes read
+    neighbouring 16-byte vectors of a transposed stage."""
     if f == 1:
         return [lp.iv], [None]
+    vector = min(vector, f) if threads > 1 else 1
     extent = lp.ub.data
     group = f * threads
     lp.ub = IntAttr(-(-extent // f) if threads == 1 else -(-extent // group) * threads)
@@ -71,12 +78,12 @@ def split_axis(b: Builder, lp: tile.ForOp, f: int, threads: int = 1
     else:
         q = b.insert(arith.DivSIOp(lp.iv, const(b, threads))).result
         lane = b.insert(arith.RemSIOp(lp.iv, const(b, threads))).result
-        base = add(b, mul(b, q, group), lane)
+        base = add(b, mul(b, q, group), mul(b, lane, vector))
     values: list[SSAValue] = []
     guards: list[SSAValue | None] = []
     hint = lp.iv.name_hint or "i"
     for r in range(f):
-        step = r if lane is None else r * threads
+        step = r if lane is None else (r // vector) * threads * vector + r % vector
         raw = base if r == 0 else add(b, base, const(b, step))
         if extent % group:
             guards.append(below(b, raw, extent))
@@ -98,6 +105,7 @@ class TileRegisterTilePass(KernelPass):
     reg_m: int | None = None
     reg_n: int | None = None
     interleave: bool | None = None
+    transpose: bool | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         m, n = plan.knob("reg_m"), plan.knob("reg_n")
@@ -109,8 +117,11 @@ class TileRegisterTilePass(KernelPass):
         ops = [o for o in c.cell.ops if not isinstance(o, tile.YieldOp)]
         b = Builder(InsertPoint.before(ops[0]))
         spread = plan.knob("interleave")
-        rows, row_guards = split_axis(b, i, m, plan.knob("threads_m") if spread else 1)
-        cols, col_guards = split_axis(b, j, n, plan.knob("threads_n") if spread else 1)
+        # a transposed stage's rows read as 16-byte vectors: lanes interleave by those
+        vector = VECTOR_BYTES // min(slab_parts(code)[1] for code in plan.facts_dict["slabs"]) \
+            if plan.knob("transpose") and plan.facts_dict.get("slabs") else 1
+        rows, row_guards = split_axis(b, i, m, plan.knob("threads_m") if spread else 1, vector)
+        cols, col_guards = split_axis(b, j, n, plan.knob("threads_n") if spread else 1, vector)
         replicas = []
         for (r, gr), (s, gs) in itertools.product(zip(rows, row_guards), zip(cols, col_guards)):
             guard = gr if gs is None else gs if gr is None else None

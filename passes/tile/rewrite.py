@@ -234,11 +234,38 @@ def replicate(ops: Sequence[Operation], replicas: list[Replica], before: Operati
         if isinstance(op, tile.ForOp) and op.inits:
             _jam(op, replicas, before)
             continue
+        if isinstance(op, tile.SplitLastOp) and _shared(op.operands, replicas):  # one arrival
+            new = op.clone(value_mapper=replicas[0].vmap)
+            Rewriter.insert_op(new, InsertPoint.before(before))
+            for r in replicas:
+                r.vmap[op.result] = new.result
+            continue
+        if _shared_if(op, replicas):  # one branch for every replica, their bodies jammed in it
+            assert isinstance(op, scf.IfOp)
+            then = Block()
+            then.add_op(end := scf.YieldOp())
+            Rewriter.insert_op(scf.IfOp(replicas[0].vmap.get(op.cond, op.cond), [],
+                                        Region(then)), InsertPoint.before(before))
+            inner = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
+            replicate(inner, replicas, end)
+            continue
         for r in replicas:
             new = op.clone(value_mapper=r.vmap)
             Rewriter.insert_op(new, InsertPoint.before(before))
             if r.guard is not None and any(isinstance(o, loop.StoreOp) for o in new.walk()):
                 guard_stores([new], r.guard)
+
+
+def _shared_if(op: Operation, replicas: list[Replica]) -> bool:
+    """An `scf.if` without results or else whose condition every replica shares (the last
+    split of a split-K tile): its replicas' bodies go in one branch."""
+    return (isinstance(op, scf.IfOp) and not op.results and not op.false_region.blocks
+            and _shared([op.cond], replicas))
+
+
+def _shared(values, replicas: list[Replica]) -> bool:
+    """Whether every replica maps `values` to the same values."""
+    return all(len({id(r.vmap.get(v, v)) for r in replicas}) == 1 for v in values)
 
 
 def _jam(lp: tile.ForOp, replicas: list[Replica], before: Operation) -> None:
@@ -291,12 +318,13 @@ def erase_ops(ops: Sequence[Operation]) -> None:
 
 
 def shifted_access(
-    op: loop.LoadOp, buf: SSAValue, offsets: Sequence[SSAValue | int], keep: Sequence[bool]
+    op: loop.LoadOp, buf: SSAValue, offsets: Sequence[SSAValue | int], keep: Sequence[bool],
+    transposed: bool = False,
 ) -> loop.LoadOp | None:
     """A load of `buf` at the coordinates of `op` minus `offsets`, keeping only the dims marked in
-    `keep` (a staged copy drops its unit dims). Coordinates and offsets are expanded into linear
-    forms over their leaves, so `(%k0 + %kk) - %k0` reads `%kk`. None if a coordinate is not
-    linear."""
+    `keep` (a staged copy drops its unit dims; a transposed one swaps the innermost two kept).
+    Coordinates and offsets are expanded into linear forms over their leaves, so
+    `(%k0 + %kk) - %k0` reads `%kk`. None if a coordinate is not linear."""
     m = op.access_map()
     forms = [linear_of(v) for v in op.indices]
     leaves: list[SSAValue] = []
@@ -323,6 +351,8 @@ def shifted_access(
             if leaf not in leaves:
                 leaves.append(leaf)
         coords.append((terms, c))
+    if transposed:
+        coords[-2:] = coords[-1:-3:-1]
     results: list[AffineExpr] = []
     for terms, c in coords:
         e: AffineExpr = AffineExpr.constant(c)
@@ -482,7 +512,8 @@ def combine_op(kind: K, lhs: SSAValue, rhs: SSAValue) -> Operation:
 
 def restage(op: tile.StageOp, **changes) -> tile.StageOp:
     """The same stage with some of copy / buffers / pad changed (replaces `op`)."""
-    fields = {"copy": op.copy.data, "buffers": op.buffers.data, "pad": op.pad.data} | changes
+    fields = {"copy": op.copy.data, "buffers": op.buffers.data, "pad": op.pad.data,
+              "transposed": op.is_transposed} | changes
     new = tile.StageOp(op.source, op.mixed_offsets(), op.size_list, **fields)
     new.attributes |= op.attributes
     new.result.name_hint = op.result.name_hint

@@ -14,7 +14,18 @@ run on their own blocks; a second kernel adds the partial sums and applies the e
                                                         EPILOGUE(%acc) ; store %out[i, j]
 
 The partials go to an fp32 buffer [splits, chain extents...] that the host function allocates;
-it launches @mm then @mm_sum. A second kernel rather than atomics: the sum is deterministic, the
+it launches @mm then @mm_sum. With the plan's `split_sum = last_block` there is no second
+kernel: each split stores its partials, and the last split of each block tile to arrive
+(tile.split_last: one counter a tile) adds them up, in split order, and finishes the outputs:
+
+      loop.store %acc, %part[%s, %i, %j]
+      %last = tile.split_last %part[%s] of 4 : memref<4x64x64xf32>
+      scf.if %last {
+        %t = tile.for %s2 = 0 to 4 iter(%zero) { + %part[%s2, %i, %j] }
+        EPILOGUE(%t) ; store %out[i, j]
+
+That saves a launch and the second kernel's whole pass over the partials; the last block's
+reads are its tile's splits only. Same sums in the same order: the result is bit-identical. A second kernel rather than atomics: the sum is deterministic, the
 output needs no zeroing, and any epilogue (bias, residual, relu, a cast to fp16) stays exact. The
 split loop sits just outside the rows, where a batch would be, so tile-map-2d and
 tile-tensor-core put it on block.z. @mm keeps its plan; @mm_sum gets the planner's plan of its
@@ -29,9 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.nest import Contraction, find_contraction
@@ -45,11 +56,12 @@ from deplo.passes.tile.rewrite import INDEX, add, drop_dead, mul
 @dataclass(frozen=True)
 class TileSplitKPass(KernelPass):
     """Split the K loop of a contraction into `splits` slices on their own blocks, partial sums
-    reduced by a second kernel."""
+    reduced by a second kernel or, `split_sum = last_block`, by the last block of each tile."""
 
     name = "tile-split-k"
 
     splits: int | None = None
+    split_sum: str | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         splits = plan.knob("splits")
@@ -66,6 +78,14 @@ class TileSplitKPass(KernelPass):
         ]
         acc_t = c.reduces[0].inits[0].type
         part_t = MemRefType(acc_t, [splits, *(lp.ub.data for lp in c.chain)])
+        if plan.knob("split_sum") == "last_block":
+            partial_kernel(kernel, c, splits, part_t, finish=True)
+            for launch in launches:
+                b = Builder(InsertPoint.before(launch))
+                part = b.insert(memref.AllocOp([], [], part_t)).memref
+                part.name_hint = "partials"
+                Rewriter.replace_op(launch, tile.LaunchOp(name, [*launch.args, part]))
+            return
         total = kernel.clone()
         total.sym_name = StringAttr(name + "_sum")
         Rewriter.insert_op(total, InsertPoint.after(kernel))
@@ -88,9 +108,11 @@ class TileSplitKPass(KernelPass):
         total.set_plan(planner.plan_kernel(total, kind, fixed), f"{key}-sum" if key else None)
 
 
-def partial_kernel(kernel: tile.KernelOp, c: Contraction, splits: int, part_t) -> None:
+def partial_kernel(kernel: tile.KernelOp, c: Contraction, splits: int, part_t,
+                   finish: bool = False) -> None:
     """@mm: a split loop around the rows (tile-map-2d's block.z); each slice of K from zero;
-    the partial stored."""
+    the partial stored. `finish`: the epilogue stays, run by the last split on the sum of the
+    partials (tile.split_last)."""
     red = c.reduces[0]
     part = kernel.body.block.insert_arg(part_t, len(kernel.args))
     part.name_hint = "partials"
@@ -120,10 +142,47 @@ def partial_kernel(kernel: tile.KernelOp, c: Contraction, splits: int, part_t) -
         red.operands[len(red.operands) - 1] = zero.result
     store = loop.StoreOp(red.res[0], part, [split.iv, *(lp.iv for lp in c.chain)])
     Rewriter.insert_op(store, InsertPoint.after(red))
-    for op in reversed(list(c.cell.ops)[list(c.cell.ops).index(store) + 1 :]):
-        if not isinstance(op, tile.YieldOp):
+    epilogue = [o for o in list(c.cell.ops)[list(c.cell.ops).index(store) + 1 :]
+                if not isinstance(o, tile.YieldOp)]
+    if finish:
+        finish_in_last_split(c, store, split.iv, splits, part, epilogue)
+    else:
+        for op in reversed(epilogue):
             Rewriter.erase_op(op)
     drop_dead(kernel)
+
+
+def finish_in_last_split(c: Contraction, store: loop.StoreOp, split: SSAValue, splits: int,
+                         part: SSAValue, epilogue: list) -> None:
+    """After the partial's store: the last split to arrive sums the partials of its outputs
+    (split order) and runs the epilogue on the sum."""
+    red = c.reduces[0]
+    last = tile.SplitLastOp(part, split, splits)
+    last.result.name_hint = "last"
+    Rewriter.insert_op(last, InsertPoint.after(store))
+    then = Block()
+    zero = arith.ConstantOp(FloatAttr(0.0, red.inits[0].type))
+    then.add_op(zero)
+    body = Block(arg_types=[INDEX, red.inits[0].type])
+    s = tile.ForOp(0, splits, tile.Bind.SERIAL, [zero.result], Region(body))
+    s.iv.name_hint, body.args[1].name_hint = "split", "acc"
+    b = Builder(InsertPoint.at_end(body))
+    p = b.insert(loop.LoadOp(part, [s.iv, *(lp.iv for lp in c.chain)])).result
+    b.insert(tile.YieldOp(b.insert(arith.AddfOp(body.args[1], p)).result))
+    then.add_op(s)
+    s.res[0].name_hint = "total"
+    for op in epilogue:
+        op.detach()
+        then.add_op(op)
+        for i, v in enumerate(op.operands):
+            if v is red.res[0]:
+                op.operands[i] = s.res[0]
+        for inner in op.walk():
+            for i, v in enumerate(inner.operands):
+                if v is red.res[0]:
+                    inner.operands[i] = s.res[0]
+    then.add_op(scf.YieldOp())
+    Rewriter.insert_op(scf.IfOp(last.result, [], Region(then)), InsertPoint.after(last))
 
 
 def sum_kernel(total: tile.KernelOp, c: Contraction, splits: int, part_t) -> None:

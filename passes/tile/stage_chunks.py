@@ -20,7 +20,11 @@ The slab is found per dim from the span of every load's coordinate over the bloc
 block-uniform leaves plus a range over the thread ivs and the chunk's own loops); the loads of a
 buffer must agree on the uniform part. A slab larger than the buffer's dim is cut to it; the part
 of a last block's tile past the end reads as zero (tile.stage) and no clamped load reads it.
-Buffers that are stored to stay global. Carried out when the plan's `stage` is on; its facts
+Buffers that are stored to stay global. With the plan's `transpose` (tile-register-tile's), a
+slab whose innermost dim is the reduction ([rows][k]: A, a linear weight) is stored k-major,
+`tile.stage ... transposed`: the rows (columns) of one k that a thread's register tile reads are
+then consecutive words, read as 128-bit vectors (kernel-vectorize), and the lanes of a warp read
+consecutive vectors. Carried out when the plan's `stage` is on; its facts
 (`slabs`) and `dialects/tile_plan.staged_slabs` predict exactly these buffers, so the plan's
 shared memory is checked before any pass runs. Which copy (sync or cp.async), buffers and
 padding: tile-cp-async, tile-double-buffer, tile-pad-shared.
@@ -106,7 +110,8 @@ def shift_fragment(o: tile.FragmentLoadOp, buf: SSAValue, offsets, keep: list[bo
 @dataclass(frozen=True)
 class TileStageChunksPass(KernelPass):
     """Stage, at the top of each K-chunk loop of a contraction on whole-block thread loops, the
-    chunk slab of every input shared between threads (plan knob `stage`)."""
+    chunk slab of every input shared between threads (plan knob `stage`); with the register
+    tile's `transpose`, a slab whose innermost dim is K ([rows][k]) is stored [k][rows]."""
 
     name = "tile-stage-chunks"
 
@@ -156,16 +161,19 @@ class TileStageChunksPass(KernelPass):
                 offsets: list[int | SSAValue] = [
                     rw.linear_value(b, s.uniform, s.lo) if s.uniform else s.lo for s in merged
                 ]
-                stage = tile.StageOp(buf, offsets, sizes)
+                keep = [z != 1 for z in sizes]
+                kept = [s for s, k in zip(merged, keep) if k]
+                transposed = bool(plan.knob("transpose")) and len(kept) >= 2 \
+                    and chunk.iv in kept[-1].uniform and chunk.iv not in kept[-2].uniform
+                stage = tile.StageOp(buf, offsets, sizes, transposed=transposed)
                 if isinstance(buf, BlockArgument) and buf.name_hint:
                     stage.result.name_hint = buf.name_hint + "s"
                 stages.append(stage)
-                keep = [z != 1 for z in sizes]
                 for o in loads:
                     if isinstance(o, tile.FragmentLoadOp):
                         shift_fragment(o, stage.result, offsets, keep)
                         continue
-                    new = rw.shifted_access(o, stage.result, offsets, keep)
+                    new = rw.shifted_access(o, stage.result, offsets, keep, transposed)
                     assert new is not None  # spans exist only for linear coordinates
                     Rewriter.replace_op(o, new)
             for stage in stages:  # after the offsets, one after the other (one barrier)

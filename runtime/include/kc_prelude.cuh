@@ -274,3 +274,27 @@ KC_DEVICE int kc_pack_halves(__nv_bfloat16 lo, __nv_bfloat16 hi) {
 }
 #endif
 #endif
+
+// ---- arrivals: the last of n blocks to arrive (split-K finished in the same kernel) ------------
+// kc_arrive_last(slot, n): every thread of a block calls it once its stores are done. Each thread
+// fences its stores (device scope), the block meets at a barrier, thread 0 adds one to counter
+// `slot`; the block that brings it to n gets true (after a fence it may read every other block's
+// stores), and resets the counter for the next launch. kc_arrivals are zero at module load. The
+// emitter defines KC_ARRIVALS (the counters) only in a program that arrives. Same code on the CPU
+// (kcpu: fences are no-ops, atomics plain, blocks run one after another).
+#if defined(KC_ARRIVALS)
+__device__ unsigned kc_arrivals[KC_ARRIVALS];
+KC_DEVICE bool kc_arrive_last(int slot, int n) {
+  __shared__ bool kc_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    kc_last = atomicAdd(&kc_arrivals[slot], 1u) == (unsigned)n - 1u;
+    if (kc_last) kc_arrivals[slot] = 0u;
+  }
+  __syncthreads();
+  const bool last = kc_last;
+  if (last) __threadfence();
+  return last;
+}
+#endif

@@ -108,7 +108,11 @@ def test_print_ir_after_all() -> None:
     assert "IR Dump After loop-fuse" in p.stderr
 
 
-@pytest.mark.parametrize("expr", [MM, RMS])
+SDPA_SCALE = ("F.scaled_dot_product_attention(torch.randn(1,2,8,16), torch.randn(1,2,8,16), "
+              "torch.randn(1,2,8,16), scale=0.3)")  # torch's arg parser imports on a float
+
+
+@pytest.mark.parametrize("expr", [MM, RMS, SDPA_SCALE])
 def test_run_check_passes(expr: str) -> None:
     p = run("deplo", "run", "-c", expr, "--check", "--target", "cpu")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -129,6 +133,8 @@ def test_unsupported_op_is_named() -> None:
 
 def test_bad_expression() -> None:
     assert_clean_error(run("deplo", "compile", "-c", "torch.randn(4,4) +"), "cannot parse")
+    for sneaky in ("__builtins__['__import__']('os')", "torch.randn(3) + __import__('os')"):
+        assert_clean_error(run("deplo", "compile", "-c", sneaky), "not part of deplo's expression")
     assert_clean_error(run("deplo", "compile", "-c", "torch.randn(4,4) @ torch.randn(5,5)"),
                        "cannot evaluate")
 

@@ -1,5 +1,6 @@
-// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile,tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-to-kernel,kernel-vectorize" | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile,tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-cp-async,tile-to-kernel,kernel-vectorize" | filecheck %s --check-prefix=ASYNC
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile{transpose=false},tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-to-kernel,kernel-vectorize" | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile{transpose=false},tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-cp-async,tile-to-kernel,kernel-vectorize" | filecheck %s --check-prefix=ASYNC
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-register-tile{transpose=true},tile-map-2d{threads_m=16 threads_n=16},tile-chunk-reduce,tile-stage-chunks,tile-to-kernel,kernel-vectorize" | filecheck %s --check-prefix=TRANS
 
 // The stage copies go by pieces of 4 fp32 (tile-to-kernel): each piece is one 128-bit load and
 // one 128-bit store; the 4 columns of B a thread reads per K step are one 128-bit shared load;
@@ -20,6 +21,17 @@
 // CHECK-NEXT:      kernel.vector_store %s, %s_1, %s_2, %s_3 to %out[%a0r0, %a1r0] : f32, f32, f32, f32 to memref<64x80xf32>
 // CHECK-COUNT-3:   kernel.vector_store
 // CHECK-NOT:       memref.store %{{.*}}, %out
+// A stored k-major (`transpose`): its copy still loads 128 bits of a row of A, but stores them
+// down a column of the [k][m] stage, element by element; the 4 rows of A a thread reads per K
+// step are then one 128-bit shared load, like B's columns.
+// TRANS-LABEL: kernel.func @matmul(
+// TRANS:           %x0s = kernel.shared : memref<32x64xf32, 3 : i64>
+// TRANS:           %[[T0:[0-9a-z_]+]], %[[T1:[0-9a-z_]+]], %{{.*}}, %{{.*}} = kernel.vector_load %x0[%{{.*}}, %{{.*}}] : memref<64x96xf32> -> f32, f32, f32, f32
+// TRANS-NEXT:      memref.store %[[T0]], %x0s[%[[K0:[0-9a-z_]+]], %[[M:[0-9a-z_]+]]]
+// TRANS:           memref.store %[[T1]], %x0s[%{{.*}}, %[[M]]]
+// TRANS:           %a, %a_1, %a_2, %a_3 = kernel.vector_load %x0s[%r0i, %{{.*}}] : memref<32x64xf32, 3 : i64> -> f32, f32, f32, f32
+// TRANS:           kernel.vector_load %x1s[%r0i, %{{.*}}]
+
 // cp.async copies are already 16 bytes: only the shared reads and the stores are merged.
 // ASYNC-LABEL: kernel.func @matmul(
 // ASYNC:           kernel.cp_async %x0[{{.*}}] bytes 16

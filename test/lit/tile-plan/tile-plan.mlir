@@ -14,7 +14,7 @@
 // it by. Nothing is carried out yet: grid and block stay 1, no step is done.
 // CHECK-LABEL: tile.kernel @matmul({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "3dd4bdab5b0c974e"
 // CHECK-SAME:      plan matmul(chain = [64, 128], k = 256, tensor_cores = false, splittable = true, slabs = [ik4, kj4])
-// CHECK-SAME:      {splits = 2, mma = false, reg_m = 4, reg_n = 4, {{.*}}} {
+// CHECK-SAME:      {splits = 2, split_sum = last_block, mma = false, reg_m = 4, reg_n = 4, {{.*}}} {
 // CHECK-NEXT:      arith.constant
 // CHECK-NEXT:      tile.for %i = 0 to 64 bind(serial) {
 // CHECK-LABEL: tile.kernel @row_sum({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "e89b901fa63181e1"
@@ -31,7 +31,7 @@
 // A plan file pins two knobs of @matmul; the heuristic fills the rest around them (the threads
 // are re-planned for the 2-row register tile) and plans the kernels the file does not name.
 // PIN-LABEL: tile.kernel @matmul(
-// PIN-SAME:      {splits = 2, mma = false, reg_m = 2, reg_n = 4, interleave = false, threads_m = 16, threads_n = 16, k_chunk = 16,
+// PIN-SAME:      {splits = 2, split_sum = last_block, mma = false, reg_m = 2, reg_n = 4, interleave = false, transpose = true, threads_m = 16, threads_n = 16, k_chunk = 16,
 // PIN-LABEL: tile.kernel @row_sum(
 // PIN-SAME:      plan row_reduce(
 

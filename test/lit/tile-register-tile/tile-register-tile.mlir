@@ -34,7 +34,7 @@
 // CHECK-NEXT:        loop.store %{{.*}}, %out[%[[R3]], %[[C3]]] : memref<64x80xf32>
 // The option sets the tile (one row of 4 columns); the threads are re-planned around it.
 // OPT-LABEL:   tile.kernel @matmul(
-// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = false, threads_m = 16, threads_n = 16,
+// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = false, transpose = {{true|false}}, threads_m = 16, threads_n = 16,
 // OPT-SAME:        done ["tile-split-k", "tile-tensor-core", "tile-register-tile"]
 // OPT:           tile.for %[[I:.*]] = 0 to 64 bind(serial) {
 // OPT-NEXT:        tile.for %{{.*}} = 0 to 20 bind(serial) {
@@ -112,7 +112,7 @@ builtin.module {
 // CHECK-NEXT:          loop.store %{{.*}}, %out[%[[R0]], %{{.*}}] : memref<37x48xf32>
 // CHECK-COUNT-3:     scf.if
 // OPT-LABEL:   tile.kernel @add_linear(
-// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = true, threads_m = 16, threads_n = 8,
+// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = true, transpose = true, threads_m = 16, threads_n = 8,
 // OPT:           tile.for %{{.*}} = 0 to 37 bind(serial) {
 // OPT-NEXT:        tile.for %{{.*}} = 0 to 16 bind(serial) {
 
@@ -154,7 +154,7 @@ builtin.module {
 // CHECK-NEXT:        tile.for %j = 0 to 16 bind(serial) {
 // CHECK-NEXT:          %s = tile.for %k = 0 to 64 bind(serial) iter(%acc = %zero) -> f32 {
 // OPT-LABEL:   tile.kernel @negative_reg_one(
-// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = false, threads_m = 16, threads_n = 4,
+// OPT-SAME:        reg_m = 1, reg_n = 4, interleave = false, transpose = false, threads_m = 16, threads_n = 4,
 // OPT:           tile.for %{{.*}} = 0 to 16 bind(serial) {
 // OPT-NEXT:        tile.for %{{.*}} = 0 to 4 bind(serial) {
 
@@ -229,7 +229,7 @@ builtin.module {
 // CHECK:           tile.for %{{.*}} = 0 to 64 bind(serial) {
 // CHECK-NEXT:        tile.for %{{.*}} = 0 to 80 bind(serial) {
 // OPT-LABEL:   tile.kernel @negative_mma(
-// OPT-SAME:        {splits = 1, mma = false, reg_m = 1, reg_n = 4,
+// OPT-SAME:        {splits = 1, split_sum = kernel, mma = false, reg_m = 1, reg_n = 4,
 // OPT-SAME:        done ["tile-split-k", "tile-register-tile"] {
 // OPT:             tile.for %{{.*}} = 0 to 20 bind(serial) {
 

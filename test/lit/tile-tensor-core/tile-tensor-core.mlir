@@ -39,7 +39,7 @@
 // The option sets the warps and fragments (16 x 32 per block: 3 x 4 blocks of 2 warps).
 // OPT-LABEL:   tile.kernel @matmul(
 // OPT-SAME:        grid(3, 4, 1) block(32, 2, 1)
-// OPT-SAME:        {splits = 1, mma = true, warps_m = 1, warps_n = 2, frags_m = 1, frags_n = 2,
+// OPT-SAME:        {splits = 1, split_sum = kernel, mma = true, warps_m = 1, warps_n = 2, frags_m = 1, frags_n = 2,
 // OPT-SAME:        done ["tile-split-k", "tile-tensor-core"]
 // OPT:                   tile.for %{{.*}} = 0 to 96 step 16 bind(serial)
 // OPT-COUNT-1:             tile.fragment_load a
@@ -235,7 +235,7 @@ builtin.module {
 // OPT-NOT:                 tile.mma
 
 builtin.module {
-  tile.kernel @negative_done(%a: memref<16x32xf16>, %b: memref<32x32xf16>, %out: memref<16x32xf32>) grid(1, 1, 1) block(32, 2, 1) plan matmul(chain = [16, 32], k = 32, tensor_cores = true, splittable = true, slabs = [ik2, kj2]) {splits = 1, mma = true, warps_m = 1, warps_n = 2, frags_m = 1, frags_n = 2, k_chunk = 0, stage = false, pad = 0, buffers = 1, copy = sync, unroll = 32} done ["tile-split-k", "tile-tensor-core"] {
+  tile.kernel @negative_done(%a: memref<16x32xf16>, %b: memref<32x32xf16>, %out: memref<16x32xf32>) grid(1, 1, 1) block(32, 2, 1) plan matmul(chain = [16, 32], k = 32, tensor_cores = true, splittable = true, slabs = [ik2, kj2]) {splits = 1, split_sum = kernel, mma = true, warps_m = 1, warps_n = 2, frags_m = 1, frags_n = 2, k_chunk = 0, stage = false, pad = 0, buffers = 1, copy = sync, unroll = 32} done ["tile-split-k", "tile-tensor-core"] {
     %zero = arith.constant 0.000000e+00 : f32
     tile.for %i = 0 to 1 bind(block.y) {
       tile.for %j = 0 to 1 bind(block.x) {

@@ -188,6 +188,20 @@ tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
 
 // -----
 
+// CHECK: tile.stage of memref<4x8xf32>: a transposed slab needs two dims larger than 1
+tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
+  %s = tile.stage %x[0, 0] [1, 8] into shared transposed : memref<4x8xf32> -> memref<8xf32, 3 : i64>
+}
+
+// -----
+
+// CHECK: tile.stage of memref<4x8xf32>: expected result type memref<8x4xf32, 3 : i64>, got memref<4x8xf32, 3 : i64>
+tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
+  %s = tile.stage %x[0, 0] [4, 8] into shared transposed : memref<4x8xf32> -> memref<4x8xf32, 3 : i64>
+}
+
+// -----
+
 // CHECK: tile.stage of memref<4x8xf32>: expected a non-negative pad, got -1
 tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
   %s = tile.stage %x[0, 0] [1, 8] into shared pad(-1) : memref<4x8xf32> -> memref<7xf32, 3 : i64>

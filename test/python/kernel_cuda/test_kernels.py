@@ -208,7 +208,8 @@ def test_emitted_text():
     assert "__shfl_xor_sync(0xffffffffu, a16, 8, 32)" in src
     assert "__shfl_sync(0xffffffffu, b1, 0, 32)" in src
     assert "const float v = x[(row * 1024) + i];" in src
-    assert src.count("__syncthreads();") == 1
+    assert src.split("// ---- kernels ----")[1].count("__syncthreads();") == 1
+    assert "#define KC_ARRIVALS" not in src  # (the split-K counters only where a kernel arrives)
 
 
 def test_signatures_and_launch_plan():

@@ -73,7 +73,18 @@ VARIANTS = {
     "no-stage": [*SCHEDULE[:3], "tile-stage-chunks{stage=false}", "tile-double-buffer"],
     "unroll-only": ["tile-register-tile{reg-m=2 reg-n=2}", "tile-unroll{unroll=64}"],
     "default": DEFAULT,
+    # [rows][k] slabs stored k-major (A here; a linear weight too): blocked register tiles
+    # read 128-bit vectors, interleaved ones 16-byte groups; copies sync or cp.async
+    "transposed": ["tile-register-tile{reg-m=4 reg-n=4 interleave=false transpose=true}",
+                   *SCHEDULE[1:]],
+    "transposed-sync": ["tile-register-tile{reg-m=4 reg-n=4 interleave=false transpose=true}",
+                        *SCHEDULE[1:4], "tile-pad-shared{pad=4}", "tile-double-buffer"],
 }
+TRANSPOSED_INTERLEAVED = [
+    "tile-register-tile{reg-m=8 reg-n=8 interleave=true transpose=true}",
+    "tile-map-2d",  # (the threads interleave reads are the heuristic's: not pinned here)
+    *SCHEDULE[2:],
+]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -95,9 +106,28 @@ def test_schedule_options(case: Case, variant: str):
     ],
     ids=["linear-bias-residual", "linear-bias-relu", "linear-residual-64"],
 )
-@pytest.mark.parametrize("passes", ["schedule", "default"])
+@pytest.mark.parametrize("passes", ["schedule", "default", "transposed"])
 def test_linear_epilogues(case: Case, passes: str):
-    check(case, SCHEDULE if passes == "schedule" else DEFAULT)
+    check(case, {"schedule": SCHEDULE, "default": DEFAULT,
+                 "transposed": VARIANTS["transposed"]}[passes])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [Case(37, 53, 70, bias=True), Case(64, 96, 80), Case(64, 53, 64, b_nk=True, residual=True),
+     Case(64, 53, 64, dtype="bf16", b_nk=True), Case(48, 40, 72, dtype="f16")],
+    ids=["37x53x70-bias", "64x96x80", "linear-64x53x64", "linear-bf16", "f16"],
+)
+@pytest.mark.parametrize("schedule", ["interleaved", "sync", "cp-async"])
+def test_transposed_stages(case: Case, schedule: str):
+    """`transpose`: both slabs of a linear layer stored k-major, read as vectors (blocked) or
+    in 16-byte groups (interleaved: 8 x 8 a thread, tails in every dim), 16-bit included."""
+    chosen = {"interleaved": TRANSPOSED_INTERLEAVED, "sync": VARIANTS["transposed-sync"],
+              "cp-async": VARIANTS["transposed"]}[schedule]
+    low = check(case, chosen)
+    assert "transposed" in low.tile
+    if schedule == "sync" and case.dtype == "f32" and case.m % 16 == 0:  # (no clamped rows)
+        assert "kernel.vector_load" in low.kernel
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -142,9 +172,10 @@ def test_default_pipeline_decides_the_full_schedule():
     # an SM runs its pipes at a sixth of their rate (Gpu.pipe_rate), with 8 at two thirds
     assert "grid(2, 1, 1) block(16, 16, 1)" in head, head
     assert (
-        "{splits = 1, mma = false, reg_m = 4, reg_n = 4, interleave = false, threads_m = 16, "
-        "threads_n = 16, k_chunk = 32, stage = true, pad = 4, buffers = 2, copy = cp_async, "
-        "unroll = 32}"
+        "{splits = 1, split_sum = kernel, mma = false, reg_m = 4, reg_n = 4, interleave = false, "
+        "transpose = true, "
+        "threads_m = 16, threads_n = 16, k_chunk = 32, stage = true, pad = 4, buffers = 2, "
+        "copy = cp_async, unroll = 32}"
     ) in head, head
     assert "kc_cp_async16(" in low.source and "kc_cp_async_wait(1)" in low.source
     assert "#pragma unroll" in low.source and "kc_ld128(" in low.source

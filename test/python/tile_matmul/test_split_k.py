@@ -1,11 +1,13 @@
 """tile-split-k on the CPU runtime: slices of K on their own blocks (block.z after tile-map-2d or
-tile-tensor-core), partial sums in an fp32 buffer, reduced with the epilogue by a second kernel.
-Whole modules run through the host function (two launches)."""
+tile-tensor-core), partial sums in an fp32 buffer, reduced with the epilogue by a second kernel
+or by the last block of each tile to finish (`split_sum = last_block`, one launch). Whole modules
+run through the host function, several times in a row (the arrival counters reset)."""
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from mm_harness import Case, context, loop_ir, run_module
 from test_schedules import DEFAULT, SCHEDULE
@@ -36,8 +38,42 @@ TO_TILE = [p for p in pipeline.PIPELINES["to-tile"] if p.startswith("tile-")]
 def test_split_k(case: Case, passes: str):
     # (tensor cores are not combined with a split K: half-precision slices take SCHEDULE too)
     rest = {"alone": [], "schedule": SCHEDULE, "to-tile": TO_TILE[1:]}[passes]
-    _, text = run_module(case, ["tile-split-k{splits=4}", *rest])
+    _, text = run_module(case, ["tile-split-k{splits=4 split-sum=kernel}", *rest])
     assert "tile.kernel @mm_sum" in text and text.count("tile.launch") == 2
+
+
+LAST_BLOCK_CASES = [
+    Case(16, 256, 24, b_nk=True, bias=True, relu=True),
+    Case(37, 512, 40),
+    Case(64, 1024, 72, b_nk=True, residual=True),
+    Case(16, 256, 24, dtype="f16"),
+    Case(40, 512, 33, dtype="bf16", b_nk=True, residual=True),
+]
+
+
+@pytest.mark.parametrize("case", LAST_BLOCK_CASES,
+                         ids=["linear-bias-relu", "37x512x40", "linear-residual-64x72", "f16",
+                              "bf16-linear-residual"])
+@pytest.mark.parametrize("passes", ["schedule", "to-tile"])
+def test_split_k_finished_by_the_last_block(case: Case, passes: str):
+    """One launch; the same sums in the same order as the second kernel's: bit-identical."""
+    rest = {"schedule": SCHEDULE, "to-tile": TO_TILE[1:]}[passes]
+    got, text = run_module(case, ["tile-split-k{splits=4 split-sum=last_block}", *rest])
+    assert "tile.split_last" in text and "@mm_sum" not in text and text.count("tile.launch") == 1
+    want, _ = run_module(case, ["tile-split-k{splits=4 split-sum=kernel}", *rest])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_last_block_needs_the_outputs_on_threads():
+    """A block counts one arrival a split: with the rows and columns still serial loops, each
+    output would arrive on its own — a clear error, not a wrong sum."""
+    with pytest.raises(Exception, match="map the rows and columns to threads first"):
+        run_module(LAST_BLOCK_CASES[1], ["tile-split-k{splits=4 split-sum=last_block}"])
+
+
+def test_last_block_refuses_a_batch():
+    with pytest.raises(Exception, match="split_sum.*batch of products"):
+        run_module(Case(8, 1024, 8, batch=2), ["tile-split-k{splits=4 split-sum=last_block}"])
 
 
 def test_the_heuristic_splits_tall_skinny_matmuls():
@@ -58,5 +94,7 @@ def test_the_heuristic_splits_tall_skinny_matmuls():
 
 def test_split_k_with_the_default_pipeline_runs():
     _, text = run_module(Case(32, 2048, 32), ["tile-split-k", *DEFAULT])
-    splits = re.search(r"\{splits = (\d+),", text)
-    assert splits and int(splits[1]) > 1 and "@mm_sum" in text
+    splits = re.search(r"\{splits = (\d+), split_sum = (\w+),", text)
+    assert splits and int(splits[1]) > 1
+    assert ("@mm_sum" in text) == (splits[2] == "kernel") and \
+        ("tile.split_last" in text) == (splits[2] == "last_block")

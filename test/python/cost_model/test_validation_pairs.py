@@ -96,3 +96,24 @@ def test_the_runner_without_a_gpu(tmp_path, capsys):
     assert main(["-o", str(tmp_path / "pairs.json")]) == 0
     out = capsys.readouterr().out
     assert out.count("both kernels run on the CPU") == len(pairs())
+
+
+def test_split_k_in_one_launch_saves_a_launch_and_pays_a_tail():
+    """split_sum = last_block: the partial kernel's last blocks add the partials up after the
+    rest (a tail the model runs as one more wave of a block a tile). First principles bracket
+    it: no faster than the partial kernel alone, no slower than it plus the second kernel (the
+    same reads, one launch less, every SM at them)."""
+    from deplo.tools.api import compile as deplo_compile
+
+    expr = "F.linear(torch.randn(32,2048), torch.randn(256,2048))"
+    plans = deplo_compile(expr).plans()
+    (key,) = plans["kernels"]
+    times = {}
+    for how in ("kernel", "last_block"):
+        plans["kernels"][key]["knobs"].update(splits=16, split_sum=how)
+        module = deplo_compile(expr, schedule=plans).module("kernel")
+        times[how] = {name: p.us for name, p in cm.predict_module(module).items()}
+    two, one = times["kernel"], times["last_block"]
+    assert set(two) == {"linear", "linear_sum"} and set(one) == {"linear"}, (two, one)
+    tail = one["linear"] - two["linear"]
+    assert 0 < tail < two["linear_sum"], (one, two)

@@ -375,18 +375,23 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         pick("threads_m", tm if m == tile[0] else _pow2_at_most(-(-rows // max(1, m)), 16))
         pick("threads_n", tn if n == tile[1] else _pow2_at_most(-(-cols // max(1, n)), 16))
     # the last block of each tile adds its splits' partials up (one launch less) when it has 4+
-    # warps, each with at most 32 KB to read (in flight together: about a launch's time), and
-    # the blocks are about one wave (the tails run together at its end); else a second kernel,
-    # every SM at it. The model: small fp32 projections 1.1-1.4x faster; slower with fewer
-    # warps (1-warp mma blocks), more bytes a warp, or many waves whose tails read an epilogue
-    # input (SwiGLU's gate) on few blocks
+    # warps, each with at most 32 KB to read (16 KB with tensor cores: a lane's accumulators
+    # are scattered 8-byte reads), in flight together about a launch's time, and the blocks
+    # are about one wave (the tails run together at its end); else a second kernel, every SM at
+    # it; and not after a SIMT tile of 64 accumulators a thread, whose main loop has no
+    # registers to spare (ptxas: 125 -> 130 with a residual's tail, one block an SM, not two).
+    # The model: small projections 1.05-1.4x faster; slower with fewer warps, more bytes a
+    # warp, or many waves whose tails read an epilogue input (SwiGLU's gate)
     bm, bn = block_tile(knobs)
+    full = not knobs["mma"] and knobs["reg_m"] * knobs["reg_n"] >= 64
     warps = knobs["warps_m"] * knobs["warps_n"] if knobs["mma"] else \
-        max(1, knobs["threads_m"] * knobs["threads_n"] // hw.WARP)
+        knobs["threads_m"] * knobs["threads_n"] // hw.WARP
+    per_warp = LAST_BLOCK_BYTES // (2 if knobs["mma"] else 1)
     blocks = -(-rows // bm) * -(-cols // bn) * splits
     batch = any(e > 1 for e in f["chain"][:-2])
-    pick("split_sum", "last_block" if splits > 1 and not batch and blocks <= 2 * SMS
-         and warps >= 4 and splits * bm * bn * 4 <= LAST_BLOCK_BYTES * warps else "kernel")
+    pick("split_sum", "last_block" if splits > 1 and not batch and not full
+         and blocks <= 2 * SMS and warps >= 4 and splits * bm * bn * 4 <= per_warp * warps
+         else "kernel")
     k = reduce_length(f, knobs)
     chunk = (32 if k >= 64 else 16) if _matmul_sized(f, knobs["splits"]) else 0
     kc = pick("k_chunk", chunk if chunk < k else 0)

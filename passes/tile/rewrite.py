@@ -247,7 +247,11 @@ def replicate(ops: Sequence[Operation], replicas: list[Replica], before: Operati
             Rewriter.insert_op(scf.IfOp(replicas[0].vmap.get(op.cond, op.cond), [],
                                         Region(then)), InsertPoint.before(before))
             inner = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
-            replicate(inner, replicas, end)
+            jams = [i for i, o in enumerate(inner) if isinstance(o, tile.ForOp) and o.inits]
+            cut = jams[-1] + 1 if jams else 0
+            replicate(inner[:cut], replicas, end)
+            for r in replicas:  # what follows the jammed loops a replica at a time: short lives
+                replicate(inner[cut:], [r], end)
             continue
         for r in replicas:
             new = op.clone(value_mapper=r.vmap)

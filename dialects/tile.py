@@ -852,10 +852,10 @@ class SplitLastOp(IRDLOperation):
 
         %last = tile.split_last %part[%split] of 4 : memref<4x64x64xf32>
 
-    After tile-map-2d every thread of a block reaches it once (a collective, like tile.stage):
-    the block counts its arrival for its tile of outputs (one counter a block tile, across the
-    splits on block.z or a serial split loop), and the last arrival of each tile sees true. The
-    result is uniform over the block."""
+    Splits a block walks itself (a serial loop) end with the last one. Splits on block.z
+    arrive at a counter a block tile: every thread of the block reaches it once, after
+    tile-map-2d or tile-tensor-core (a collective, like tile.stage), and the last block of
+    each tile sees true. The result is uniform over the block."""
 
     name = "tile.split_last"
     partials = operand_def(MemRefType)

@@ -86,7 +86,7 @@ KNOBS: dict[str, Knob] = {
         Knob("splits", int, "K in this many slices on their own blocks, summed by a 2nd kernel"),
         Knob("split_sum", ("kernel", "last_block"),
              "who adds the K slices up: a second kernel, or the last block of each output tile "
-             "to finish its slice (one launch)", default="kernel"),
+             "to finish its slice (one launch); nothing to add with one split", default="kernel"),
         Knob("mma", bool, "tensor cores: warps of mma.sync m16n8k16 (f16/bf16, fp32 accumulators)"),
         Knob("warps_m", int, "warps per block along the rows (mma)"),
         Knob("warps_n", int, "warps per block along the columns (mma)"),

@@ -254,10 +254,19 @@ class _KernelLowering:
         self.b.insert(op.clone(value_mapper=self.vmap))
 
     def lower_split_last(self, op: tile.SplitLastOp) -> None:
-        """One arrival a block tile: a counter per (block.x, block.y) when the splits are on
-        block.z, per block when a block walks them (a serial loop); the copies of a register
-        tile share the first one (all their partials are stored before it)."""
+        """Splits a block walks itself (a serial loop) end with the last one: `split == n - 1`.
+        Splits on block.z arrive at a counter per (block.x, block.y); the copies of a register
+        tile share the first arrival (all their partials are stored before it)."""
         key = (op.partials, op.split)
+        owner = op.split.owner
+        on_z = isinstance(owner, Block) and isinstance(lp := owner.parent_op(), tile.ForOp) \
+            and lp.binding == tile.Bind.BLOCK_Z
+        if not on_z:
+            last = self.emit(arith.CmpiOp(self.vmap[op.split], self.const(op.splits.data - 1),
+                                          "eq"))
+            last.name_hint = "last"
+            self.vmap[op.result] = last
+            return
         parent = op.parent_op()
         while isinstance(parent, tile.ForOp) and parent.iv is not op.split:
             if parent.binding in (tile.Bind.SERIAL, tile.Bind.UNROLL) and parent.extent != 1:
@@ -267,20 +276,15 @@ class _KernelLowering:
                     "columns to threads first (tile-map-2d or tile-tensor-core)")
             parent = parent.parent_op()
         if key not in self.arrivals:
-            gx, gy, gz = self.grid
-            owner = op.split.owner
-            on_z = isinstance(owner, Block) and isinstance(lp := owner.parent_op(), tile.ForOp) \
-                and lp.binding == tile.Bind.BLOCK_Z
-            tiles = gx * gy * (1 if on_z else gz)
+            gx, gy, _ = self.grid
+            tiles = gx * gy
             base = self.slots[0]
             self.slots[0] += tiles
             if self.slots[0] > kernel.ARRIVAL_SLOTS:
                 raise ConversionError(f"tile-to-kernel: kernel @{self.k.sym_name.data}: more "
                                       f"than {kernel.ARRIVAL_SLOTS} split-K arrival counters")
             slot = self.add(self.const(base), self.block_id(0))
-            row = self.block_id(1) if on_z else self.add(
-                self.block_id(1), self.mul(self.const(gy), self.block_id(2)))
-            slot = self.add(slot, self.mul(self.const(gx), row))
+            slot = self.add(slot, self.mul(self.const(gx), self.block_id(1)))
             slot.name_hint = "slot"
             last = self.emit(kernel.ArriveLastOp(slot, op.splits.data))
             last.name_hint = "last"

@@ -377,7 +377,7 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
     # the last block of each tile adds its splits' partials up (one launch less) when it has 4+
     # warps, each with at most 32 KB to read (16 KB with tensor cores: a lane's accumulators
     # are scattered 8-byte reads), in flight together about a launch's time, and the blocks
-    # are about one wave (the tails run together at its end); else a second kernel, every SM at
+    # are one or two waves (the tails run together at the end); else a second kernel, every SM at
     # it; and not after a SIMT tile of 64 accumulators a thread, whose main loop has no
     # registers to spare (ptxas: 125 -> 130 with a residual's tail, one block an SM, not two).
     # The model: small projections 1.05-1.4x faster; slower with fewer warps, more bytes a
@@ -518,6 +518,12 @@ def complete(kernel: str, kind: str, facts: Facts, fixed: dict[str, object],
             raise PlanError(kernel, name, str(e)) from None
     knobs = heuristic(kind, facts, given)
     names = cls.knob_names(knobs)
+    missing = [n for n in names if n not in given]
+    if missing and all(KNOBS[n].default is not None for n in missing):
+        # a whole plan from before these knobs were added (a plan file, the tuning store):
+        # they keep the kernel it was written (and measured) for
+        given |= {n: KNOBS[n].default for n in missing}
+        knobs = heuristic(kind, facts, given)
     plan = Plan(kind, facts, tuple((n, knobs[n]) for n in names))
     if bad := plan.violations():  # the rule broken first: it explains a knob out of place
         mine = [b for b in bad if b[0] in (prefer or given)]

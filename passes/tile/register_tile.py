@@ -21,8 +21,8 @@ The loops are the innermost two of the contraction's chain (the rows and the col
 are the plan's `reg_m` and `reg_n`. `interleave` strides a thread's rows (columns) by the
 threads; with `transpose` (tile-stage-chunks then stores [rows][k] slabs k-major, so a thread
 reads its rows of one k as consecutive words) by 16-byte groups of them, so that a thread reads
-128-bit vectors and the lanes of a warp neighbouring vectors. Extents that m or n do not divide are clamped
-(`arith.minsi`, loads stay in bounds) and the stores guarded (`scf.if`), see
+128-bit vectors and the lanes of a warp neighbouring vectors. Extents that m or n do not divide
+are clamped (`arith.minsi`, loads stay in bounds) and the stores guarded (`scf.if`), see
 passes/tile/rewrite.py. Scalar ops between the loops are moved into the body first.
 """
 
@@ -66,10 +66,11 @@ def split_axis(b: Builder, lp: tile.ForOp, f: int, threads: int = 1, vector: int
     (t / T) T f + r T + t % T — the tiles of T neighbouring threads alternate, so a warp's
     lanes read neighbouring rows (a linear weight's rows: no shared-memory bank conflicts);
     in groups of `vector` (v), (t / T) T f + (r / v) T v + (t % T) v + r % v — the lanes read
-    neighbouring 16-byte vectors of a transposed stage."""
+    neighbouring 16-byte vectors of a transposed stage (v is f when f < v; single elements
+    when f is not a multiple of v, whose groups would overlap)."""
     if f == 1:
         return [lp.iv], [None]
-    vector = min(vector, f) if threads > 1 else 1
+    vector = min(vector, f) if threads > 1 and f % min(vector, f) == 0 else 1
     extent = lp.ub.data
     group = f * threads
     lp.ub = IntAttr(-(-extent // f) if threads == 1 else -(-extent // group) * threads)

@@ -25,8 +25,9 @@ kernel: each split stores its partials, and the last split of each block tile to
         EPILOGUE(%t) ; store %out[i, j]
 
 That saves a launch and the second kernel's whole pass over the partials; the last block's
-reads are its tile's splits only. Same sums in the same order: the result is bit-identical. A second kernel rather than atomics: the sum is deterministic, the
-output needs no zeroing, and any epilogue (bias, residual, relu, a cast to fp16) stays exact. The
+reads are its tile's splits only. Same sums in the same order: the result is bit-identical.
+Either way, partial sums rather than atomics: the sum is deterministic, the output needs no
+zeroing, and any epilogue (bias, residual, relu, a cast to fp16) stays exact. The
 split loop sits just outside the rows, where a batch would be, so tile-map-2d and
 tile-tensor-core put it on block.z. @mm keeps its plan; @mm_sum gets the planner's plan of its
 own (a contraction over the splits: usually pointwise).
@@ -174,9 +175,6 @@ def finish_in_last_split(c: Contraction, store: loop.StoreOp, split: SSAValue, s
     for op in epilogue:
         op.detach()
         then.add_op(op)
-        for i, v in enumerate(op.operands):
-            if v is red.res[0]:
-                op.operands[i] = s.res[0]
         for inner in op.walk():
             for i, v in enumerate(inner.operands):
                 if v is red.res[0]:

@@ -135,3 +135,26 @@ def test_a_plan_retargets_to_a_smaller_shape():
     moved = retarget(plan, facts)
     assert moved.facts == facts and not moved.violations()
     assert moved.knob("reg_m") <= 20 and moved.knob("k_chunk") < 30
+
+
+def test_a_whole_plan_from_before_a_knob_keeps_its_kernel():
+    """A complete plan written before `transpose` and `split_sum` existed (a plan file, the
+    tuning store) keeps their defaults — the kernel it was measured for — while a partial one
+    gets the heuristic's choices around its pins."""
+    lin = "F.linear(torch.randn(32,2048), torch.randn(256,2048))"
+    plans = deplo.compile(lin).plans()
+    entry = next(iter(plans["kernels"].values()))
+    assert entry["knobs"]["transpose"] and entry["knobs"]["split_sum"] == "last_block"
+    old = {k: v for k, v in entry["knobs"].items() if k not in ("transpose", "split_sum")}
+    entry["knobs"] = old
+    text = deplo.compile(lin, schedule=plans).text("tile")
+    assert "split_sum = kernel" in text and "transpose = false" in text and "@linear_sum" in text
+    entry["knobs"] = {"reg_m": 2}
+    text = deplo.compile(lin, schedule=plans).text("tile")
+    assert "split_sum = last_block" in text and "transpose = true" in text
+
+
+def test_bisect_a_split_k_finished_by_its_last_block():
+    p = run("deplo", "bisect", "-c", "F.linear(torch.randn(64,512), torch.randn(64,512))")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "mismatch" not in p.stdout + p.stderr, p.stdout

@@ -1,7 +1,7 @@
 // RUN: deplo-opt %s -p 'tile-split-k{split-sum=last_block}' | filecheck %s --check-prefix=LAST
 // RUN: deplo-opt %s -p 'tile-split-k{split-sum=last_block},tile-map-2d{threads-m=8 threads-n=8},tile-to-kernel' | filecheck %s --check-prefix=KERNEL
 // RUN: deplo-opt %s -p 'tile-split-k{split-sum=last_block},tile-map-2d{threads-m=8 threads-n=8},to-cuda' -t cuda | filecheck %s --check-prefix=CUDA
-// RUN: not deplo-opt %s -p 'tile-split-k{split-sum=last_block},tile-to-kernel' 2>&1 | filecheck %s --check-prefix=SERIAL
+// RUN: deplo-opt %s -p 'tile-split-k{split-sum=last_block},tile-to-kernel' | filecheck %s --check-prefix=SERIAL
 
 // `split_sum = last_block`: one kernel. After its partial, each split arrives
 // (tile.split_last); the last of an output's splits adds the partials up in split order, the
@@ -43,8 +43,13 @@
 // CUDA:         __global__ void __launch_bounds__(64) matmul(
 // CUDA:         kc_arrive_last(
 
-// With the outputs still serial loops, a block would count every output's arrival: refused.
-// SERIAL: tile.split_last counts one arrival a block, but a serial loop repeats it: map the rows and columns to threads first (tile-map-2d or tile-tensor-core)
+// Lowered before any mapping (one thread walks the splits in order, as `deplo bisect` lowers
+// after each pass): the last split is the last one, no counter.
+// SERIAL-LABEL: kernel.func @matmul(
+// SERIAL:         scf.for %split = %c0 to %c32 step %c1 {
+// SERIAL:           %last = arith.cmpi eq, %split, %c31 : index
+// SERIAL-NEXT:      scf.if %last {
+// SERIAL-NOT:     kernel.arrive_last
 
 builtin.module {
   tile.kernel @matmul(%x: memref<64x4096xf32>, %w: memref<4096x64xf32>, %out: memref<64x64xf32>) grid(1, 1, 1) block(1, 1, 1) key "9b1c54824562f52d" plan matmul(chain = [64, 64], k = 4096, tensor_cores = false, splittable = true, slabs = [ik4, kj4]) {splits = 32, mma = false, reg_m = 4, reg_n = 4, interleave = false, threads_m = 8, threads_n = 8, k_chunk = 32, stage = true, pad = 4, buffers = 2, copy = cp_async, unroll = 32} {

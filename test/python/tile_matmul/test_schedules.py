@@ -112,6 +112,15 @@ def test_linear_epilogues(case: Case, passes: str):
                  "transposed": VARIANTS["transposed"]}[passes])
 
 
+@pytest.mark.parametrize("reg", [5, 6, 8])
+def test_transposed_interleaved_tiles_of_any_size(reg: int):
+    """16-byte groups only where they tile the register tile (8 = 2 groups of 4 fp32); 5 or 6
+    rows interleave single elements (groups would overlap and leave rows out)."""
+    check(Case(64, 53, 64, b_nk=True), [
+        f"tile-register-tile{{reg-m={reg} reg-n=4 interleave=true transpose=true}}",
+        "tile-map-2d", *SCHEDULE[2:]])
+
+
 @pytest.mark.parametrize(
     "case",
     [Case(37, 53, 70, bias=True), Case(64, 96, 80), Case(64, 53, 64, b_nk=True, residual=True),

@@ -64,11 +64,12 @@ def test_split_k_finished_by_the_last_block(case: Case, passes: str):
     np.testing.assert_array_equal(got, want)
 
 
-def test_last_block_needs_the_outputs_on_threads():
-    """A block counts one arrival a split: with the rows and columns still serial loops, each
-    output would arrive on its own — a clear error, not a wrong sum."""
-    with pytest.raises(Exception, match="map the rows and columns to threads first"):
-        run_module(LAST_BLOCK_CASES[1], ["tile-split-k{splits=4 split-sum=last_block}"])
+def test_last_block_before_any_mapping():
+    """Lowered right after tile-split-k (as `deplo bisect` does): one thread walks the splits in
+    order, the last one finishes, no counter."""
+    got, _ = run_module(LAST_BLOCK_CASES[1], ["tile-split-k{splits=4 split-sum=last_block}"])
+    want, _ = run_module(LAST_BLOCK_CASES[1], ["tile-split-k{splits=4 split-sum=kernel}"])
+    np.testing.assert_array_equal(got, want)
 
 
 def test_last_block_refuses_a_batch():

@@ -498,8 +498,7 @@ class MatmulClass(KernelClass):
             return bad + [("splits", f"{splits}: {why}")]
         rows, cols = facts["chain"][-2], facts["chain"][-1]
         accs = facts.get("accumulators", 1)
-        if knobs.get("split_sum", "kernel") == "last_block" and any(
-                e > 1 for e in facts["chain"][:-2]):
+        if knobs.get("split_sum", "kernel") == "last_block" and batched(facts):
             bad.append(("split_sum", "last_block: a batch of products would share the counters "
                                      "of one block tile"))
         if knobs["mma"]:
@@ -573,8 +572,7 @@ class MatmulClass(KernelClass):
             more = [d for d in range(2, 65) if k % d == 0 and k // d >= 128]
             return (1, *more) if facts["splittable"] else (1,)
         if knob == "split_sum":
-            batch = any(e > 1 for e in facts["chain"][:-2])
-            return ("kernel", "last_block") if splits > 1 and not batch else ("kernel",)
+            return ("kernel", "last_block") if splits > 1 and not batched(facts) else ("kernel",)
         if knob == "mma":
             ok = facts["tensor_cores"] and (facts["k"] // splits) % 16 == 0
             return (False, True) if ok else (False,)
@@ -618,6 +616,11 @@ class MatmulClass(KernelClass):
 
 MMA_TILE = ("warps_m", "warps_n", "frags_m", "frags_n")
 SIMT_TILE = ("reg_m", "reg_n", "interleave", "threads_m", "threads_n", "transpose")
+
+
+def batched(facts: dict) -> bool:
+    """A batch of products: a free loop with more than one iteration outside the rows."""
+    return any(e > 1 for e in facts["chain"][:-2])
 
 
 def block_tile(knobs: dict) -> tuple[int, int]:

@@ -354,7 +354,8 @@ def emit_cuda(module: ModuleOp) -> str:
     out += [f"// launch {la.kernel}({emitter.signatures.get(la.kernel, '')}): grid("
             f"{', '.join(map(str, la.grid))}) block({', '.join(map(str, la.block))}) "
             f"smem {la.smem}" for la in launch_plan(module)]
-    if any("kc_arrive_last(" in line for line in body):  # the counters it needs
+    if any(isinstance(o, cuda.CallOp) and o.callee.data == "kc_arrive_last"
+           for o in module.walk()):  # the counters it needs
         out.append(f"#define KC_ARRIVALS {kernel.ARRIVAL_SLOTS}")
     out += [f"// ---- {PRELUDE.name}, inlined: the file stands alone (`nvcc -cubin -arch=sm_90 "
             "k.cu`) ----", *prelude_lines(), "// ---- kernels ----", *body]

@@ -50,6 +50,7 @@ from deplo.dialects.tile_plan import (
     PlanError,
     Value,
     attention_stage_bytes,
+    batched,
     block_tile,
     reduce_length,
     slab_parts,
@@ -388,8 +389,7 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         knobs["threads_m"] * knobs["threads_n"] // hw.WARP
     per_warp = LAST_BLOCK_BYTES // (2 if knobs["mma"] else 1)
     blocks = -(-rows // bm) * -(-cols // bn) * splits
-    batch = any(e > 1 for e in f["chain"][:-2])
-    pick("split_sum", "last_block" if splits > 1 and not batch and not full
+    pick("split_sum", "last_block" if splits > 1 and not batched(f) and not full
          and blocks <= 2 * SMS and warps >= 4 and splits * bm * bn * 4 <= per_warp * warps
          else "kernel")
     k = reduce_length(f, knobs)

@@ -146,39 +146,30 @@ def partial_kernel(kernel: tile.KernelOp, c: Contraction, splits: int, part_t,
     epilogue = [o for o in list(c.cell.ops)[list(c.cell.ops).index(store) + 1 :]
                 if not isinstance(o, tile.YieldOp)]
     if finish:
-        finish_in_last_split(c, store, split.iv, splits, part, epilogue)
+        finish_in_last_split(c, store, split.iv, init, part, epilogue)
     else:
         for op in reversed(epilogue):
             Rewriter.erase_op(op)
     drop_dead(kernel)
 
 
-def finish_in_last_split(c: Contraction, store: loop.StoreOp, split: SSAValue, splits: int,
+def finish_in_last_split(c: Contraction, store: loop.StoreOp, split: SSAValue, init: SSAValue,
                          part: SSAValue, epilogue: list) -> None:
     """After the partial's store: the last split to arrive sums the partials of its outputs
-    (split order) and runs the epilogue on the sum."""
+    (from the original init, in split order: @mm_sum's sums) and runs the epilogue on them."""
     red = c.reduces[0]
+    splits = part.type.get_shape()[0]  # type: ignore[union-attr]
     last = tile.SplitLastOp(part, split, splits)
     last.result.name_hint = "last"
     Rewriter.insert_op(last, InsertPoint.after(store))
     then = Block()
-    zero = arith.ConstantOp(FloatAttr(0.0, red.inits[0].type))
-    then.add_op(zero)
-    body = Block(arg_types=[INDEX, red.inits[0].type])
-    s = tile.ForOp(0, splits, tile.Bind.SERIAL, [zero.result], Region(body))
-    s.iv.name_hint, body.args[1].name_hint = "split", "acc"
-    b = Builder(InsertPoint.at_end(body))
-    p = b.insert(loop.LoadOp(part, [s.iv, *(lp.iv for lp in c.chain)])).result
-    b.insert(tile.YieldOp(b.insert(arith.AddfOp(body.args[1], p)).result))
+    s = sum_of_splits(c, part, init)
     then.add_op(s)
     s.res[0].name_hint = "total"
+    red.res[0].replace_uses_with_if(s.res[0], lambda u: u.operation is not store)
     for op in epilogue:
         op.detach()
         then.add_op(op)
-        for inner in op.walk():
-            for i, v in enumerate(inner.operands):
-                if v is red.res[0]:
-                    inner.operands[i] = s.res[0]
     then.add_op(scf.YieldOp())
     Rewriter.insert_op(scf.IfOp(last.result, [], Region(then)), InsertPoint.after(last))
 
@@ -188,15 +179,21 @@ def sum_kernel(total: tile.KernelOp, c: Contraction, splits: int, part_t) -> Non
     red = c.reduces[0]
     part = total.body.block.insert_arg(part_t, len(total.args))
     part.name_hint = "partials"
-    body = Block(arg_types=[INDEX, red.inits[0].type])
-    s = tile.ForOp(0, splits, tile.Bind.SERIAL, [red.inits[0]], Region(body))
-    s.iv.name_hint, body.args[1].name_hint = "split", "acc"
-    b = Builder(InsertPoint.at_end(body))
-    p = b.insert(loop.LoadOp(part, [s.iv, *(lp.iv for lp in c.chain)])).result
-    n = b.insert(arith.AddfOp(body.args[1], p)).result
-    b.insert(tile.YieldOp(n))
+    s = sum_of_splits(c, part, red.inits[0])
     Rewriter.insert_op(s, InsertPoint.before(red))
     red.res[0].replace_all_uses_with(s.res[0])
     s.res[0].name_hint = red.res[0].name_hint
     Rewriter.erase_op(red)
     drop_dead(total)
+
+
+def sum_of_splits(c: Contraction, part: SSAValue, init: SSAValue) -> tile.ForOp:
+    """`init` plus the partials of the contraction's output over the splits, in split order."""
+    splits = part.type.get_shape()[0]  # type: ignore[union-attr]
+    body = Block(arg_types=[INDEX, init.type])
+    s = tile.ForOp(0, splits, tile.Bind.SERIAL, [init], Region(body))
+    s.iv.name_hint, body.args[1].name_hint = "split", "acc"
+    b = Builder(InsertPoint.at_end(body))
+    p = b.insert(loop.LoadOp(part, [s.iv, *(lp.iv for lp in c.chain)])).result
+    b.insert(tile.YieldOp(b.insert(arith.AddfOp(body.args[1], p)).result))
+    return s

@@ -4,16 +4,15 @@
 // RUN: deplo-opt %s -p 'tile-split-k{split-sum=last_block},tile-to-kernel' | filecheck %s --check-prefix=SERIAL
 
 // `split_sum = last_block`: one kernel. After its partial, each split arrives
-// (tile.split_last); the last of an output's splits adds the partials up in split order, the
-// same sums as @matmul_sum's, and runs the epilogue. One launch.
+// (tile.split_last); the last of an output's splits adds the partials up in split order from
+// the original init, the same sums as @matmul_sum's, and runs the epilogue. One launch.
 // LAST-LABEL:  tile.kernel @matmul(
 // LAST-SAME:       %partials: memref<32x64x64xf32>)
 // LAST-SAME:       {splits = 32, split_sum = last_block,
 // LAST:              loop.store %[[S:.*]], %partials[%[[SPLIT:.*]], %[[I:.*]], %[[J:.*]]] : memref<32x64x64xf32>
 // LAST-NEXT:         %last = tile.split_last %partials[%[[SPLIT]]] of 32 : memref<32x64x64xf32>
 // LAST-NEXT:         scf.if %last {
-// LAST-NEXT:           %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// LAST-NEXT:           %total = tile.for %[[SP:.*]] = 0 to 32 bind(serial) iter(%[[ACC:.*]] = %[[Z]]) -> f32 {
+// LAST-NEXT:           %total = tile.for %[[SP:.*]] = 0 to 32 bind(serial) iter(%[[ACC:.*]] = %zero) -> f32 {
 // LAST-NEXT:             %[[P:.*]] = loop.load %partials[%[[SP]], %[[I]], %[[J]]] : memref<32x64x64xf32>
 // LAST-NEXT:             %[[N:.*]] = arith.addf %[[ACC]], %[[P]] : f32
 // LAST-NEXT:             tile.yield %[[N]] : f32

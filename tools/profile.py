@@ -13,6 +13,7 @@ JSON: `predicted_us`, `roofline_us`, `min_bytes`, `flops` (the algorithm's, from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from io import StringIO
@@ -117,7 +118,7 @@ def write_profile(report: dict, path: str) -> None:
 
 
 def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
-            baselines: bool = True) -> dict:
+            baselines: bool = True, gpu_lock=None) -> dict:
     """On the GPU: each launch timed (CUDA graph replays, median; runtime/bench.py) on fresh
     random inputs, and (`baselines`) the program as PyTorch eager and torch.compile on the same
     inputs."""
@@ -130,7 +131,8 @@ def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
 
     inputs = random_inputs(compiled.program, seed)
     exe = CudaExecutable(compiled.module("cuda"), target="gpu", arch=device_arch())
-    total_ms, per_launch, _ = time_cuda_program(exe, inputs, warmup, iters)
+    with gpu_lock or contextlib.nullcontext():  # processes that compile side by side time alone
+        total_ms, per_launch, _ = time_cuda_program(exe, inputs, warmup, iters)
     per_kernel: dict[str, list[float]] = {}
     for p in per_launch:
         per_kernel.setdefault(p["kernel"], []).append(p["ms"] * 1e3)

@@ -20,7 +20,8 @@ def add_arguments(p, add_source, int_in, output_path) -> None:
     p.add_argument("--budget", type=int_in(1, 10**6), default=64,
                    help="evaluations per distinct kernel, stored ones included")
     p.add_argument("--time", type=_seconds, default=None, metavar="S",
-                   help="stop searching after S seconds (then the chosen plans are checked)")
+                   help="stop searching after S seconds (then the chosen plans are checked; "
+                        "--calibrate: no new plan after S seconds)")
     p.add_argument("--workers", type=int_in(1, 1025), default=1,
                    help="evaluations in this many local processes (kernels searched at once)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
@@ -32,6 +33,11 @@ def add_arguments(p, add_source, int_in, output_path) -> None:
                    help="print per kernel in the store the default and best time and the speedup")
     p.add_argument("--plot", type=output_path, default=None, metavar="OUT.png",
                    help="with --report: draw the speedups (matplotlib)")
+    p.add_argument("--calibrate", type=int_in(1, 10**4), default=None, metavar="N",
+                   help="no search: the heuristic's plan and N-1 random plans of each kernel, "
+                        "predicted by the model and measured on the GPU (rank correlation)")
+    p.add_argument("-o", "--output", type=output_path, default=None,
+                   help="with --calibrate: write the rows and figures as JSON")
 
 
 def _seconds(text: str) -> float:
@@ -105,6 +111,8 @@ def cmd_tune(args, compile_program) -> int:
     from deplo.runtime.gpu import gpu_probe
 
     on_gpu, _ = gpu_probe()
+    if args.calibrate:
+        return cmd_calibrate(args, compile_program, on_gpu)
     compiled = compile_program(args, runnable=True, tuned=False)  # from the heuristic's plans
     measure = gpu_measure(compiled) if on_gpu else None
     evaluator = Evaluator(args.gpu_model, args.workers, args.ray, measure)
@@ -139,8 +147,9 @@ def cmd_tune(args, compile_program) -> int:
     return 0
 
 
-def gpu_measure(compiled):
-    """The GPU evaluator: the program with the candidate pinned, the kernel's launches timed."""
+def gpu_measure(compiled, gpu_lock=None):
+    """The GPU evaluator: the program with the candidate pinned, the kernel's launches timed
+    (under `gpu_lock` where several processes share the GPU)."""
     from deplo.tools.api import Compiled
     from deplo.tools.profile import measure
     from deplo.tuning.tune import pins
@@ -149,7 +158,8 @@ def gpu_measure(compiled):
         pinned = Compiled(compiled.program, 0, json.dumps(pins({task.key: (task.name, knobs)})),
                           strict=False)
         try:
-            per_kernel = measure(pinned, warmup=2, iters=10, baselines=False)["per_kernel_us"]
+            per_kernel = measure(pinned, warmup=2, iters=10, baselines=False,
+                                gpu_lock=gpu_lock)["per_kernel_us"]
         except Exception:  # noqa: BLE001 - a plan that does not build or run failed
             return None
         times = [us for name, us in per_kernel.items()
@@ -157,6 +167,36 @@ def gpu_measure(compiled):
         return sum(times) if times else None
 
     return evaluate
+
+
+def cmd_calibrate(args, compile_program, on_gpu: bool) -> int:
+    import functools
+    import json
+
+    from rich.progress import Progress
+
+    from deplo.tuning.calibrate import calibrate, format_calibration
+
+    def write(report: dict) -> None:  # whole after every plan: a run cut short keeps its rows
+        if args.output:
+            with open(args.output, "w") as f:
+                json.dump(report, f, indent=1)
+
+    make = functools.partial(compile_program, args, True, False)  # picklable for the workers
+    with Progress(transient=True) as bar:
+        row = bar.add_task("plans", total=None)
+
+        def on_row(report: dict, total: int) -> None:
+            write(report)
+            bar.update(row, completed=len(report["rows"]), total=total)
+
+        report = calibrate(make, args.calibrate, args.gpu_model, on_gpu, args.workers,
+                           args.seed or 0, on_row, args.time)
+    write(report)
+    print(format_calibration(report))
+    if args.output:
+        print(f"wrote {args.output}")
+    return 0
 
 
 def _us(t: float | None) -> str:

@@ -43,6 +43,7 @@ class Gpu:
     l2_bw: float  # bytes/s (measured)
     dram_latency: float  # cycles, a global load that misses L2 (measured)
     l2_latency: float  # cycles, a global load that hits L2 (measured)
+    l1_latency: float  # cycles, a global load that hits L1 (measured)
     l1_bytes: int  # L1 data cache + shared memory per SM (whitepaper: 256 KB)
     l1_sectors_per_sm: int  # 32-byte sectors L1 serves per clock per SM (128 B/clk)
     fp32_per_sm: int  # FP32 results per clock per SM (CUDA Programming Guide, throughput table)
@@ -58,16 +59,21 @@ class Gpu:
     smem_per_sm: int = 228 * 1024
     mlp: int = 4  # independent global loads a warp keeps in flight (nvcc unrolls streaming
     # loops 4x; a modelling assumption, to refit from measurements)
-    latency_warps: float = 3.0  # warps a scheduler needs to keep its pipes busy: with fewer,
-    # shared-memory and dependent-FMA latencies show. Fit to the H200 run of 2026-11-26
-    # (docs/gpu-runs.md): fp32 matmuls of 2 warps an SM measured 2.5-6x their issue-bound time
+    latency_warps: float = 3.6  # warps a scheduler needs to keep its pipes busy: with fewer,
+    # shared-memory and dependent-FMA latencies show. Nsight Compute on the H200 (2026-11-26,
+    # second run; docs/gpu-runs.md): an fp32 SIMT matmul with 2.32 warps a scheduler issued 0.65
+    # instructions a cycle per scheduler (2.32 / 0.65 = 3.6)
+    latency_warps_mma: float = 5.5  # the same with mma.sync and ldmatrix, whose latencies are
+    # longer: a bf16 matmul with 1.34 warps a scheduler issued 0.25 a cycle (1.34 / 0.25 = 5.4)
 
-    def pipe_rate(self, warps: float) -> float:
+    def pipe_rate(self, warps: float, tensor_cores: bool = False) -> float:
         """The fraction of an SM's pipe rates `warps` resident warps reach: each of the
-        `issue_per_sm` schedulers needs `latency_warps` of them (Little's law for instructions);
-        the cost model and the matmul heuristic both scale by it."""
+        `issue_per_sm` schedulers needs `latency_warps` of them (Little's law for instructions;
+        `latency_warps_mma` for tensor-core kernels); the cost model and the matmul heuristic
+        both scale by it."""
+        need = self.latency_warps_mma if tensor_cores else self.latency_warps
         schedulers = max(1.0, min(self.issue_per_sm, warps))
-        return schedulers / self.issue_per_sm * min(1.0, warps / schedulers / self.latency_warps)
+        return schedulers / self.issue_per_sm * min(1.0, warps / schedulers / need)
 
     @property
     def fp32_flops(self) -> float:
@@ -85,6 +91,7 @@ H100_SXM = Gpu(
     # gpu-benches gpu-l2-cache); 4.9 TB/s by other tools: a middle value until measured here
     dram_latency=800,  # cycles: 650-700 idle pointer chase (RRZE, Luo et al. repo), more loaded
     l2_latency=270,  # cycles, near partition (RRZE gpu-latency h100_pcie: 265; 480 far)
+    l1_latency=33,  # cycles (RRZE gpu-latency h100: 32-33; Chips and Cheese H100: ~32)
     l1_bytes=256 * 1024,  # L1 + shared memory per SM (Hopper whitepaper; cuda_occupancy.h)
     l1_sectors_per_sm=4,  # 128 B/clk/SM; measured ~126 B/clk/SM (RRZE gpu-cache)
     fp32_per_sm=128,  # FP32 lanes per SM (device property; 67 TF = 132 x 256 x 1.98 GHz)

@@ -56,6 +56,7 @@ class Work:
     sfu: float = 0.0
     mma: float = 0.0  # mma.sync m16n8k16 per block
     issued: float = 0.0  # all warp instructions
+    global_loads: float = 0.0  # warp load instructions from global memory (not cp.async)
     flops: float = 0.0  # floating-point operations (mma: 2 * 16 * 8 * 16)
     inflight_bytes: float = 0.0  # useful bytes of one warp's largest global access
     async_bytes: float = 0.0  # bytes one warp's cp.async copies put in flight at once (a stage)
@@ -222,7 +223,7 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             _access(w, blk, op.memref, op.indices, n, weight, active, store)
         elif isinstance(op, kernel.CpAsyncOp):
             n = op.bytes.value.data // _elt_bytes(op.src)
-            _access(w, blk, op.src, op.src_indices, n, weight, active)
+            _access(w, blk, op.src, op.src_indices, n, weight, active, waits=False)
             # a stage's copies go out back to back: its loop's trips, in flight together
             copy_loop = op.parent_op()
             per = blk.trips.get(copy_loop, 1.0) if isinstance(copy_loop, scf.ForOp) else 1.0
@@ -275,7 +276,7 @@ def _elt_bytes(buf: SSAValue) -> int:
 
 
 def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active,
-            store: bool = False) -> None:
+            store: bool = False, waits: bool = True) -> None:
     """Sectors (global) or wavefronts (shared) of one access of `n` consecutive elements per
     thread, for every warp, times each warp's trip count."""
     addr, eb = _address(blk, buf, indices)
@@ -301,6 +302,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
                 w.store_sectors += times * len(sectors)
             else:
                 w.load_sectors += times * len(sectors)
+                w.global_loads += times * waits
                 first.update(sectors.tolist())
                 most = max(most, times)
             touched.update(sectors.tolist())
@@ -326,7 +328,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
 @dataclass
 class Prediction:
     us: float
-    bound: str  # the unit that dominates: dram, l2, smem, fp32, sfu, mma, issue, launch
+    bound: str  # the unit that dominates: dram, l2, smem, fp32, sfu, mma, issue, latency, launch
     units: dict[str, float]  # microseconds each unit would take alone
     blocks_per_sm: int
     waves: int
@@ -379,7 +381,14 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
                   active_sms * inflight / (gpu.dram_latency / clock))
     l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))
+    # a warp waits out its global loads `mlp` at a time (at L1's latency where L1 keeps what it
+    # reads, L2's where not); the waves of resident blocks on an SM wait one after another
+    loads_l2 = l2_sectors - w.store_sectors
+    to_l2 = min(1.0, loads_l2 / w.load_sectors) if w.load_sectors else 0.0
+    latency = gpu.l1_latency + to_l2 * (gpu.l2_latency - gpu.l1_latency)
+    chain = w.global_loads / max(1, -(-threads // WARP)) * latency / gpu.mlp
     units = {
+        "latency": -(-per_sm // resident) * chain / clock,
         "dram": dram / dram_bw,
         "l2": l2_bytes / l2_bw,
         "l1": per_sm * (w.load_sectors + w.store_sectors) / (gpu.l1_sectors_per_sm * clock),
@@ -390,7 +399,7 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
         "issue": per_sm * w.issued / (gpu.issue_per_sm * clock),
     }
     # an SM's pipes run at their rate only with enough warps to hide latency
-    hidden = gpu.pipe_rate(warps)
+    hidden = gpu.pipe_rate(warps, tensor_cores=w.mma > 0)
     for pipe in ("l1", "smem", "fp32", "sfu", "mma", "issue"):
         units[pipe] /= hidden
     units = {k: float(v) * 1e6 for k, v in units.items()}

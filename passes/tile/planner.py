@@ -296,7 +296,7 @@ def _tile_seconds(f: dict, tile: tuple[int, int, int, int], splits: int, mma: bo
         wavefronts, issue = (m + n) * k, (m * n + m + n) * k / 4
     blocks = _blocks(f, bm, bn) * splits
     per_sm = -(-blocks // SMS) * warps  # warps of work on the busiest SM
-    rate = gpu.pipe_rate(min(per_sm, gpu.max_threads_per_sm // hw.WARP))  # few warps: latency
+    rate = gpu.pipe_rate(min(per_sm, gpu.max_threads_per_sm // hw.WARP), mma)  # few warps: latency
     l2 = blocks * (bm + bn) * k * eb / gpu.l2_bw
     smem = per_sm * wavefronts / (gpu.smem_wavefronts_per_sm * clock * rate)
     pipe = per_sm * issue / (clock * rate)

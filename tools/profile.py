@@ -83,14 +83,14 @@ def format_profile(report: dict, rows: bool = True) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    source = "measured" if report.get("measured") else "predicted (sm_90 model, no GPU run)"
-    lines = [f"{report['gpu_model']}: {source}: {report['predicted_us']:.2f} us over "
-             f"{report['launches']} launch(es); roofline {report['roofline_us']:.2f} us "
-             f"({report['predicted_over_roofline']:.2f}x)"]
     m = report.get("measured")
-    if m:
-        lines.append(f"measured {m['deplo_us']:.2f} us; eager {m.get('eager_us')} us; "
-                     f"torch.compile {m.get('inductor_us')} us")
+    lines = [(f"{report['gpu_model']}: predicted (sm_90 model{'' if m else ', no GPU run'}) "
+              f"{report['predicted_us']:.2f} us over {report['launches']} launch(es); roofline "
+              f"{report['roofline_us']:.2f} us ({report['predicted_over_roofline']:.2f}x)")]
+    if m:  # the predicted line used to say "measured" here, beside the model's number
+        base = "; ".join(f"{name} {m[key]:.2f} us" for name, key in (
+            ("eager", "eager_us"), ("torch.compile", "inductor_us")) if m.get(key) is not None)
+        lines.append(f"measured {m['deplo_us']:.2f} us" + (f"; {base}" if base else ""))
     if not rows:
         return "\n".join(lines) + "\n"
     table = Table(title=None, show_edge=False, pad_edge=False)

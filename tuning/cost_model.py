@@ -10,12 +10,14 @@ which is where the addresses of one warp access are read: the 32 lanes' byte add
 touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
 of the 32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,
 warp instructions per pipe (FP32, special functions, tensor-core mma.sync), all instructions
-issued, and the bytes one warp has in flight.
+issued, the bytes one warp has in flight, and one warp's cycles through the kernel when every
+instruction waits for its operands.
 
 How a time is predicted (`predict`): occupancy from ptxas's registers, the static shared memory
 and the block size; the busiest SM's share of the blocks (waves); per unit, that SM's work
 over the unit's rate; memory at the bandwidth the GPU reaches with this many SMs busy and this
-many bytes in flight (Little's law: bytes in flight / latency); the slowest unit bounds the
+many bytes in flight (Little's law: bytes in flight / latency); one warp's own dependent
+latencies, issuing in order (`chain_cycles`), times the waves; the slowest unit bounds the
 kernel, plus one launch. DRAM bytes are the buffers' footprints (L2 keeps what a kernel reuses,
 unless the footprints exceed it). The model is validated on kernels whose behaviour is known
 from first principles (test/python/cost_model) and refit only from GPU measurements.
@@ -56,7 +58,10 @@ class Work:
     sfu: float = 0.0
     mma: float = 0.0  # mma.sync m16n8k16 per block
     issued: float = 0.0  # all warp instructions
-    global_loads: float = 0.0  # warp load instructions from global memory (not cp.async)
+    # one warp's cycles through the kernel issuing in order (chain_cycles), with every global
+    # load served by L1 and by L2: predict mixes them by the share of loads L1 does not keep
+    chain_l1: float = 0.0
+    chain_l2: float = 0.0
     flops: float = 0.0  # floating-point operations (mma: 2 * 16 * 8 * 16)
     inflight_bytes: float = 0.0  # useful bytes of one warp's largest global access
     async_bytes: float = 0.0  # bytes one warp's cp.async copies put in flight at once (a stage)
@@ -178,6 +183,8 @@ def work(func: kernel.FuncOp) -> Work:
             w.touched[_key(a)] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(func.body.block, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
+    w.chain_l1 = chain_cycles(func.body.block, blk, False)
+    w.chain_l2 = chain_cycles(func.body.block, blk, True)
     return w
 
 
@@ -223,7 +230,7 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             _access(w, blk, op.memref, op.indices, n, weight, active, store)
         elif isinstance(op, kernel.CpAsyncOp):
             n = op.bytes.value.data // _elt_bytes(op.src)
-            _access(w, blk, op.src, op.src_indices, n, weight, active, waits=False)
+            _access(w, blk, op.src, op.src_indices, n, weight, active)
             # a stage's copies go out back to back: its loop's trips, in flight together
             copy_loop = op.parent_op()
             per = blk.trips.get(copy_loop, 1.0) if isinstance(copy_loop, scf.ForOp) else 1.0
@@ -276,7 +283,7 @@ def _elt_bytes(buf: SSAValue) -> int:
 
 
 def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active,
-            store: bool = False, waits: bool = True) -> None:
+            store: bool = False) -> None:
     """Sectors (global) or wavefronts (shared) of one access of `n` consecutive elements per
     thread, for every warp, times each warp's trip count."""
     addr, eb = _address(blk, buf, indices)
@@ -302,7 +309,6 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
                 w.store_sectors += times * len(sectors)
             else:
                 w.load_sectors += times * len(sectors)
-                w.global_loads += times * waits
                 first.update(sectors.tolist())
                 most = max(most, times)
             touched.update(sectors.tolist())
@@ -319,6 +325,97 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     had, dims = w.per_buffer.get(key, (0.0, frozenset()))
     w.per_buffer[key] = (had + len(touched) * moves,
                          dims | {d for d in varying if isinstance(d, int)})
+
+
+# --------------------------------------------------------------------------------------------
+# one warp's dependent latencies
+
+
+# cycles from issue to result, sm_90 (Jia et al., arXiv 1804.06826 and 1903.07486, for the
+# arithmetic; Luo et al., arXiv 2501.12084, for shared memory, shuffles and mma.sync on Hopper)
+LAT_FP32 = 4  # FFMA/FADD/FMUL and conversions
+LAT_SFU = 20  # MUFU (ex2, rsqrt, sin) and the multiply around it
+LAT_DIV = 30  # fp32 division: reciprocal and a Newton step
+LAT_SHARED = 30  # LDS, ldmatrix
+LAT_SHUFFLE = 25  # SHFL
+LAT_MMA = 32  # mma.sync m16n8k16
+SMALL_LOOP = 32  # instructions a loop body issues at most for nvcc to unroll it by itself
+
+
+def _latency(op: Operation, l2: bool, gpu: Gpu = H100_SXM) -> float:
+    """Cycles until `op`'s results can be used; a global load's is L1's (`l2` False) or
+    L2's (DRAM misses are the memory units' business)."""
+    if isinstance(op, memref.LoadOp | kernel.VectorLoadOp):
+        if _is_shared(op.memref):
+            return LAT_SHARED
+        return gpu.l2_latency if l2 else gpu.l1_latency
+    if isinstance(op, kernel.LdmatrixOp):
+        return LAT_SHARED
+    if isinstance(op, kernel.ShuffleOp):
+        return LAT_SHUFFLE
+    if isinstance(op, kernel.MmaOp):
+        return LAT_MMA
+    if isinstance(op, arith.DivfOp):
+        return LAT_DIV
+    if isinstance(op, SPECIAL):
+        return LAT_SFU
+    return LAT_FP32 if op.results and _is_float(op.results[0]) else 1
+
+
+def chain_cycles(block: Block, blk: _Block, l2: bool, gpu: Gpu = H100_SXM) -> float:
+    """One warp's cycles through `block`, issuing in order: an instruction waits for its
+    operands (GPUs issue a warp's instructions in program order, so a use stalls the warp until
+    its load or shuffle is back, whatever follows it), a loop repeats its body's time, the
+    waits shared by the iterations that unrolling lays side by side. A lower bound of the
+    warp's time however many warps share the scheduler."""
+    ready: dict[SSAValue, float] = {}
+    commits: list[float] = []  # when each cp.async group was committed
+    issued = [0.0]  # instructions issued so far (a cycle each)
+
+    def run(b: Block, t: float) -> float:
+        for op in b.ops:
+            if isinstance(op, scf.YieldOp):
+                continue  # the next iteration waits only where it uses a carried value
+            start = max([t, *(ready.get(o, 0.0) for o in op.operands)])
+            if isinstance(op, kernel.CpAsyncCommitOp):
+                commits.append(start)
+            if isinstance(op, kernel.CpAsyncWaitOp) and len(commits) > op.pending.value.data:
+                start = max(start, commits[-1 - op.pending.value.data] + gpu.l2_latency)
+            if isinstance(op, scf.ForOp):
+                trips, before = blk.trips.get(op, 1.0), issued[0]
+                one = run(op.body.block, start) - start
+                busy = min(one, issued[0] - before)
+                # unrolled iterations overlap their waits: a loop marked `unroll` entirely,
+                # a small one `mlp` iterations at a time (nvcc unrolls small loops 4x)
+                small = issued[0] - before <= SMALL_LOOP
+                overlap = max(1.0, trips if "unroll" in op.attributes else
+                              min(trips, gpu.mlp) if small else 1.0)
+                t = start + trips * (busy + (one - busy) / overlap)
+                issued[0] = before + trips * (issued[0] - before)
+                for r in op.results:
+                    ready[r] = t
+            elif isinstance(op, scf.IfOp):
+                if isinstance(op.cond.owner, kernel.ArriveLastOp):
+                    continue  # the tail: the last block's, predicted apart
+                t = run(op.true_region.block, start)
+                if op.false_region.blocks:
+                    t = run(op.false_region.block, t)
+            elif _free(op) and not op.regions:
+                for r in op.results:
+                    ready[r] = start
+                continue
+            else:
+                for region in op.regions:
+                    for rb in region.blocks:
+                        start = run(rb, start)
+                t = start + 1
+                issued[0] += 1
+                lat = _latency(op, l2, gpu)
+                for r in op.results:
+                    ready[r] = start + lat
+        return t
+
+    return run(block, 0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,12 +478,10 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
                   active_sms * inflight / (gpu.dram_latency / clock))
     l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))
-    # a warp waits out its global loads `mlp` at a time (at L1's latency where L1 keeps what it
-    # reads, L2's where not); the waves of resident blocks on an SM wait one after another
-    loads_l2 = l2_sectors - w.store_sectors
-    to_l2 = min(1.0, loads_l2 / w.load_sectors) if w.load_sectors else 0.0
-    latency = gpu.l1_latency + to_l2 * (gpu.l2_latency - gpu.l1_latency)
-    chain = w.global_loads / max(1, -(-threads // WARP)) * latency / gpu.mlp
+    # a warp's own dependent latencies, its global loads at L1's or L2's as L1 keeps them; the
+    # waves of resident blocks on an SM run one after another
+    to_l2 = min(1.0, (l2_sectors - w.store_sectors) / w.load_sectors) if w.load_sectors else 0.0
+    chain = w.chain_l1 + to_l2 * (w.chain_l2 - w.chain_l1)
     units = {
         "latency": -(-per_sm // resident) * chain / clock,
         "dram": dram / dram_bw,

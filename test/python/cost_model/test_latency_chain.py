@@ -1,0 +1,89 @@
+"""The model's latency unit: one warp issuing in order waits for its operands (Jia et al.;
+GPUs issue a warp's instructions in program order). Kernels of one warp, so nothing hides it."""
+
+from __future__ import annotations
+
+import pytest
+
+from deplo.hardware import H100_SXM
+from deplo.tuning import cost_model as cm
+from deplo.tuning.validation import parse_kernel, predict
+
+
+def _gather(chained: bool, loads: int = 24) -> str:
+    """One warp, one pass: `loads` loads of x, each address from the value loaded before
+    (chained: a pointer chase) or from the lane (independent), then their sum stored."""
+    lines, prev = [], "%t"
+    for i in range(loads):
+        idx = f"%a{i}" if chained else "%t"
+        if chained:
+            lines.append(f"  %a{i} = arith.addi {prev}, %c{i % 4} : index")
+        lines.append(f"  %v{i} = memref.load %x[{idx}] : memref<4096xi32>")
+        if chained:
+            lines.append(f"  %n{i} = arith.index_cast %v{i} : i32 to index")
+            prev = f"%n{i}"
+    total = "%v0"
+    for i in range(1, loads):
+        lines.append(f"  %s{i} = arith.addi {total}, %v{i} : i32")
+        total = f"%s{i}"
+    body = "\n".join(lines)
+    return f"""
+kernel.func @gather(%x: memref<4096xi32>, %out: memref<32xi32>) grid(1, 1, 1) block(32, 1, 1) {{
+  %t = kernel.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+{body}
+  memref.store {total}, %out[%t] : memref<32xi32>
+}}"""
+
+
+def _stream(trips: int, unroll: bool) -> str:
+    """One warp sums x over `trips` iterations of a small loop (marked `unroll` or not)."""
+    attr = ' {"unroll"}' if unroll else ""
+    return f"""
+kernel.func @stream(%x: memref<{trips}x32xf32>, %out: memref<32xf32>) grid(1, 1, 1) block(32, 1, 1) {{
+  %t = kernel.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant {trips} : index
+  %z = arith.constant 0.0 : f32
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f32) {{
+    %v = memref.load %x[%i, %t] : memref<{trips}x32xf32>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  }}{attr}
+  memref.store %s, %out[%t] : memref<32xf32>
+}}"""
+
+
+def _chain(text: str) -> tuple[float, float]:
+    _, f = parse_kernel(text)
+    w = cm.work(f)
+    return w.chain_l1, w.chain_l2
+
+
+def test_a_pointer_chase_waits_for_every_load():
+    chased, independent = _chain(_gather(True)), _chain(_gather(False))
+    # 24 loads one after another: 24 latencies; issued together: about one, and the adds
+    assert chased[1] >= 24 * H100_SXM.l2_latency
+    assert independent[1] < 2 * H100_SXM.l2_latency
+    assert chased[0] >= 24 * H100_SXM.l1_latency > independent[0]
+
+
+def test_a_lone_warp_is_latency_bound():
+    p = predict(_gather(True))
+    assert p.bound == "latency"
+    # one warp, 24 dependent loads at L1's or L2's latency: between the two, plus a launch
+    low = 24 * H100_SXM.l1_latency / (H100_SXM.clock_ghz * 1e3)
+    high = 24 * (H100_SXM.l2_latency + 8) / (H100_SXM.clock_ghz * 1e3)
+    assert low <= p.us - H100_SXM.launch_us <= high, p
+
+
+@pytest.mark.parametrize("trips", [64, 512])
+def test_unrolled_iterations_share_their_waits(trips):
+    rolled, unrolled = _chain(_stream(trips, False)), _chain(_stream(trips, True))
+    # a small loop nvcc unrolls 4x: a quarter of the waits; one unrolled entirely: about one
+    assert rolled[1] == pytest.approx(trips * (2 + (H100_SXM.l2_latency + 1 - 2) / 4), rel=0.05)
+    assert unrolled[1] < trips * 2 + 2 * H100_SXM.l2_latency

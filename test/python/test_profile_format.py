@@ -1,0 +1,19 @@
+"""`deplo run --bench --profile`'s summary: the model's number is never labelled measured."""
+
+from deplo.tools.profile import format_profile
+
+REPORT = {"gpu_model": "H200 SXM", "predicted_us": 7.13, "launches": 1, "roofline_us": 3.0,
+          "predicted_over_roofline": 2.377, "kernels": []}
+
+
+def test_summary_without_a_gpu():
+    text = format_profile({**REPORT, "measured": None}, rows=False)
+    assert text.startswith("H200 SXM: predicted (sm_90 model, no GPU run) 7.13 us over 1 launch")
+    assert "measured" not in text
+
+
+def test_summary_with_a_gpu_run():
+    measured = {"deplo_us": 9.36, "eager_us": 9.2463999, "inductor_us": None}
+    first, second = format_profile({**REPORT, "measured": measured}, rows=False).splitlines()
+    assert first.startswith("H200 SXM: predicted (sm_90 model) 7.13 us") and "measured" not in first
+    assert second == "measured 9.36 us; eager 9.25 us"

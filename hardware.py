@@ -109,3 +109,9 @@ H200 = Gpu(**{**H100_SXM.__dict__, "name": "H200 SXM",
               "dram_efficiency": 0.86,  # BabelStream triad 4.15 TB/s (Azure ND H200 v5)
               "l2_bw": 10.0e12})  # RRZE gpu-l2-cache h200: 9.7-10.2 TB/s
 GPUS = {"h100": H100_SXM, "h200": H200}
+
+
+def model_of(device: str) -> str:
+    """The parameter set (GPUS key) of a device description (`gpu_probe`'s: "NVIDIA H200,
+    sm_90, ..."): an H200 is timed against the H200 set, anything else against the H100's."""
+    return "h200" if "H200" in device.upper() else "h100"

@@ -19,6 +19,7 @@ from typing import TextIO
 
 import torch
 
+from deplo.hardware import GPUS
 from deplo.runtime.bench import (
     Case,
     from_numpy,
@@ -37,7 +38,8 @@ NOTES = {
     "loop_bytes": "counted in the fused Loop IR: loads and stores x loop trip counts (no reuse)",
     "flops": "the algorithm's, from the Torch IR (2MNK for products, attention's unmasked part)",
     "loop_flops": "counted in the fused Loop IR: float arith/math ops x trip counts (fma = 2)",
-    "predicted_us": "the sm_90 model (tuning/cost_model.py), H100 SXM, sum over launches",
+    "predicted_us": "the sm_90 model (tuning/cost_model.py), sum over launches; the parameters "
+                    "of the GPU it is timed on (gpu_model), H100 SXM without one",
     "roofline_us": "max(min_bytes / HBM bandwidth, flops / peak of the dtype's fastest unit) "
                    "+ one launch",
     "ptxas": "NVRTC -Xptxas=-v for the arch; smem_bytes is static shared memory per block",
@@ -62,7 +64,7 @@ def _unsupported(entry: dict, stage: str, e: BaseException) -> dict:
     return entry
 
 
-def static_figures(compiled, arch: str) -> dict:
+def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
     """Kernel count, per-kernel ptxas report and launch shape, bytes and FLOPs, and the sm_90
     model's prediction against the roofline (tools/profile.py), per kernel and for the case."""
     from deplo.lowering.emit_cuda import launch_plan
@@ -73,7 +75,7 @@ def static_figures(compiled, arch: str) -> dict:
     plan = launch_plan(compiled.module("cuda"))
     reports = compiled.ptxas(arch)
     order = {la.kernel: i for i, la in reversed(list(enumerate(plan)))}  # first launch first
-    model = profile(compiled)
+    model = profile(compiled, gpu_model)
     predicted = {k["name"]: k for k in model["kernels"]}
     kernels = []
     for name, rep in sorted(reports.items(), key=lambda kv: order.get(kv[0], len(plan))):
@@ -149,7 +151,8 @@ def gpu_figures(case: Case, compiled, *, warmup: int, iters: int, seed: int) -> 
 
 
 def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: int = 10,
-               iters: int = 50, seed: int = 0, schedule: str | None = None) -> dict:
+               iters: int = 50, seed: int = 0, schedule: str | None = None,
+               gpu_model: str = "h100") -> dict:
     """One case's JSON entry; every failure becomes `status: unsupported` with its stage.
     `schedule`: a plan file pinning the plans of the kernels it names (of any case)."""
     import deplo
@@ -169,7 +172,7 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
     except Exception as e:  # noqa: BLE001
         return _unsupported(entry, "lower", e)
     try:
-        entry["static"] = static_figures(compiled, arch)
+        entry["static"] = static_figures(compiled, arch, gpu_model)
     except Exception as e:  # noqa: BLE001
         return _unsupported(entry, "nvrtc", e)
     entry["plans"] = compiled.plans()["kernels"]
@@ -216,16 +219,18 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
               progress: Callable[[str], None] | None = None,
               schedule: str | None = None) -> dict:
     """The report for `cases` (see SCHEMA). `gpu=None`: time where gpu_probe() finds a GPU."""
+    from deplo.hardware import model_of
     from deplo.runtime.gpu import gpu_probe, nvrtc_version
 
     ok, device = gpu_probe()
     use_gpu = ok if gpu is None else (gpu and ok)
+    gpu_model = model_of(device) if use_gpu else "h100"  # predicted for the card it times on
     t0 = time.perf_counter()
     entries = []
     for i, case in enumerate(cases):
         t = time.perf_counter()
         e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed,
-                       schedule=schedule)
+                       schedule=schedule, gpu_model=gpu_model)
         entries.append(e)
         if progress:
             what = e["status"] if e["status"] == "ok" else f"{e['status']} ({e['stage']})"
@@ -236,6 +241,7 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
         "suites": sorted({c.suite for c in cases}),
         "arch": arch,
         "gpu": device if use_gpu else None,
+        "gpu_model": GPUS[gpu_model].name,
         "no_gpu_reason": None if ok else device,
         "environment": {"python": platform.python_version(), "torch": torch.__version__,
                         "nvrtc": _safe(nvrtc_version)},

@@ -153,8 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", action="store_true", help="with --bench: one row per kernel")
     r.add_argument("-o", "--output", type=_output_path, default=None, metavar="PROF.json",
                    help="with --bench: write the profile as JSON")
-    r.add_argument("--gpu-model", choices=["h100", "h200"], default="h100",
-                   help="the parameters of the model's predictions")
+    r.add_argument("--gpu-model", choices=["h100", "h200"], default=None,
+                   help="the parameters of the model's predictions (default: the GPU's, else h100)")
     r.add_argument("--fiber-schedules", type=_schedules, default=None, metavar="NAMES",
                    help="the CPU runtime's fiber schedules (the order CUDA threads run in), "
                         "comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
@@ -389,12 +389,15 @@ def _bench_run(compiled, args, target: str) -> int:
     """`deplo run --bench`: predicted by the model without a GPU; measured with one."""
     from deplo.tools.profile import format_profile, profile, write_profile
 
-    measured = None
+    measured, gpu_model = None, args.gpu_model or "h100"
     if target == "gpu":
+        from deplo.hardware import model_of
+        from deplo.runtime.gpu import gpu_probe
         from deplo.tools.profile import measure
 
         measured = measure(compiled, seed=args.seed or 0)
-    report = profile(compiled, args.gpu_model, measured and measured["per_kernel_us"])
+        gpu_model = args.gpu_model or model_of(gpu_probe()[1])
+    report = profile(compiled, gpu_model, measured and measured["per_kernel_us"])
     if measured:
         report["measured"] = {k: v for k, v in measured.items() if k != "per_kernel_us"}
     print(format_profile(report, rows=args.profile), end="")

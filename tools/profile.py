@@ -25,7 +25,8 @@ SCHEMA = "deplo-profile/1"
 
 
 def _kernel_roofline(w: cm.Work, pred: cm.Prediction, tensor_cores: bool, gpu: cm.Gpu) -> float:
-    """A kernel's own floor: each buffer it touches moved once, its FLOPs at the peak."""
+    """A kernel's own floor: each buffer it touches moved once (from DRAM, but for what an
+    earlier launch left in L2), its FLOPs at the peak."""
     return cm.roofline_us(sum(w.touched.values()), pred.flops, tensor_cores, gpu)
 
 
@@ -44,13 +45,15 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
         ptxas = {}
     counts = cm.launch_counts(kmod)
     half = any(t in ("f16", "bf16") for t in compiled.output_element_types())
+    works = {f.sym_name.data: cm.work(f) for f in kmod.ops if isinstance(f, kernel.FuncOp)}
+    in_l2 = cm.l2_resident(kmod, works, hw)
     rows = []
     for f in kmod.ops:
         if not isinstance(f, kernel.FuncOp):
             continue
         name = f.sym_name.data
         rep = ptxas.get(name)
-        w = cm.work(f)
+        w = cm.reading_l2(works[name], in_l2.get(name, frozenset()))
         p = cm.predict_func(f, rep, hw, w)
         roof = _kernel_roofline(w, p, half, hw)
         rows.append({

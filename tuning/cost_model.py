@@ -66,6 +66,7 @@ class Work:
     inflight_bytes: float = 0.0  # useful bytes of one warp's largest global access
     async_bytes: float = 0.0  # bytes one warp's cp.async copies put in flight at once (a stage)
     touched: dict[str, int] = field(default_factory=dict)  # buffer -> bytes of its memref
+    written: set[str] = field(default_factory=set)  # the buffers it stores into
     # global buffer -> (distinct sectors one block reads or writes, the block ids they vary with)
     per_buffer: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
     # what the last block of every `arrivals` to kernel.arrive_last does after it (a split-K
@@ -307,6 +308,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
                                 // SECTOR)
             if store:
                 w.store_sectors += times * len(sectors)
+                w.written.add(_key(buf))
             else:
                 w.load_sectors += times * len(sectors)
                 first.update(sectors.tolist())
@@ -544,18 +546,67 @@ def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H
 
 
 def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
-                 w: Work | None = None) -> Prediction:
+                 w: Work | None = None, in_l2: frozenset[str] = frozenset()) -> Prediction:
     """One kernel.func with its ptxas report's registers and shared memory, where there is one
-    (else 32 registers a thread and the shared buffers it declares); `w`: its work if known."""
-    return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
+    (else 32 registers a thread and the shared buffers it declares); `w`: its work if known;
+    `in_l2`: buffers an earlier launch left in L2 (`l2_resident`), read without DRAM."""
+    w = reading_l2(w or work(f), in_l2)
+    return predict(w, f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
                    ptxas.smem_bytes if ptxas else _static_smem(f), gpu)
+
+
+def reading_l2(w: Work, in_l2: frozenset[str]) -> Work:
+    """`w` with the buffers of `in_l2` out of its DRAM footprint (L2 serves them)."""
+    if not in_l2:
+        return w
+    return replace(w, touched={k: v for k, v in w.touched.items() if k not in in_l2})
+
+
+def l2_resident(module: ModuleOp, works: dict[str, Work], gpu: Gpu = H100_SXM,
+                entry: str = "main") -> dict[str, frozenset[str]]:
+    """Per kernel, the arguments every launch of it in `entry` reads from L2: buffers an
+    earlier launch wrote (partials of split-K, a layer's activations), each at most half of
+    L2 and the launches between them writing no more than L2 holds. Inputs of the program
+    (weights) come from DRAM."""
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    kernels = {f.sym_name.data: f for f in module.ops if isinstance(f, kernel.FuncOp)}
+    if entry not in funcs:
+        return {}
+    written: dict[SSAValue, float] = {}  # buffer -> bytes written since (a recency clock)
+    out: dict[str, frozenset[str]] = {}
+    for op in funcs[entry].walk():
+        if not isinstance(op, kernel.LaunchOp):
+            continue
+        name = op.callee.string_value()
+        f, w = kernels.get(name), works.get(name)
+        if f is None or w is None:
+            continue
+        args = f.body.block.args
+        here = frozenset(_key(a) for a, v in zip(args, op.args)
+                         if v in written and written[v] + w.touched.get(_key(a), 0) <= gpu.l2_bytes
+                         and w.touched.get(_key(a), 0) <= gpu.l2_bytes / 2)
+        out[name] = out[name] & here if name in out else here
+        writes = w.written | (w.tail.written if w.tail else set())  # the tail stores the outputs
+        stored = sum(w.touched.get(_key(a), 0) for a in args if _key(a) in writes)
+        for v in written:
+            written[v] += stored
+        for a, v in zip(args, op.args):
+            if _key(a) in writes:
+                written[v] = 0.0
+    return out
 
 
 def predict_module(module: ModuleOp, ptxas: dict | None = None,
                    gpu: Gpu = H100_SXM) -> dict[str, Prediction]:
-    """Prediction per kernel.func of a Kernel IR module (ptxas: name -> report)."""
-    return {op.sym_name.data: predict_func(op, (ptxas or {}).get(op.sym_name.data), gpu)
-            for op in module.ops if isinstance(op, kernel.FuncOp)}
+    """Prediction per kernel.func of a Kernel IR module (ptxas: name -> report), what earlier
+    launches of its @main left in L2 read from there."""
+    funcs = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    works = {f.sym_name.data: work(f) for f in funcs}
+    in_l2 = l2_resident(module, works, gpu)
+    return {f.sym_name.data: predict_func(f, (ptxas or {}).get(f.sym_name.data), gpu,
+                                          works[f.sym_name.data], in_l2.get(f.sym_name.data,
+                                                                            frozenset()))
+            for f in funcs}
 
 
 def _static_smem(func: kernel.FuncOp) -> int:

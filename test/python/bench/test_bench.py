@@ -127,6 +127,7 @@ def test_tiny_suite_end_to_end_json(tmp_path) -> None:
     write_json(report, str(path))
     data = json.loads(path.read_text())
     assert data["schema"] == SCHEMA and data["gpu"] is None
+    assert data["gpu_model"] == "H100 SXM5"  # without a GPU: the H100's parameters
     assert data["summary"]["cases"] == len(cases) == 18
     entries = {c["name"]: c for c in data["cases"]}
     bad = entries["tiny/sort/s8/fp32"]
@@ -214,3 +215,11 @@ def test_llm_suite_at_seq_32_compiles(request) -> None:
     bad = [f"{c['name']}: {c.get('reason')}" for c in report["cases"] if c["status"] != "ok"]
     assert not bad, "\n".join(bad)
     assert not any(c["static"]["spills"] for c in report["cases"])
+
+
+def test_predictions_use_the_parameters_of_the_card_they_are_timed_on() -> None:
+    from deplo.hardware import model_of
+
+    assert model_of("NVIDIA H200, sm_90, driver CUDA 13.0") == "h200"
+    assert model_of("NVIDIA H100 80GB HBM3, sm_90, driver CUDA 13.0") == "h100"
+    assert model_of("no NVIDIA driver") == "h100"

@@ -64,7 +64,8 @@ class Gpu:
     # second run; docs/gpu-runs.md): an fp32 SIMT matmul with 2.32 warps a scheduler issued 0.65
     # instructions a cycle per scheduler (2.32 / 0.65 = 3.6)
     latency_warps_mma: float = 5.5  # the same with mma.sync and ldmatrix, whose latencies are
-    # longer: a bf16 matmul with 1.34 warps a scheduler issued 0.25 a cycle (1.34 / 0.25 = 5.4)
+    # longer: a bf16 matmul with 1.34 warps a scheduler issued 0.25 a cycle (1.34 / 0.25 = 5.4,
+    # rounded up: its ldmatrix-to-mma chains)
 
     def pipe_rate(self, warps: float, tensor_cores: bool = False) -> float:
         """The fraction of an SM's pipe rates `warps` resident warps reach: each of the

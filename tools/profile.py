@@ -7,7 +7,8 @@ and, on a GPU, against PyTorch eager and `torch.compile` on the same inputs.
 
 JSON: `predicted_us`, `roofline_us`, `min_bytes`, `flops` (the algorithm's, from the Torch IR),
 `measured` (null without a GPU) at the top level; `kernels`: one entry per kernel with `name`,
-`launches`, `grid`, `block`, `registers`, `smem_bytes`, `l2_bytes`, `dram_bytes`, `flops`,
+`launches`, `grid`, `block`, `registers`, `smem_bytes`, `l2_bytes`, `dram_bytes`, `l2_inputs`
+(arguments an earlier launch left in L2, read without DRAM), `flops`,
 `predicted_us` (one launch), `roofline_us`, `bound`, `measured_us` (GPU only).
 """
 
@@ -45,15 +46,14 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
         ptxas = {}
     counts = cm.launch_counts(kmod)
     half = any(t in ("f16", "bf16") for t in compiled.output_element_types())
-    works = {f.sym_name.data: cm.work(f) for f in kmod.ops if isinstance(f, kernel.FuncOp)}
-    in_l2 = cm.l2_resident(kmod, works, hw)
+    works, in_l2 = cm.program_works(kmod, hw)
     rows = []
     for f in kmod.ops:
         if not isinstance(f, kernel.FuncOp):
             continue
         name = f.sym_name.data
         rep = ptxas.get(name)
-        w = cm.reading_l2(works[name], in_l2.get(name, frozenset()))
+        w = works[name]
         p = cm.predict_func(f, rep, hw, w)
         roof = _kernel_roofline(w, p, half, hw)
         rows.append({
@@ -62,7 +62,8 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
             "launches": counts.get(name, 1), "grid": list(f.grid_dims),
             "block": list(f.block_dims), "registers": rep.registers if rep else None,
             "smem_bytes": rep.smem_bytes if rep else None, "l2_bytes": p.l2_bytes,
-            "dram_bytes": p.dram_bytes, "flops": p.flops, "predicted_us": round(p.us, 3),
+            "dram_bytes": p.dram_bytes, "l2_inputs": sorted(in_l2.get(name, ())),
+            "flops": p.flops, "predicted_us": round(p.us, 3),
             "roofline_us": round(roof, 3), "roofline_pct": round(100 * roof / p.us, 1),
             "bound": p.bound, "blocks_per_sm": p.blocks_per_sm, "waves": p.waves,
             "units_us": {k: round(float(v), 3) for k, v in p.units.items()},

@@ -27,8 +27,8 @@ def add_arguments(p, add_source, int_in, output_path) -> None:
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="evaluate as Ray tasks on a cluster: auto, an address, or 'local' "
                         "(pip install 'deplo[ray]')")
-    p.add_argument("--gpu-model", choices=["h100", "h200"], default="h100",
-                   help="the cost model's parameters (the evaluator without a GPU)")
+    p.add_argument("--gpu-model", choices=["h100", "h200"], default=None,
+                   help="the cost model's parameters (default: the GPU's, else h100)")
     p.add_argument("--report", action="store_true",
                    help="print per kernel in the store the default and best time and the speedup")
     p.add_argument("--plot", type=output_path, default=None, metavar="OUT.png",
@@ -108,9 +108,16 @@ def cmd_tune(args, compile_program) -> int:
             plot_report(rows, args.plot)
             print(f"wrote {args.plot}")
         return 0
+    from deplo.hardware import model_of
     from deplo.runtime.gpu import gpu_probe
+    from deplo.tools.errors import UsageError
 
-    on_gpu, _ = gpu_probe()
+    if args.output and not args.calibrate:
+        raise UsageError("-o goes with --calibrate (the tuner's results go to the store: --db)")
+    if args.calibrate and args.ray:
+        raise UsageError("--calibrate evaluates here (--workers), not on Ray")
+    on_gpu, device = gpu_probe()
+    args.gpu_model = args.gpu_model or (model_of(device) if on_gpu else "h100")
     if args.calibrate:
         return cmd_calibrate(args, compile_program, on_gpu)
     compiled = compile_program(args, runnable=True, tuned=False)  # from the heuristic's plans
@@ -172,15 +179,19 @@ def gpu_measure(compiled, gpu_lock=None):
 def cmd_calibrate(args, compile_program, on_gpu: bool) -> int:
     import functools
     import json
+    import os
 
     from rich.progress import Progress
 
+    from deplo.tools.errors import writing
     from deplo.tuning.calibrate import calibrate, format_calibration
 
     def write(report: dict) -> None:  # whole after every plan: a run cut short keeps its rows
-        if args.output:
-            with open(args.output, "w") as f:
+        if args.output:  # a new file, then renamed: a kill mid-write leaves the last whole one
+            tmp = f"{args.output}.tmp"
+            with writing(args.output), open(tmp, "w") as f:
                 json.dump(report, f, indent=1)
+            os.replace(tmp, args.output)
 
     make = functools.partial(compile_program, args, True, False)  # picklable for the workers
     with Progress(transient=True) as bar:

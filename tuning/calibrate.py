@@ -29,15 +29,20 @@ from deplo.tuning.tune import Task, plan_tree, predict_us, tasks
 _worker: dict = {}
 
 
+SAME_KIND = 0.75  # the share of random plans drawn in the heuristic's class
+
+
 def random_plans(task: Task, n: int, seed: int = 0) -> list[dict]:
     """The heuristic's plan, then up to n - 1 distinct plans, each knob drawn uniformly from its
-    domain given the earlier ones (completed by the planner where the draw stops early)."""
+    domain given the earlier ones (completed by the planner where the draw stops early). Three
+    in four keep the heuristic's class (`kind`): the plans that compete with it; other classes
+    are often orders of magnitude slower and would only show that they are."""
     tree, rng = plan_tree(task), random.Random(seed)
     plans = {plan_id(task.default): task.default}
     for _ in range(20 * n):
         if len(plans) >= n:
             break
-        knobs: dict = {}
+        knobs: dict = {"kind": task.default["kind"]} if rng.random() < SAME_KIND else {}
         while (name := tree.next_knob(knobs)) is not None:
             values = tree.domain(name, knobs)
             if not values:
@@ -64,32 +69,41 @@ class FileLock:
         self.file.close()
 
 
-def _init(make, gpu: str, lock_path: str | None) -> None:
-    """A process's state: the program (built again from `make`: compiled programs hold IR that
-    does not pickle) and the GPU evaluator around it."""
+def _init(make, gpu: str, lock_path: str | None, program=None) -> None:
+    """A process's state: the program (built again from `make` in a worker: compiled programs
+    hold IR that does not pickle) and the GPU evaluator around it."""
     from deplo.tools.tune_cmd import gpu_measure
 
     _worker["gpu"] = gpu
-    _worker["measure"] = gpu_measure(make(), FileLock(lock_path)) if lock_path else None
+    _worker["measure"] = gpu_measure(program or make(), FileLock(lock_path)) if lock_path else None
 
 
-def _evaluate(task: Task, plan: dict) -> dict:
+def _evaluate(index: int, task: Task, plan: dict) -> dict:
     measure = _worker["measure"]
-    return {"kernel": task.name, "key": task.key, "plan": plan, "heuristic": plan == task.default,
+    return {"index": index, "kernel": task.name, "key": task.key, "plan": plan,
+            "heuristic": plan == task.default,
             "predicted_us": predict_us(task, plan, _worker["gpu"]),
             "measured_us": measure(task, plan) if measure else None}
 
 
 def _ranks(xs: list[float]) -> list[float]:
+    """Ranks from 0, equal values sharing their average rank (the model predicts equal times
+    for plans it cannot tell apart)."""
     order = sorted(range(len(xs)), key=xs.__getitem__)
     ranks = [0.0] * len(xs)
-    for r, i in enumerate(order):
-        ranks[i] = float(r)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in order[i:j + 1]:
+            ranks[k] = (i + j) / 2
+        i = j + 1
     return ranks
 
 
 def spearman(xs: list[float], ys: list[float]) -> float | None:
-    """Rank correlation (ties broken by position: times are continuous)."""
+    """Rank correlation (Spearman's rho, average ranks for ties)."""
     if len(xs) < 3:
         return None
     rx, ry = _ranks(xs), _ranks(ys)
@@ -100,7 +114,8 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
 
 
 def summarize(rows: list[dict], task: Task) -> dict:
-    """The kernel's figures from its rows."""
+    """The kernel's figures from its rows (in plan order, whatever order they finished in)."""
+    rows = sorted(rows, key=lambda r: r["index"])
     both = [r for r in rows if r["predicted_us"] and r["measured_us"]]
     heuristic = next((r for r in rows if r["heuristic"]), {})
     out = {"kernel": task.name, "key": task.key, "plans": len(rows), "timed": len(both),
@@ -108,10 +123,13 @@ def summarize(rows: list[dict], task: Task) -> dict:
     if not both:
         return out
     pred, meas = [r["predicted_us"] for r in both], [r["measured_us"] for r in both]
+    same = [r for r in both if r["plan"].get("kind") == task.default["kind"]]
     best = min(meas)
     heuristic = heuristic.get("measured_us")
     out.update(
         spearman=spearman(pred, meas),
+        spearman_same_kind=spearman([r["predicted_us"] for r in same],
+                                    [r["measured_us"] for r in same]),
         measured_over_predicted=math.exp(sum(math.log(m / p) for p, m in zip(pred, meas)) / len(both)),
         best_measured_us=best, best_plan=both[meas.index(best)]["plan"],
         model_pick_over_best=both[pred.index(min(pred))]["measured_us"] / best,
@@ -123,7 +141,8 @@ def calibrate(make, samples: int, gpu: str, on_gpu: bool, workers: int = 1, seed
               on_row=None, seconds: float | None = None) -> dict:
     """Rows (one a plan) and a summary a kernel of the program `make()` builds; `on_row(report,
     total)` after each row; no new plan starts after `seconds`."""
-    kernels = tasks(make())
+    program = make()
+    kernels = tasks(program)
     work = [(t, p) for t in kernels for p in random_plans(t, samples, seed)]
     lock = os.path.join(tempfile.gettempdir(), f"deplo-gpu-{os.getuid()}.lock") if on_gpu else None
     deadline = time.monotonic() + seconds if seconds else math.inf
@@ -132,7 +151,7 @@ def calibrate(make, samples: int, gpu: str, on_gpu: bool, workers: int = 1, seed
     def report() -> dict:
         return {"schema": "deplo-calibrate/1", "gpu_model": gpu, "measured": on_gpu,
                 "kernels": [summarize([r for r in rows if r["key"] == t.key], t) for t in kernels],
-                "rows": rows}
+                "rows": sorted(rows, key=lambda r: r["index"])}
 
     def add(row: dict) -> None:
         rows.append(row)
@@ -144,37 +163,47 @@ def calibrate(make, samples: int, gpu: str, on_gpu: bool, workers: int = 1, seed
 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_init, initargs=(make, gpu, lock)) as pool:
-            futures = [pool.submit(_evaluate, t, p) for t, p in work]
+            futures = [pool.submit(_evaluate, i, t, p) for i, (t, p) in enumerate(work)]
             for f in as_completed(futures):
+                if f.cancelled():
+                    continue
                 add(f.result())
-                if time.monotonic() > deadline:
-                    pool.shutdown(cancel_futures=True)  # the plans under way still finish
-                    break
+                if time.monotonic() > deadline:  # no new plan; those under way are kept
+                    for other in futures:
+                        other.cancel()
     else:
-        _init(make, gpu, lock)
-        for t, p in work:
+        _init(make, gpu, lock, program)
+        for i, (t, p) in enumerate(work):
             if time.monotonic() > deadline:
                 break
-            add(_evaluate(t, p))
+            add(_evaluate(i, t, p))
     return report()
 
 
 def format_calibration(report: dict) -> str:
-    """One line a kernel."""
+    """A few lines a kernel."""
     lines = []
     for k in report["kernels"]:
         head = f"{k['kernel']} [{k['key'][:8]}]: {k['plans']} plans"
-        if not k.get("spearman") and "best_measured_us" not in k:
-            preds = [r["predicted_us"] for r in report["rows"] if r["key"] == k["key"] and r["predicted_us"]]
-            spread = f"; predicted {min(preds):.2f}-{max(preds):.2f} us" if preds else ""
-            lines.append(head + spread + " (no GPU: predictions only)")
+        if "best_measured_us" not in k:
+            preds = sorted(r["predicted_us"] for r in report["rows"]
+                           if r["key"] == k["key"] and r["predicted_us"])
+            spread = f"; predicted {preds[0]:.2f}-{preds[-1]:.2f} us" if preds else ""
+            mine = k["heuristic_predicted_us"]
+            heuristic = f", the heuristic's {mine:.2f}" if mine else ""
+            why = "no plan could be timed" if report["measured"] else "no GPU: predictions only"
+            lines.append(f"{head}{spread}{heuristic} ({why})")
             continue
-        rho = k["spearman"]
-        lines.append(
-            f"{head}, {k['timed']} timed; rank correlation {rho:.2f}" if rho is not None else head)
-        lines.append(
-            f"  measured/predicted x{k['measured_over_predicted']:.2f}; best {k['best_measured_us']:.2f} us;"
-            f" model's pick x{k['model_pick_over_best']:.2f} of best; heuristic "
-            + (f"x{k['heuristic_over_best']:.2f}" if k["heuristic_over_best"] else "failed"))
+
+        def rho(x):
+            return f"{x:.2f}" if x is not None else "-"
+
+        lines.append(f"{head}, {k['timed']} timed; rank correlation {rho(k['spearman'])} "
+                     f"({rho(k['spearman_same_kind'])} within the heuristic's class)")
+        heuristic = (f"x{k['heuristic_over_best']:.2f}" if k["heuristic_over_best"]
+                     else "not timed")
+        lines.append(f"  measured/predicted x{k['measured_over_predicted']:.2f}; best "
+                     f"{k['best_measured_us']:.2f} us; the model's pick x"
+                     f"{k['model_pick_over_best']:.2f} of it; the heuristic's {heuristic}")
         lines.append(f"  best plan: {k['best_plan']}")
     return "\n".join(lines)

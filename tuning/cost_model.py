@@ -26,6 +26,7 @@ from first principles (test/python/cost_model) and refit only from GPU measureme
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -152,6 +153,11 @@ _INT_OPS = {
 }
 
 
+def _is_private(v: SSAValue) -> bool:
+    """A thread's own array (`memref.alloca`: registers once nvcc unrolls the loops over it)."""
+    return isinstance(v.owner, memref.AllocaOp)
+
+
 def _is_shared(v: SSAValue) -> bool:
     t = v.type
     return isinstance(t, MemRefType) and not (t.memory_space is None) and \
@@ -211,6 +217,8 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
         if isinstance(op, scf.IfOp) and isinstance(op.cond.owner, kernel.ArriveLastOp):
             w.tail = w.tail or Work(touched=dict(w.touched))
             _walk(op.true_region.block, blk, trips, active, w.tail)
+            w.tail.chain_l1 = chain_cycles(op.true_region.block, blk, False)
+            w.tail.chain_l2 = chain_cycles(op.true_region.block, blk, True)
             w.issued += per_warp
             continue
         if isinstance(op, scf.IfOp):
@@ -224,7 +232,8 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             w.issued += per_warp
         if isinstance(op, memref.LoadOp | memref.StoreOp):
             store = isinstance(op, memref.StoreOp)
-            _access(w, blk, op.memref, op.indices, 1, weight, active, store)
+            if not _is_private(op.memref):
+                _access(w, blk, op.memref, op.indices, 1, weight, active, store)
         elif isinstance(op, kernel.VectorLoadOp | kernel.VectorStoreOp):
             store = isinstance(op, kernel.VectorStoreOp)
             n = len(op.values) if store else len(op.res)
@@ -348,6 +357,8 @@ def _latency(op: Operation, l2: bool, gpu: Gpu = H100_SXM) -> float:
     """Cycles until `op`'s results can be used; a global load's is L1's (`l2` False) or
     L2's (DRAM misses are the memory units' business)."""
     if isinstance(op, memref.LoadOp | kernel.VectorLoadOp):
+        if _is_private(op.memref):
+            return LAT_FP32  # a register
         if _is_shared(op.memref):
             return LAT_SHARED
         return gpu.l2_latency if l2 else gpu.l1_latency
@@ -367,41 +378,80 @@ def _latency(op: Operation, l2: bool, gpu: Gpu = H100_SXM) -> float:
 def chain_cycles(block: Block, blk: _Block, l2: bool, gpu: Gpu = H100_SXM) -> float:
     """One warp's cycles through `block`, issuing in order: an instruction waits for its
     operands (GPUs issue a warp's instructions in program order, so a use stalls the warp until
-    its load or shuffle is back, whatever follows it), a loop repeats its body's time, the
-    waits shared by the iterations that unrolling lays side by side. A lower bound of the
-    warp's time however many warps share the scheduler."""
+    its load or shuffle is back, whatever follows it); a loop's first iteration waits for what
+    came before it, the others each take a steady iteration's time (carried values from the one
+    before), the waits shared by the iterations unrolling lays side by side; an `scf.if` its
+    longer branch. A lower bound of the warp's time however many warps share the scheduler."""
     ready: dict[SSAValue, float] = {}
     commits: list[float] = []  # when each cp.async group was committed
     issued = [0.0]  # instructions issued so far (a cycle each)
 
+    def carry(yielded: Sequence[SSAValue], into: Sequence[SSAValue], t: float) -> None:
+        for v, arg in zip(yielded, into):
+            ready[arg] = ready.get(v, t)
+
+    def loop(op: scf.ForOp, start: float) -> float:
+        """The first iteration waits for what came before the loop; a second, steady one
+        (its carried values from the first) is the time of each of the others."""
+        body, trips = op.body.block, blk.trips.get(op, 1.0)
+        if trips <= 0:
+            carry(op.iter_args, op.results, start)
+            return start
+        yielded = body.last_op.operands if isinstance(body.last_op, scf.YieldOp) else ()
+        end = run(body, start)
+        if trips > 1:
+            carry(yielded, body.args[1:], end)
+            mid = issued[0]
+            one = run(body, end) - end
+            n = issued[0] - mid
+            busy = min(one, n)
+            # unrolled iterations overlap their waits: a loop marked `unroll` entirely, a
+            # small one `mlp` iterations at a time (nvcc unrolls small loops 4x); but not a
+            # carried value's own chain (a sum's adds), which no unrolling shortens
+            overlap = max(1.0, trips if "unroll" in op.attributes else
+                          min(trips, gpu.mlp) if n <= SMALL_LOOP else 1.0)
+            end += (trips - 1) * max(busy + (one - busy) / overlap, recurrence(body))
+            issued[0] = mid + (trips - 1) * n
+        carry(yielded, op.results, end)
+        return end
+
+    def recurrence(body: Block) -> float:
+        """The latency from the carried values to what the body yields in their place: an
+        iteration cannot be shorter (a sum's add after add)."""
+        dist = {a: 0.0 for a in body.args[1:]}
+        for op in body.ops:
+            if isinstance(op, scf.YieldOp):
+                return max([dist[v] for v in op.operands if v in dist], default=0.0)
+            ins = [dist[o] for o in op.operands if o in dist]
+            if ins:
+                lat = 0.0 if op.regions or _free(op) else _latency(op, l2, gpu)
+                for r in op.results:
+                    dist[r] = max(ins) + lat
+        return 0.0
+
     def run(b: Block, t: float) -> float:
         for op in b.ops:
             if isinstance(op, scf.YieldOp):
-                continue  # the next iteration waits only where it uses a carried value
+                continue  # its operands: the loop's or the if's (carry)
             start = max([t, *(ready.get(o, 0.0) for o in op.operands)])
             if isinstance(op, kernel.CpAsyncCommitOp):
                 commits.append(start)
             if isinstance(op, kernel.CpAsyncWaitOp) and len(commits) > op.pending.value.data:
                 start = max(start, commits[-1 - op.pending.value.data] + gpu.l2_latency)
             if isinstance(op, scf.ForOp):
-                trips, before = blk.trips.get(op, 1.0), issued[0]
-                one = run(op.body.block, start) - start
-                busy = min(one, issued[0] - before)
-                # unrolled iterations overlap their waits: a loop marked `unroll` entirely,
-                # a small one `mlp` iterations at a time (nvcc unrolls small loops 4x)
-                small = issued[0] - before <= SMALL_LOOP
-                overlap = max(1.0, trips if "unroll" in op.attributes else
-                              min(trips, gpu.mlp) if small else 1.0)
-                t = start + trips * (busy + (one - busy) / overlap)
-                issued[0] = before + trips * (issued[0] - before)
-                for r in op.results:
-                    ready[r] = t
+                t = loop(op, start)
             elif isinstance(op, scf.IfOp):
                 if isinstance(op.cond.owner, kernel.ArriveLastOp):
-                    continue  # the tail: the last block's, predicted apart
-                t = run(op.true_region.block, start)
-                if op.false_region.blocks:
-                    t = run(op.false_region.block, t)
+                    continue  # the tail: the last block's, predicted apart (Work.tail)
+                # a lower bound: the longer branch (a divergent warp runs both)
+                t = start
+                for region in (op.true_region, op.false_region):
+                    if region.blocks:
+                        b_ = region.block
+                        t = max(t, run(b_, start))
+                        if isinstance(b_.last_op, scf.YieldOp):
+                            for v, r in zip(b_.last_op.operands, op.results):
+                                ready[r] = max(ready.get(r, 0.0), ready.get(v, start))
             elif _free(op) and not op.regions:
                 for r in op.results:
                     ready[r] = start
@@ -559,54 +609,74 @@ def reading_l2(w: Work, in_l2: frozenset[str]) -> Work:
     """`w` with the buffers of `in_l2` out of its DRAM footprint (L2 serves them)."""
     if not in_l2:
         return w
-    return replace(w, touched={k: v for k, v in w.touched.items() if k not in in_l2})
+
+    def drop(x: Work) -> dict[str, int]:
+        return {k: v for k, v in x.touched.items() if k not in in_l2}
+
+    return replace(w, touched=drop(w), tail=w.tail and replace(w.tail, touched=drop(w.tail)))
 
 
 def l2_resident(module: ModuleOp, works: dict[str, Work], gpu: Gpu = H100_SXM,
                 entry: str = "main") -> dict[str, frozenset[str]]:
-    """Per kernel, the arguments every launch of it in `entry` reads from L2: buffers an
-    earlier launch wrote (partials of split-K, a layer's activations), each at most half of
-    L2 and the launches between them writing no more than L2 holds. Inputs of the program
-    (weights) come from DRAM."""
+    """Per kernel, the arguments every launch of it reads from L2: buffers an earlier launch
+    wrote (split-K partials, a layer's activations), each at most half of L2, with no more
+    than L2 moved by the launches since (what they read and wrote). Launches are followed in
+    program order from `entry`, through func.call. The program's inputs (weights) come from
+    DRAM."""
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
     kernels = {f.sym_name.data: f for f in module.ops if isinstance(f, kernel.FuncOp)}
-    if entry not in funcs:
-        return {}
-    written: dict[SSAValue, float] = {}  # buffer -> bytes written since (a recency clock)
+    moved: dict[SSAValue, float] = {}  # buffer written -> bytes moved by launches since
     out: dict[str, frozenset[str]] = {}
-    for op in funcs[entry].walk():
-        if not isinstance(op, kernel.LaunchOp):
-            continue
-        name = op.callee.string_value()
+
+    def launch(name: str, values: list[SSAValue]) -> None:
         f, w = kernels.get(name), works.get(name)
         if f is None or w is None:
-            continue
-        args = f.body.block.args
-        here = frozenset(_key(a) for a, v in zip(args, op.args)
-                         if v in written and written[v] + w.touched.get(_key(a), 0) <= gpu.l2_bytes
-                         and w.touched.get(_key(a), 0) <= gpu.l2_bytes / 2)
+            return
+        keys = [_key(a) for a in f.body.block.args]
+        here = frozenset(k for k, v in zip(keys, values) if v in moved
+                         and moved[v] + w.touched.get(k, 0) <= gpu.l2_bytes
+                         and w.touched.get(k, 0) <= gpu.l2_bytes / 2)
         out[name] = out[name] & here if name in out else here
-        writes = w.written | (w.tail.written if w.tail else set())  # the tail stores the outputs
-        stored = sum(w.touched.get(_key(a), 0) for a in args if _key(a) in writes)
-        for v in written:
-            written[v] += stored
-        for a, v in zip(args, op.args):
-            if _key(a) in writes:
-                written[v] = 0.0
+        for v in moved:
+            moved[v] += sum(w.touched.values())
+        writes = w.written | (w.tail.written if w.tail else set())  # the tail stores outputs
+        for k, v in zip(keys, values):
+            if k in writes:
+                moved[v] = 0.0
+
+    def visit(name: str, env: dict[SSAValue, SSAValue], depth: int = 0) -> None:
+        for op in funcs[name].walk():
+            if isinstance(op, kernel.LaunchOp):
+                launch(op.callee.string_value(), [env.get(v, v) for v in op.args])
+            elif isinstance(op, func.CallOp) and depth < 8 and \
+                    op.callee.root_reference.data in funcs:
+                callee = funcs[op.callee.root_reference.data]
+                inner = dict(zip(callee.body.block.args, (env.get(v, v) for v in op.arguments)))
+                visit(op.callee.root_reference.data, inner, depth + 1)
+
+    if entry in funcs:
+        visit(entry, {})
     return out
+
+
+def program_works(module: ModuleOp, gpu: Gpu = H100_SXM) -> tuple[dict[str, Work],
+                                                                 dict[str, frozenset[str]]]:
+    """Each kernel.func's work, what earlier launches left in L2 out of its DRAM footprint,
+    and those buffers per kernel (`l2_resident`)."""
+    funcs = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    works = {f.sym_name.data: work(f) for f in funcs}
+    in_l2 = l2_resident(module, works, gpu)
+    return {n: reading_l2(w, in_l2.get(n, frozenset())) for n, w in works.items()}, in_l2
 
 
 def predict_module(module: ModuleOp, ptxas: dict | None = None,
                    gpu: Gpu = H100_SXM) -> dict[str, Prediction]:
     """Prediction per kernel.func of a Kernel IR module (ptxas: name -> report), what earlier
     launches of its @main left in L2 read from there."""
-    funcs = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
-    works = {f.sym_name.data: work(f) for f in funcs}
-    in_l2 = l2_resident(module, works, gpu)
+    works, _ = program_works(module, gpu)
     return {f.sym_name.data: predict_func(f, (ptxas or {}).get(f.sym_name.data), gpu,
-                                          works[f.sym_name.data], in_l2.get(f.sym_name.data,
-                                                                            frozenset()))
-            for f in funcs}
+                                          works[f.sym_name.data])
+            for f in module.ops if isinstance(f, kernel.FuncOp)}
 
 
 def _static_smem(func: kernel.FuncOp) -> int:

@@ -218,11 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m deplo.tuning.validation",
                                 description="measure the cost model's validation pairs")
     p.add_argument("-o", "--output", help="write the rows as JSON")
-    p.add_argument("--gpu-model", default="h100", choices=["h100", "h200"])
+    p.add_argument("--gpu-model", default=None, choices=["h100", "h200"],
+                   help="the model's parameters (default: the GPU's, else h100)")
     args = p.parse_args(argv)
+    from deplo.hardware import model_of
     from deplo.runtime.gpu import gpu_probe
 
     ok, reason = gpu_probe()
+    args.gpu_model = args.gpu_model or (model_of(reason) if ok else "h100")
     rows = []
     if not ok:
         print(f"no GPU ({reason}): each pair checked on the CPU runtime at a reduced size",

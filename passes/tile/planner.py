@@ -16,8 +16,9 @@ Heuristics (each a few lines below, in terms of the facts):
 - the block tile and the split of K (`splits`): the pair `_tile_seconds` says is fastest — L2
   tile traffic, shared-memory wavefronts and the FMA/mma pipe on the busiest SM, the pipes at
   the rate its resident warps reach (`Gpu.pipe_rate`: a block of 1-2 warps an SM runs them at
-  a twelfth to a sixth), a split paying its extra launch and partial sums' round trip. So a
-  small output (k_proj: 128 x 256, K = 2048) is split until the SMs have warps to hide latency.
+  a fourteenth to a seventh, a twenty-second to an eleventh with tensor cores), a split paying
+  its extra launch and partial sums' round trip. So a small output (k_proj: 128 x 256,
+  K = 2048) is split until the SMs have warps to hide latency.
 - tensor cores (`mma`) for every plain f16/bf16 product: 2 x 4 fragments per warp (a 32 x 32
   warp tile), 2 x 2 warps (64 x 64 per block), fewer where M or N is small.
 - otherwise a register tile of 4 rows (M >= 64, 2 from 8) x 4 columns (likewise from N): 16

@@ -37,3 +37,35 @@ def test_an_output_stored_by_the_last_block_is_in_l2_for_the_next_launch():
     first, second = funcs  # program order
     assert works[first].tail is not None  # split-K finished by the last block (it stores out)
     assert in_l2[second] == {"0:matmul"}, in_l2
+
+
+def test_launches_inside_a_called_function_are_followed():
+    """A model's decoder layer is a func.call'd function: its launches count, in order."""
+    from xdsl.parser import Parser
+
+    from deplo.tools.driver import make_context
+
+    text = """
+kernel.func @produce(%x: memref<256xf32>, %y: memref<256xf32>) grid(1, 1, 1) block(256, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %x[%t] : memref<256xf32>
+  memref.store %v, %y[%t] : memref<256xf32>
+}
+kernel.func @consume(%y: memref<256xf32>, %z: memref<256xf32>) grid(1, 1, 1) block(256, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %y[%t] : memref<256xf32>
+  memref.store %v, %z[%t] : memref<256xf32>
+}
+func.func @layer(%a: memref<256xf32>, %b: memref<256xf32>, %c: memref<256xf32>) {
+  kernel.launch @produce(%a, %b) : memref<256xf32>, memref<256xf32>
+  kernel.launch @consume(%b, %c) : memref<256xf32>, memref<256xf32>
+  func.return
+}
+func.func @main(%a: memref<256xf32>, %b: memref<256xf32>, %c: memref<256xf32>) {
+  func.call @layer(%a, %b, %c) : (memref<256xf32>, memref<256xf32>, memref<256xf32>) -> ()
+  func.return
+}"""
+    module = Parser(make_context(), text).parse_module()
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, kernel.FuncOp)}
+    works = {n: cm.work(f) for n, f in funcs.items()}
+    assert cm.l2_resident(module, works) == {"produce": frozenset(), "consume": {"0:y"}}

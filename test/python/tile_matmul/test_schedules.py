@@ -178,7 +178,7 @@ def test_default_pipeline_decides_the_full_schedule():
     low = check(Case(64, 96, 80), DEFAULT)
     head = next(line for line in low.tile.splitlines() if "tile.kernel" in line)
     # 64 x 64 tiles of 8 warps (2 blocks) beat 32 x 32 ones of 2 warps (6 blocks): with 2 warps
-    # an SM runs its pipes at a sixth of their rate (Gpu.pipe_rate), with 8 at two thirds
+    # an SM runs its pipes at a seventh of their rate (Gpu.pipe_rate), with 8 at five ninths
     assert "grid(2, 1, 1) block(16, 16, 1)" in head, head
     assert (
         "{splits = 1, split_sum = kernel, mma = false, reg_m = 4, reg_n = 4, interleave = false, "

@@ -52,27 +52,48 @@ def test_summary_against_a_fake_gpu(monkeypatch):
     assert "rank correlation" in cal.format_calibration(report)
 
 
-def test_cli_without_gpu_writes_predictions(tmp_path, capsys):
+def test_cli_without_gpu_writes_predictions(tmp_path, capsys, monkeypatch):
+    from deplo.runtime import gpu
     from deplo.tools.deplo_main import main
 
+    monkeypatch.setattr(gpu, "gpu_probe", lambda: (False, "no GPU (test)"))
     out = tmp_path / "cal.json"
     assert main(["tune", "-c", EXPR, "--calibrate", "3", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["measured"] is False and len(report["rows"]) == 3
     assert all(r["predicted_us"] > 0 and r["measured_us"] is None for r in report["rows"])
     assert "predictions only" in capsys.readouterr().out
+    assert not (tmp_path / "cal.json.tmp").exists()
 
 
-def test_workers_build_the_program_again():
-    """Compiled programs hold IR that does not pickle: workers get the recipe."""
-    report = cal.calibrate(_make, 3, "h100", on_gpu=False, workers=2)
-    assert len(report["rows"]) == 3 and report["rows"][0]["predicted_us"] > 0
+def test_cli_rejects_what_calibration_ignores(capsys):
+    from deplo.tools.deplo_main import main
+
+    assert main(["tune", "-c", EXPR, "-o", "x.json"]) != 0
+    assert "-o goes with --calibrate" in capsys.readouterr().err
+    assert main(["tune", "-c", EXPR, "--calibrate", "2", "--ray", "local"]) != 0
+    assert "not on Ray" in capsys.readouterr().err
 
 
-def test_a_run_cut_short_keeps_its_rows():
+def test_workers_predict_what_one_process_does():
+    """Compiled programs hold IR that does not pickle: workers build the program again."""
+    one = cal.calibrate(_make, 3, "h100", on_gpu=False)
+    two = cal.calibrate(_make, 3, "h100", on_gpu=False, workers=2)
+    assert [r["predicted_us"] for r in two["rows"]] == [r["predicted_us"] for r in one["rows"]]
+    assert [r["index"] for r in two["rows"]] == [0, 1, 2]
+
+
+def test_a_run_cut_short_keeps_its_rows(monkeypatch):
+    clock = iter(range(1000))  # each look at the clock a second later: the deadline after 3
+    monkeypatch.setattr(cal.time, "monotonic", lambda: float(next(clock)))
     seen = []
-    report = cal.calibrate(_make, 6, "h100", on_gpu=False, seconds=1e-9,
+    report = cal.calibrate(_make, 6, "h100", on_gpu=False, seconds=3.5,
                            on_row=lambda r, total: seen.append((len(r["rows"]), total)))
-    assert len(report["rows"]) < 6 and [n for n, _ in seen] == list(range(1, len(seen) + 1))
-    full = cal.calibrate(_make, 3, "h100", on_gpu=False, on_row=lambda r, t: seen.append(t))
-    assert len(full["rows"]) == 3 and full["kernels"][0]["heuristic_predicted_us"] > 0
+    assert 1 <= len(report["rows"]) < 6
+    assert [n for n, _ in seen] == list(range(1, len(report["rows"]) + 1))
+    assert all(total == 6 for _, total in seen)
+
+
+def test_ties_share_their_rank():
+    assert cal._ranks([3.0, 1.0, 3.0, 2.0]) == [2.5, 0.0, 2.5, 1.0]
+    assert cal.spearman([1, 1, 2, 3], [5, 6, 7, 8]) > 0.9

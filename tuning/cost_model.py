@@ -596,12 +596,11 @@ def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H
 
 
 def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
-                 w: Work | None = None, in_l2: frozenset[str] = frozenset()) -> Prediction:
+                 w: Work | None = None) -> Prediction:
     """One kernel.func with its ptxas report's registers and shared memory, where there is one
-    (else 32 registers a thread and the shared buffers it declares); `w`: its work if known;
-    `in_l2`: buffers an earlier launch left in L2 (`l2_resident`), read without DRAM."""
-    w = reading_l2(w or work(f), in_l2)
-    return predict(w, f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
+    (else 32 registers a thread and the shared buffers it declares); `w`: its work if known
+    (`program_works`: with what earlier launches left in L2)."""
+    return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
                    ptxas.smem_bytes if ptxas else _static_smem(f), gpu)
 
 

@@ -69,3 +69,15 @@ func.func @main(%a: memref<256xf32>, %b: memref<256xf32>, %c: memref<256xf32>) {
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, kernel.FuncOp)}
     works = {n: cm.work(f) for n, f in funcs.items()}
     assert cm.l2_resident(module, works) == {"produce": frozenset(), "consume": {"0:y"}}
+
+
+def test_a_kernel_planned_alone_reads_its_partials_from_l2():
+    """The tuner predicts a kernel alone (no @main): its sum kernel still finds the partials
+    in L2, as it will in the program."""
+    from deplo.tuning.tune import lower_with, tasks
+
+    (task,) = tasks(api.compile("F.linear(torch.randn(128,2048), torch.randn(2048,2048))", seed=0))
+    module = lower_with(task, task.default)
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, kernel.FuncOp)}
+    works = {n: cm.work(f) for n, f in funcs.items()}
+    assert cm.l2_resident(module, works) == {"linear": frozenset(), "linear_sum": {"3:partials"}}

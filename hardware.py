@@ -116,3 +116,9 @@ def model_of(device: str) -> str:
     """The parameter set (GPUS key) of a device description (`gpu_probe`'s: "NVIDIA H200,
     sm_90, ..."): an H200 is timed against the H200 set, anything else against the H100's."""
     return "h200" if "H200" in device.upper() else "h100"
+
+
+def model_for(chosen: str | None, on_gpu: bool, device: str) -> str:
+    """The parameter set to predict with: the user's (--gpu-model), else that of the GPU the
+    run is timed on, else the H100's."""
+    return chosen or (model_of(device) if on_gpu else "h100")

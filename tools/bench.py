@@ -219,12 +219,12 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
               progress: Callable[[str], None] | None = None,
               schedule: str | None = None) -> dict:
     """The report for `cases` (see SCHEMA). `gpu=None`: time where gpu_probe() finds a GPU."""
-    from deplo.hardware import model_of
+    from deplo.hardware import model_for
     from deplo.runtime.gpu import gpu_probe, nvrtc_version
 
     ok, device = gpu_probe()
     use_gpu = ok if gpu is None else (gpu and ok)
-    gpu_model = model_of(device) if use_gpu else "h100"  # predicted for the card it times on
+    gpu_model = model_for(None, use_gpu, device)  # predicted for the card it times on
     t0 = time.perf_counter()
     entries = []
     for i, case in enumerate(cases):

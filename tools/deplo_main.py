@@ -387,16 +387,17 @@ def cmd_run(args) -> int:
 
 def _bench_run(compiled, args, target: str) -> int:
     """`deplo run --bench`: predicted by the model without a GPU; measured with one."""
+    from deplo.hardware import model_for
     from deplo.tools.profile import format_profile, profile, write_profile
 
-    measured, gpu_model = None, args.gpu_model or "h100"
+    measured, device = None, ""
     if target == "gpu":
-        from deplo.hardware import model_of
         from deplo.runtime.gpu import gpu_probe
         from deplo.tools.profile import measure
 
         measured = measure(compiled, seed=args.seed or 0)
-        gpu_model = args.gpu_model or model_of(gpu_probe()[1])
+        device = gpu_probe()[1]
+    gpu_model = model_for(args.gpu_model, measured is not None, device)
     report = profile(compiled, gpu_model, measured and measured["per_kernel_us"])
     if measured:
         report["measured"] = {k: v for k, v in measured.items() if k != "per_kernel_us"}

@@ -108,7 +108,7 @@ def cmd_tune(args, compile_program) -> int:
             plot_report(rows, args.plot)
             print(f"wrote {args.plot}")
         return 0
-    from deplo.hardware import model_of
+    from deplo.hardware import model_for
     from deplo.runtime.gpu import gpu_probe
     from deplo.tools.errors import UsageError
 
@@ -117,7 +117,7 @@ def cmd_tune(args, compile_program) -> int:
     if args.calibrate and args.ray:
         raise UsageError("--calibrate evaluates here (--workers), not on Ray")
     on_gpu, device = gpu_probe()
-    args.gpu_model = args.gpu_model or (model_of(device) if on_gpu else "h100")
+    args.gpu_model = model_for(args.gpu_model, on_gpu, device)
     if args.calibrate:
         return cmd_calibrate(args, compile_program, on_gpu)
     compiled = compile_program(args, runnable=True, tuned=False)  # from the heuristic's plans

@@ -26,9 +26,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from deplo.tuning.search import plan_id
 from deplo.tuning.tune import Task, plan_tree, predict_us, tasks
 
-_worker: dict = {}
-
-
+_worker: dict = {}  # a process's program and evaluator (_init)
 SAME_KIND = 0.75  # the share of random plans drawn in the heuristic's class
 
 
@@ -117,15 +115,14 @@ def summarize(rows: list[dict], task: Task) -> dict:
     """The kernel's figures from its rows (in plan order, whatever order they finished in)."""
     rows = sorted(rows, key=lambda r: r["index"])
     both = [r for r in rows if r["predicted_us"] and r["measured_us"]]
-    heuristic = next((r for r in rows if r["heuristic"]), {})
+    mine = next((r for r in rows if r["heuristic"]), {})  # the heuristic's plan
     out = {"kernel": task.name, "key": task.key, "plans": len(rows), "timed": len(both),
-           "heuristic_predicted_us": heuristic.get("predicted_us")}
+           "heuristic_predicted_us": mine.get("predicted_us")}
     if not both:
         return out
     pred, meas = [r["predicted_us"] for r in both], [r["measured_us"] for r in both]
     same = [r for r in both if r["plan"].get("kind") == task.default["kind"]]
     best = min(meas)
-    heuristic = heuristic.get("measured_us")
     out.update(
         spearman=spearman(pred, meas),
         spearman_same_kind=spearman([r["predicted_us"] for r in same],
@@ -133,7 +130,7 @@ def summarize(rows: list[dict], task: Task) -> dict:
         measured_over_predicted=math.exp(sum(math.log(m / p) for p, m in zip(pred, meas)) / len(both)),
         best_measured_us=best, best_plan=both[meas.index(best)]["plan"],
         model_pick_over_best=both[pred.index(min(pred))]["measured_us"] / best,
-        heuristic_over_best=heuristic / best if heuristic else None)
+        heuristic_over_best=mine["measured_us"] / best if mine.get("measured_us") else None)
     return out
 
 

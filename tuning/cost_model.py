@@ -190,8 +190,7 @@ def work(func: kernel.FuncOp) -> Work:
             w.touched[_key(a)] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(func.body.block, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
-    w.chain_l1 = chain_cycles(func.body.block, blk, False)
-    w.chain_l2 = chain_cycles(func.body.block, blk, True)
+    w.chain_l1, w.chain_l2 = _chains(func.body.block, blk)
     return w
 
 
@@ -217,8 +216,7 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
         if isinstance(op, scf.IfOp) and isinstance(op.cond.owner, kernel.ArriveLastOp):
             w.tail = w.tail or Work(touched=dict(w.touched))
             _walk(op.true_region.block, blk, trips, active, w.tail)
-            w.tail.chain_l1 = chain_cycles(op.true_region.block, blk, False)
-            w.tail.chain_l2 = chain_cycles(op.true_region.block, blk, True)
+            w.tail.chain_l1, w.tail.chain_l2 = _chains(op.true_region.block, blk)
             w.issued += per_warp
             continue
         if isinstance(op, scf.IfOp):
@@ -373,6 +371,11 @@ def _latency(op: Operation, l2: bool, gpu: Gpu = H100_SXM) -> float:
     if isinstance(op, SPECIAL):
         return LAT_SFU
     return LAT_FP32 if op.results and _is_float(op.results[0]) else 1
+
+
+def _chains(block: Block, blk: _Block) -> tuple[float, float]:
+    """`chain_cycles` with every global load served by L1, and by L2 (Work.chain_l1/_l2)."""
+    return chain_cycles(block, blk, False), chain_cycles(block, blk, True)
 
 
 def chain_cycles(block: Block, blk: _Block, l2: bool, gpu: Gpu = H100_SXM) -> float:

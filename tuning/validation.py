@@ -225,11 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu-model", default=None, choices=["h100", "h200"],
                    help="the model's parameters (default: the GPU's, else h100)")
     args = p.parse_args(argv)
-    from deplo.hardware import model_of
+    from deplo.hardware import model_for
     from deplo.runtime.gpu import gpu_probe
 
     ok, reason = gpu_probe()
-    args.gpu_model = args.gpu_model or (model_of(reason) if ok else "h100")
+    args.gpu_model = model_for(args.gpu_model, ok, reason)
     rows = []
     if not ok:
         print(f"no GPU ({reason}): each pair checked on the CPU runtime at a reduced size",

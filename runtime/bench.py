@@ -10,8 +10,9 @@ fills in the figures. Two kinds of figure:
   each `loop.load`/`loop.store` and each floating-point `arith`/`math` op times the trip counts
   of the loops around it — what the kernels ask of memory before any cache or shared-memory
   reuse, and the arithmetic they do, masked-out attention scores included);
-- measured (GPU): median milliseconds of deplo (sum over its launches of `GpuModule.time`),
-  PyTorch eager and `torch.compile` (inductor) on the same inputs, and the speedups over both.
+- measured (GPU): median milliseconds of deplo's program, PyTorch eager and `torch.compile`
+  (inductor) on the same inputs, each run from an L2 flushed before it (runtime/gpu/timing.py),
+  and the speedups over both.
 
     cases = llm_suite(dtypes=["bf16"], seqs=[128])
     inputs = cases[0].example_inputs()             # meta tensors: enough to compile
@@ -19,8 +20,8 @@ fills in the figures. Two kinds of figure:
 
 from __future__ import annotations
 
+import functools
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -355,15 +356,12 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def time_torch(fn: Callable, inputs: Sequence[torch.Tensor], warmup: int, iters: int) -> float:
-    """Median milliseconds of one `fn(*inputs)` on the current CUDA device, measured as
-    `GpuModule.time` measures deplo's launches: GRAPH_LAUNCHES calls captured in one CUDA graph
-    (so neither side pays host dispatch or launch latency), `iters` replays each timed with CUDA
-    events; back-to-back calls where the callable cannot be captured."""
-    from deplo.runtime.gpu.driver import GRAPH_LAUNCHES
-
-    def calls() -> None:
-        for _ in range(GRAPH_LAUNCHES):
-            fn(*inputs)
+    """Median milliseconds of one `fn(*inputs)` on the current CUDA device, measured as deplo's
+    launches are (runtime/gpu/timing.py: each call after an L2 flush, enqueued behind a spinning
+    kernel): the call captured as a CUDA graph, so that neither side pays host dispatch, the
+    call itself where capture fails."""
+    from deplo.runtime.gpu.driver import _context, _driver
+    from deplo.runtime.gpu.timing import cold_timer
 
     with torch.no_grad():
         side = torch.cuda.Stream()
@@ -373,41 +371,30 @@ def time_torch(fn: Callable, inputs: Sequence[torch.Tensor], warmup: int, iters:
                 fn(*inputs)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        replay = calls
+        call = functools.partial(fn, *inputs)
         try:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                calls()
-            replay = graph.replay
+                fn(*inputs)
+            call = graph.replay
         except Exception:  # noqa: BLE001 - an uncapturable callable is timed uncaptured
             torch.cuda.synchronize()
-        replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(max(1, iters)):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / GRAPH_LAUNCHES)
-    return float(statistics.median(times))
+        _context()  # torch and the driver API share device 0's primary context
+        stream = _driver().CUstream(torch.cuda.current_stream().cuda_stream)
+        ms, _ = cold_timer().time([call], stream, warmup, iters)
+    return ms
 
 
 def time_cuda_program(exe, inputs: Sequence[np.ndarray], warmup: int, iters: int
                       ) -> tuple[float, list[dict], list[np.ndarray]]:
-    """Run `@main` of a CudaExecutable (target gpu) once, recording every launch with its
-    buffers, then time each launch on the buffers the launches before it produced
-    (GpuModule.time: CUDA events, median). Returns (sum of the medians, [{kernel, ms}] per
-    launch, @main's results)."""
-    launches: list = []
-    outputs = exe.run(inputs, record=launches)
-    per_launch = []
-    for kernel, grid, blk, smem, buffers in launches:
-        ms = exe._mod.time(kernel, grid, blk, buffers, smem_bytes=smem, warmup=warmup, iters=iters)
-        per_launch.append({"kernel": kernel, "ms": ms})
-    return sum(p["ms"] for p in per_launch), per_launch, outputs
+    """Run `@main` of a CudaExecutable (target gpu) once on the device, then time the program
+    (ResidentProgram.time: an L2 flushed before every run, each launch between two events).
+    Returns (the program's median ms, [{kernel, ms}] per launch, @main's results)."""
+    outputs = exe.run(inputs)
+    resident = exe.resident(0)
+    total, per_step = resident.time(warmup, iters)
+    per_launch = [{"kernel": step[0], "ms": ms} for step, ms in zip(resident.steps, per_step)]
+    return total, per_launch, outputs
 
 
 def geomean(xs: Sequence[float]) -> float | None:

@@ -103,18 +103,16 @@ class CudaExecutable:
             raise ValueError(f"unknown target {target!r} (cpu or gpu)")
 
     def run(self, inputs: Sequence[np.ndarray], schedule: str | None = None,
-            record: list | None = None, keep: int = 0,
-            download: list[int] | None = None) -> list[np.ndarray]:
+            keep: int = 0, download: list[int] | None = None) -> list[np.ndarray]:
         """Replay `@main` on copies of `inputs`; `schedule` picks the CPU fiber schedule.
-        `record`, if given, receives (kernel, grid, block, smem, buffers) per launch, in order
-        (the benchmark re-times each launch on the buffers it saw). On the GPU the program stays
+        On the GPU the program stays
         on the device between runs (runtime/gpu/resident.py): the last `keep` inputs (weights)
         are the same arrays every run and are uploaded on the first run only, and only the
         outputs in `download` (all by default) come back (the others are None)."""
         args = self.main.body.block.args
         if len(inputs) != len(args):
             raise ValueError(f"@main takes {len(args)} buffers, got {len(inputs)}")
-        resident = self.resident(keep) if self.target == "gpu" and record is None else None
+        resident = self.resident(keep) if self.target == "gpu" else None
         # kept inputs are on the device after the first run: not even converted again
         convert = len(inputs) - keep if resident is not None and resident.runs else len(inputs)
         buffers = []
@@ -131,7 +129,7 @@ class CudaExecutable:
         if resident is not None:
             outs = resident.run(buffers, download)
         else:
-            outs = self.call(self.main, buffers, schedule or self.schedule, record)
+            outs = self.call(self.main, buffers, schedule or self.schedule)
         ret = self.main.body.block.last_op
         return [from_bf16_bits(o) if o is not None and isinstance(v.type.element_type, BFloat16Type)
                 else o for v, o in zip(ret.operands, outs)]
@@ -146,17 +144,16 @@ class CudaExecutable:
             self._resident = ResidentProgram(self, keep)
         return self._resident
 
-    def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str,
-             record: list | None = None) -> list[np.ndarray]:
+    def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str
+             ) -> list[np.ndarray]:
         """Execute one host function: allocations (in one arena per call, runtime/
-        memory_plan.py; separate buffers while `record`ing, so re-timed launches see the data
-        they saw), launches, calls of other host functions."""
+        memory_plan.py), launches, calls of other host functions."""
         def frame(f: func.FuncOp):
-            plan = self.plans[f.sym_name.data] if record is None else None
-            arena = np.empty(plan.peak, np.uint8) if plan and plan.peak else None
+            plan = self.plans[f.sym_name.data]
+            arena = np.empty(plan.peak, np.uint8) if plan.peak else None
 
             def alloc(op: memref.AllocOp) -> np.ndarray:
-                placed = plan is not None and op in plan.offsets
+                placed = op in plan.offsets
                 return poisoned(op.memref.type, arena if placed else None,
                                 plan.offsets[op] if placed else 0)
             return alloc
@@ -165,11 +162,8 @@ class CudaExecutable:
             kwargs = {"smem_bytes": op.smem.value.data}
             if self.target == "cpu":
                 kwargs["schedule"] = schedule
-            entry = (op.callee.string_value(), tuple(op.grid_dims), tuple(op.block_dims),
-                     op.smem.value.data, args)
-            self._mod.launch(*entry[:3], args, **kwargs)
-            if record is not None:
-                record.append(entry)
+            self._mod.launch(op.callee.string_value(), tuple(op.grid_dims),
+                             tuple(op.block_dims), args, **kwargs)
 
         return self.walk(fn, buffers, frame, launch)
 

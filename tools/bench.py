@@ -43,11 +43,12 @@ NOTES = {
     "roofline_us": "max(min_bytes / HBM bandwidth, flops / peak of the dtype's fastest unit) "
                    "+ one launch",
     "ptxas": "NVRTC -Xptxas=-v for the arch; smem_bytes is static shared memory per block",
-    "deplo_ms": "sum over launches of GpuModule.time per launch: 20 launches in a CUDA graph, "
-                "median over replays timed with CUDA events, per launch",
-    "eager_ms/inductor_ms": "the same: 20 calls captured in a CUDA graph (uncaptured where "
-                            "capture fails), median over replays, per call",
-    "timing": "one input set per case, reused across runs: what fits in L2 runs hot for all three",
+    "deplo_ms": "the program's median over runs, each after an L2 flush, its launches enqueued "
+                "behind a spinning kernel (no host gaps); per_launch: CUDA events between them",
+    "eager_ms/inductor_ms": "the same, one call captured as a CUDA graph (uncaptured where "
+                            "capture fails)",
+    "timing": "cold: the L2 flushed (a read of twice its size) before every timed run, for all "
+              "three; a program's intermediates stay where its launches leave them",
     "speedup_vs_*": "baseline ms / deplo ms: above 1 means deplo is faster",
     "rel_err": "|out - ref| / |ref| against the callable on float64 inputs (GPU)",
     "plans": "every kernel's plan by structural key (a plan file's kernels: --schedule)",

@@ -123,7 +123,7 @@ def write_profile(report: dict, path: str) -> None:
 
 def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
             baselines: bool = True, gpu_lock=None) -> dict:
-    """On the GPU: each launch timed (CUDA graph replays, median; runtime/bench.py) on fresh
+    """On the GPU: the program timed from a flushed L2, each launch between events (runtime/gpu/timing.py) on fresh
     random inputs, and (`baselines`) the program as PyTorch eager and torch.compile on the same
     inputs."""
     import torch

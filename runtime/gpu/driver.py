@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import statistics
 from collections.abc import Sequence
 from typing import Self
 
@@ -272,9 +271,6 @@ class _Launch:
         self.buffers = []
 
 
-GRAPH_LAUNCHES = 20  # launches per timed graph replay (GpuModule.time)
-
-
 class _Graph:
     """An instantiated CUDA graph and the stream it replays on; callable."""
 
@@ -365,58 +361,26 @@ class GpuModule:
         finally:
             launch.close()
 
-    def time(
-        self,
-        kernel: str,
-        grid,
-        block,
-        args: list,
-        *,
-        smem_bytes: int = 0,
-        warmup: int = 3,
-        iters: int = 20,
-    ) -> float:
-        """Median milliseconds of one launch. Why a graph: timed one launch at a time, a kernel
-        of a few microseconds measures the host's launch latency (the GPU idles between the
-        start event and the launch). So GRAPH_LAUNCHES launches are captured in one CUDA graph,
-        the graph replayed `warmup` times, then `iters` replays are each timed with CUDA events
-        and divided by GRAPH_LAUNCHES; back-to-back launches on one stream where capture fails.
-        The buffers stay the same between launches: inputs under the L2 size are L2-resident.
+    def time(self, kernel: str, grid, block, args: list, *, smem_bytes: int = 0,
+             warmup: int = 3, iters: int = 20) -> float:
+        """Median milliseconds of one launch, each after an L2 flush with the launch enqueued
+        behind a spinning kernel (runtime/gpu/timing.py: cold inputs, no host latency).
         Arrays are copied back after the last run."""
+        from deplo.runtime.gpu.timing import cold_timer
+
         driver = _driver()
         func, launch = self._prepare(kernel, args, smem_bytes)
         stream = _check(driver.cuStreamCreate(0), "cuStreamCreate")
-        flags = driver.CUevent_flags.CU_EVENT_DEFAULT
-        events = [_check(driver.cuEventCreate(flags), "cuEventCreate") for _ in range(2)]
-        graph = None
         try:
-            def launches() -> None:
-                for _ in range(GRAPH_LAUNCHES):
-                    self._launch(func, kernel, grid, block, launch, smem_bytes, stream)
-
-            launches()  # a first run outside the capture: a failing launch reports itself
-            _check(driver.cuStreamSynchronize(stream), f"kernel '{kernel}'")
-            graph = _capture(stream, launches)
-            replay = graph or launches
-            for _ in range(warmup):
-                replay()
-            _check(driver.cuStreamSynchronize(stream), f"kernel '{kernel}' (warmup)")
-            times = []
-            for _ in range(max(1, iters)):
-                _check(driver.cuEventRecord(events[0], stream), "cuEventRecord")
-                replay()
-                _check(driver.cuEventRecord(events[1], stream), "cuEventRecord")
-                _check(driver.cuEventSynchronize(events[1]), f"kernel '{kernel}'")
-                ms = _check(driver.cuEventElapsedTime(events[0], events[1]), "cuEventElapsedTime")
-                times.append(ms / GRAPH_LAUNCHES)
+            self._launch(func, kernel, grid, block, launch, smem_bytes, stream)
+            _check(driver.cuStreamSynchronize(stream), f"kernel '{kernel}'")  # reports itself
+            ms, _ = cold_timer().time(
+                [lambda: self._launch(func, kernel, grid, block, launch, smem_bytes, stream)],
+                stream, warmup, iters)
             launch.download()
-            return float(statistics.median(times))
+            return ms
         finally:
-            if graph is not None:
-                graph.close()
             launch.close()
-            for e in events:
-                driver.cuEventDestroy(e)
             driver.cuStreamDestroy(stream)
 
     def close(self) -> None:

@@ -16,6 +16,8 @@ Bound on the first run, a ResidentProgram instead keeps:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from xdsl.dialects import func, memref
 
@@ -73,6 +75,20 @@ class ResidentProgram:
         copy.dstDevice, copy.dstPitch = dst.ptr + slot * row, dst.shape[-2] * row
         copy.WidthInBytes, copy.Height = row, rows
         cu._check(driver.cuMemcpy2DAsync(copy, self._stream), "cuMemcpy2DAsync (KV cache slot)")
+
+    def time(self, warmup: int, iters: int) -> tuple[float, list[float]]:
+        """Median milliseconds of the whole program after its first run, and of each launch,
+        from an L2 flushed before every run (runtime/gpu/timing.py): the inputs and weights
+        come from DRAM, each launch finds what the launches before it left in L2."""
+        from deplo.runtime.gpu.timing import cold_timer
+
+        if self.runs == 0:
+            raise RuntimeError("time() needs a first run() to bind the program")
+        mod = self.exe._mod
+        steps = [functools.partial(mod._launch, handle, kernel, grid, block, launch, smem,
+                                   self._stream)
+                 for kernel, handle, launch, grid, block, smem in self.steps]
+        return cold_timer().time(steps, self._stream, warmup, iters)
 
     @property
     def replays_graph(self) -> bool:

@@ -5,8 +5,9 @@ logic (device buffers, launches on pointers, graph capture and replay) is tested
 are memmoves, and cuLaunchKernel decodes its parameter block (by the kernel's C signature) and
 runs the kernel on the CPU runtime (runtime/cpu), with each pointer seen as the array from it to
 the end of its allocation. A launch made while a stream is capturing is recorded into the graph
-instead; cuGraphLaunch replays the recording. Every call is counted in `calls`, every byte
-copied host to device in `htod_bytes`.
+instead; cuGraphLaunch replays the recording. The timer's spin and flush kernels
+(runtime/gpu/timing.py) are counted, not run; events read a clock that each kernel run advances
+by 1 ms. Every call is counted in `calls`, every byte copied host to device in `htod_bytes`.
 
     fake = FakeDriver(); fake.install(monkeypatch)   # compile_cubin then hands over the .cu
 """
@@ -29,11 +30,18 @@ _SCALARS = {"float": ctypes.c_float, "int": ctypes.c_int32, "long long": ctypes.
 
 
 class FakeDriver:
-    CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+    CUresult = types.SimpleNamespace(CUDA_SUCCESS=0, CUDA_ERROR_NOT_READY=600)
     CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=1)
     CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
     CUmemorytype = types.SimpleNamespace(CU_MEMORYTYPE_DEVICE=2)
     CUDA_MEMCPY2D = types.SimpleNamespace
+    CUevent_flags = types.SimpleNamespace(CU_EVENT_DEFAULT=0)
+    CUdevice_attribute = types.SimpleNamespace(
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR=(9,),
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR=(0,),
+        CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE=(1 << 16,),  # small: the flush buffer is host memory
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT=(132,))
+    TIMER_KERNELS = ("deplo_spin", "deplo_l2_flush")
 
     def __init__(self):
         self.cpu: CpuModule | None = None
@@ -43,19 +51,26 @@ class FakeDriver:
         self.htod_bytes = 0
         self.capturing: dict[int, list] = {}  # stream -> launches recorded
         self._streams = 0
+        self.clock = 0.0  # ms: each kernel run takes 1
+        self.events: dict[int, float] = {}
+        self.ready_answers = 0  # cuEventQuery's "already recorded" answers left (spin too short)
 
     def __getattr__(self, name: str):
         raise AttributeError(f"the fake driver has no {name}")
 
     def install(self, monkeypatch) -> None:
+        import functools
+
         from deplo.runtime import gpu
-        from deplo.runtime.gpu import driver
+        from deplo.runtime.gpu import driver, timing
 
         monkeypatch.setattr(driver, "_driver", lambda: self)
         monkeypatch.setattr(driver, "gpu_probe", lambda: (True, "fake GPU (CPU runtime)"))
         monkeypatch.setattr(driver, "_context", lambda: None)
         monkeypatch.setattr(gpu, "compile_cubin",
                             lambda src, **k: types.SimpleNamespace(cubin=src.encode()))
+        monkeypatch.setattr(gpu, "device_arch", lambda ordinal=0: "sm_90")
+        monkeypatch.setattr(timing, "cold_timer", functools.cache(timing.ColdTimer))
 
     def _ok(self, name: str, *value):
         self.calls[name] += 1
@@ -109,6 +124,8 @@ class FakeDriver:
     def cuModuleLoadData(self, cubin):
         """The "cubin" is the .cu itself: built for the CPU, signatures read off its kernels."""
         source = cubin.decode()
+        if all(k in source for k in self.TIMER_KERNELS):
+            return self._ok("cuModuleLoadData", "timer")
         for name, params in re.findall(r'__global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\)',
                                        source):
             self.signatures[name] = [p.rsplit(" ", 1)[0] for p in params.split(", ") if p]
@@ -153,6 +170,8 @@ class FakeDriver:
         return args
 
     def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        if func in self.TIMER_KERNELS:
+            return self._ok(func)
         launch = (func, (gx, gy, gz), (bx, by, bz), smem, self._args(func, params))
         if stream in self.capturing:
             self.capturing[stream].append(launch)
@@ -163,6 +182,7 @@ class FakeDriver:
     def _run(self, launch) -> None:
         func, grid, block, smem, args = launch
         self.calls["kernel runs"] += 1
+        self.clock += 1.0
         self.cpu.launch(func, grid, block, args, smem_bytes=smem)
 
     def cuStreamCreate(self, flags):
@@ -177,6 +197,37 @@ class FakeDriver:
 
     def cuCtxSynchronize(self):
         return self._ok("cuCtxSynchronize")
+
+    def cuDeviceGet(self, ordinal):
+        return self._ok("cuDeviceGet", ordinal)
+
+    def cuDeviceGetAttribute(self, attr, dev):
+        return self._ok("cuDeviceGetAttribute", attr[0])
+
+    def cuEventCreate(self, flags):
+        self.events[len(self.events)] = float("nan")
+        return self._ok("cuEventCreate", len(self.events) - 1)
+
+    def cuEventRecord(self, event, stream):
+        assert stream not in self.capturing, "events are recorded outside graphs"
+        self.events[event] = self.clock
+        return self._ok("cuEventRecord")
+
+    def cuEventQuery(self, event):
+        """Not ready unless told otherwise (`ready_answers`): the fake's timed work "starts"
+        after the host has enqueued it, as a long enough spin makes it on a GPU."""
+        self.calls["cuEventQuery"] += 1
+        self.ready_answers -= 1
+        return (0 if self.ready_answers >= 0 else 600,)
+
+    def cuEventSynchronize(self, event):
+        return self._ok("cuEventSynchronize")
+
+    def cuEventElapsedTime(self, start, end):
+        return self._ok("cuEventElapsedTime", self.events[end] - self.events[start])
+
+    def cuEventDestroy(self, event):
+        return self._ok("cuEventDestroy")
 
     def cuStreamBeginCapture(self, stream, mode):
         self.capturing[stream] = []

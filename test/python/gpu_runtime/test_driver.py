@@ -74,3 +74,26 @@ def test_block_sum_inferred_signature_and_time(block_sum_module):
 
 def block_sum_module_cubin() -> bytes:
     return compile_cubin((KERNELS / "block_sum.cu").read_text(), arch=device_arch()).cubin
+
+
+@pytest.mark.gpu
+def test_cold_timing_of_a_program_and_of_torch():
+    """The program timed whole from a flushed L2, an event between launches; torch alike."""
+    import torch
+
+    import deplo
+    from deplo.runtime.bench import time_cuda_program, time_torch
+    from deplo.runtime.program import CudaExecutable
+
+    if not HAS_GPU:
+        pytest.skip(REASON)
+    a, b = torch.randn(256, 512), torch.randn(512, 128)
+    compiled = deplo.compile(lambda x, w: torch.softmax(torch.relu(x @ w), -1), (a, b))
+    exe = CudaExecutable(compiled.module("cuda"), target="gpu", arch=device_arch())
+    ms, per_launch, (out,) = time_cuda_program(exe, [a.numpy(), b.numpy()], 2, 5)
+    assert len(per_launch) == len(exe.resident(0).steps) >= 1
+    assert 0 < ms < 1e3 and all(0 < p["ms"] <= ms * 2 for p in per_launch)
+    np.testing.assert_allclose(out, torch.softmax(torch.relu(a @ b), -1).numpy(), rtol=1e-4,
+                               atol=1e-6)
+    if torch.cuda.is_available():
+        assert 0 < time_torch(torch.matmul, [a.cuda(), b.cuda()], 2, 5) < 1e3

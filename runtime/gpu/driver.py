@@ -103,6 +103,9 @@ def _first_line(e: BaseException) -> str:
 @functools.cache
 def device_arch(ordinal: int = 0) -> str:
     """'sm_90' for an H100 (compute capability of the device); needs a driver."""
+    ok, reason = gpu_probe()  # cuInit: without it the first driver call here fails
+    if not ok:
+        raise NoGpuError(reason)
     driver = _driver()
     attr = driver.CUdevice_attribute
     dev = _check(driver.cuDeviceGet(ordinal), "cuDeviceGet")

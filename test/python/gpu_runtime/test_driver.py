@@ -25,6 +25,8 @@ def test_no_gpu_is_a_clean_error():
     with pytest.raises(NoGpuError) as err:
         GpuModule(b"\x7fELF", signatures=SIGNATURES)
     assert str(err.value) == REASON
+    with pytest.raises(NoGpuError, match="no NVIDIA driver"):
+        device_arch()  # the probe's line, not a driver error about cuInit
 
 
 def test_launch_helpers():

@@ -502,7 +502,8 @@ class LaunchOp(IRDLOperation):
                 f"got ({', '.join(map(str, got))})")
 
 
-VECTOR_BYTES = 16  # kc_ld128 / kc_st128 of the prelude
+VECTOR_BYTES = 16  # the widest access: kc_ld128 / kc_st128 of the prelude
+VECTOR_WIDTHS = (16, 8, 4)  # bytes of one vector access (kc_ld128/64/32), of two elements or more
 
 
 def _verify_vector(op: IRDLOperation, mem: SSAValue, indices, values) -> None:
@@ -511,20 +512,21 @@ def _verify_vector(op: IRDLOperation, mem: SSAValue, indices, values) -> None:
     elt = t.element_type
     if len(indices) != t.get_num_dims():
         raise VerifyException(f"{op.name}: expected {t.get_num_dims()} indices, got {len(indices)}")
-    want = VECTOR_BYTES // element_bytes(elt)
-    if len(values) != want or any(v.type != elt for v in values):
-        raise VerifyException(f"{op.name}: expected {want} values of type {elt} (16 bytes), "
-                              f"got {len(values)} of {[str(v.type) for v in values]}")
-    if t.get_shape()[-1] % want:
+    n = len(values)
+    if n < 2 or n * element_bytes(elt) not in VECTOR_WIDTHS or any(v.type != elt for v in values):
+        raise VerifyException(f"{op.name}: expected 2 or more values of type {elt} making "
+                              f"{', '.join(map(str, VECTOR_WIDTHS))} bytes, got {n} of "
+                              f"{[str(v.type) for v in values]}")
+    if t.get_shape()[-1] % n:
         raise VerifyException(f"{op.name}: expected the innermost dim of {t} to be a multiple of "
-                              f"{want} (aligned rows)")
+                              f"{n} (aligned rows)")
     _verify_in_kernel(op)
 
 
 @irdl_op_definition
 class VectorLoadOp(IRDLOperation):
-    """16 consecutive bytes of the innermost dim in one access (128-bit LDG / LDS); the first
-    element is at `indices`, which the producer proved 16-byte aligned.
+    """16, 8 or 4 consecutive bytes of the innermost dim in one access (LDG.128/64/32, LDS); the
+    first element is at `indices`, which the producer proved aligned to the width.
 
         %a, %b, %c, %d = kernel.vector_load %x[%i, %j] : memref<64x96xf32> -> f32, f32, f32, f32
     """
@@ -545,7 +547,8 @@ class VectorLoadOp(IRDLOperation):
 
 @irdl_op_definition
 class VectorStoreOp(IRDLOperation):
-    """16 consecutive bytes of the innermost dim written in one access (128-bit STG / STS).
+    """16, 8 or 4 consecutive bytes of the innermost dim written in one access (STG.128/64/32,
+    STS).
 
         kernel.vector_store %a, %b, %c, %d to %out[%i, %j] : f32, f32, f32, f32 to memref<64x80xf32>
     """

@@ -124,6 +124,11 @@ C_TAKEN = frozenset({
 })
 
 
+def _bits(mem: SSAValue, n: int) -> int:
+    """Bits of one vector access of `n` elements of `mem` (kc_ld128 / 64 / 32)."""
+    return 8 * n * kernel.element_bytes(mem.type.element_type)
+
+
 def _fail(op: Operation, what: str) -> ConversionError:
     """`kernel-to-cuda: no C translation for 'math.ctpop' in @k at loc(...)`"""
     p = op if isinstance(op, kernel.FuncOp) else op.parent_op()
@@ -381,10 +386,11 @@ class _Translator:
         return arr
 
     def op_kernel_vector_load(self, op: kernel.VectorLoadOp) -> None:
-        """`float vec[4]; kc_ld128(&vec[0], &x[i]);` then the results are `vec[0..3]`."""
+        """`float vec[4]; kc_ld128(&vec[0], &x[i]);` then the results are `vec[0..3]`
+        (kc_ld64 / kc_ld32 for 8 and 4 bytes)."""
         regs = self._vector_regs(op, op.memref.type, len(op.res))
         src = self.emit(cuda.AddressOp(self.v(op.memref), self.linear(op.memref, op.indices)))
-        self.emit(cuda.CallOp("kc_ld128", [self.emit(cuda.AddressOp(regs, self.const(0))), src]))
+        self.emit(cuda.CallOp(f"kc_ld{_bits(op.memref, len(op.res))}", [self.emit(cuda.AddressOp(regs, self.const(0))), src]))
         self.bind(op.res, [self.emit(cuda.LoadOp(regs, self.const(k))) for k in range(len(op.res))])
 
     def op_kernel_vector_store(self, op: kernel.VectorStoreOp) -> None:
@@ -393,7 +399,8 @@ class _Translator:
         for k, v in enumerate(op.values):
             self.emit(cuda.StoreOp(self.v(v), regs, self.const(k)))
         dst = self.emit(cuda.AddressOp(self.v(op.memref), self.linear(op.memref, op.indices)))
-        self.emit(cuda.CallOp("kc_st128", [dst, self.emit(cuda.AddressOp(regs, self.const(0)))]))
+        self.emit(cuda.CallOp(f"kc_st{_bits(op.memref, len(op.values))}",
+                              [dst, self.emit(cuda.AddressOp(regs, self.const(0)))]))
 
     def _regs(self, values, t: Attribute, n: int, hint: str) -> SSAValue:
         """A local array of n `t`, filled with `values` (when given)."""

@@ -1,5 +1,7 @@
 """kernel-vectorize: 16 bytes of consecutive scalar loads (or stores) of one buffer become one
-128-bit access (LDG.128 / LDS.128 / STG.128 / STS.128).
+128-bit access (LDG.128 / LDS.128 / STG.128 / STS.128); what is left, 8 bytes (then 4, of two
+16-bit elements) one 64-bit (32-bit) access: a tensor-core fragment's accumulators are column
+pairs (two fp32: STG.64), which split-K partials and epilogues store.
 
     %a = memref.load %x[%r, %j] : memref<64x96xf32>
     %i1 = arith.addi %j, %c1 : index
@@ -8,7 +10,7 @@
     %a, %b, %c, %d = kernel.vector_load %x[%r, %j] : memref<64x96xf32> -> f32, f32, f32, f32
 
 Accesses group when they are in the same block, on the same buffer, with the same leading
-indices and innermost indices `base + 0 .. base + V-1` (V = 16 bytes / element; the linear forms
+indices and innermost indices `base + 0 .. base + V-1` (V = width / element; the linear forms
 of analysis.linear_of). The group is vectorized only where it is provably aligned: `base` a
 multiple of V (analysis.known_multiple) and the innermost dim a multiple of V (buffers start
 16-byte aligned: cudaMalloc, torch and `__align__(16)` shared arrays). A vector load goes where
@@ -43,8 +45,10 @@ def blocks(root: Operation) -> Iterator[Block]:
             yield from r.blocks
 
 
-def width(t: MemRefType) -> int:
-    return kernel.VECTOR_BYTES // kernel.element_bytes(t.element_type)
+def lanes(t: MemRefType, width: int) -> int:
+    """Elements of `t` in one `width`-byte access (0: fewer than two)."""
+    n = width // kernel.element_bytes(t.element_type)
+    return n if n >= 2 else 0
 
 
 def touches(op: Operation, mem: SSAValue, reads: bool) -> bool:
@@ -61,14 +65,15 @@ def touches(op: Operation, mem: SSAValue, reads: bool) -> bool:
     return False
 
 
-def groups(block: Block, kind: type[Access]) -> list[list[Access]]:
+def groups(block: Block, kind: type[Access], width: int) -> list[list[Access]]:
     """Runs of V accesses at base + 0 .. V-1, base aligned, in `block` (by address)."""
     by_key: dict[tuple, dict[int, Access]] = {}
     for op in block.ops:
         if not isinstance(op, kind):
             continue
         t = op.memref.type
-        if not isinstance(t, MemRefType) or not op.indices or t.get_shape()[-1] % width(t):
+        if not isinstance(t, MemRefType) or not op.indices or not (v := lanes(t, width)) \
+                or t.get_shape()[-1] % v:
             continue
         terms, c = linear_of(op.indices[-1])
         key = (
@@ -79,7 +84,7 @@ def groups(block: Block, kind: type[Access]) -> list[list[Access]]:
         by_key.setdefault(key, {}).setdefault(c, op)
     out = []
     for (mem, _, terms), at in by_key.items():
-        v = width(mem.type)
+        v = lanes(mem.type, width)
         base = 0
         for leaf, k in terms:
             base = math.gcd(base, k * known_multiple(leaf))
@@ -115,8 +120,8 @@ def movable(block: Block, group: list[Access]) -> tuple[Operation, Operation] | 
 
 @dataclass(frozen=True)
 class KernelVectorizePass(ModulePass):
-    """Merge aligned runs of 16 bytes of scalar loads / stores into kernel.vector_load /
-    kernel.vector_store."""
+    """Merge aligned runs of 16 (then 8, then 4) bytes of scalar loads / stores into
+    kernel.vector_load / kernel.vector_store."""
 
     name = "kernel-vectorize"
 
@@ -127,7 +132,11 @@ class KernelVectorizePass(ModulePass):
             drop_dead(func)
 
     def vectorize(self, block: Block) -> None:
-        for group in groups(block, memref.LoadOp):
+        for width in kernel.VECTOR_WIDTHS:  # the widest first: what is left tries the next
+            self.merge(block, width)
+
+    def merge(self, block: Block, width: int) -> None:
+        for group in groups(block, memref.LoadOp, width):
             where = movable(block, group)
             if where is None:
                 continue
@@ -138,7 +147,7 @@ class KernelVectorizePass(ModulePass):
                 new.name_hint = old.res.name_hint
                 old.res.replace_all_uses_with(new)
                 Rewriter.erase_op(old)
-        for group in groups(block, memref.StoreOp):
+        for group in groups(block, memref.StoreOp, width):
             where = movable(block, group)
             if where is None:
                 continue

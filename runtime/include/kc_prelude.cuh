@@ -86,33 +86,48 @@ KC_DEVICE void kc_cp_async_wait_all() {
   kc_cp_async_wait(0);
 }
 
-// ---- 128-bit loads and stores -------------------------------------------------------------------
+// ---- vector loads and stores --------------------------------------------------------------------
 // kc_ld128(regs, src) / kc_st128(dst, regs): 16 bytes in one access (LDG.128 / LDS.128 / STG.128 /
-// STS.128). `regs` is a thread's local array (kept in registers when indexed by constants); the
-// memory side must be 16-byte aligned, which the CPU emulation checks.
+// STS.128); kc_ld64 / kc_st64 and kc_ld32 / kc_st32 the same for 8 and 4 bytes (an mma
+// accumulator's column pair). `regs` is a thread's local array (kept in registers when indexed by
+// constants); the memory side must be aligned to the width, which the CPU emulation checks.
 #if defined(__CUDACC__)
-template <class T>
-KC_DEVICE void kc_ld128(T* regs, const T* src) {
-  *reinterpret_cast<uint4*>(regs) = *reinterpret_cast<const uint4*>(src);
+template <int B> struct kc_bits_of;
+template <> struct kc_bits_of<16> { typedef uint4 type; };
+template <> struct kc_bits_of<8> { typedef uint2 type; };
+template <> struct kc_bits_of<4> { typedef unsigned int type; };
+template <int B, class T>
+KC_DEVICE void kc_ldv(T* regs, const T* src) {
+  typedef typename kc_bits_of<B>::type V;
+  *reinterpret_cast<V*>(regs) = *reinterpret_cast<const V*>(src);
 }
-template <class T>
-KC_DEVICE void kc_st128(T* dst, const T* regs) {
-  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(regs);
+template <int B, class T>
+KC_DEVICE void kc_stv(T* dst, const T* regs) {
+  typedef typename kc_bits_of<B>::type V;
+  *reinterpret_cast<V*>(dst) = *reinterpret_cast<const V*>(regs);
 }
 #else
-template <class T>
-KC_DEVICE void kc_ld128(T* regs, const T* src) {
-  if (reinterpret_cast<uintptr_t>(src) % 16)
-    kcpu_fail(__FILE__, __LINE__, "kc_ld128: address %p is not 16-byte aligned", (const void*)src);
-  std::memcpy(static_cast<void*>(regs), static_cast<const void*>(src), 16);
+template <int B, class T>
+KC_DEVICE void kc_ldv(T* regs, const T* src) {
+  if (reinterpret_cast<uintptr_t>(src) % B)
+    kcpu_fail(__FILE__, __LINE__, "kc_ld%d: address %p is not %d-byte aligned", 8 * B,
+              (const void*)src, B);
+  std::memcpy(static_cast<void*>(regs), static_cast<const void*>(src), B);
 }
-template <class T>
-KC_DEVICE void kc_st128(T* dst, const T* regs) {
-  if (reinterpret_cast<uintptr_t>(dst) % 16)
-    kcpu_fail(__FILE__, __LINE__, "kc_st128: address %p is not 16-byte aligned", (void*)dst);
-  std::memcpy(static_cast<void*>(dst), static_cast<const void*>(regs), 16);
+template <int B, class T>
+KC_DEVICE void kc_stv(T* dst, const T* regs) {
+  if (reinterpret_cast<uintptr_t>(dst) % B)
+    kcpu_fail(__FILE__, __LINE__, "kc_st%d: address %p is not %d-byte aligned", 8 * B,
+              (void*)dst, B);
+  std::memcpy(static_cast<void*>(dst), static_cast<const void*>(regs), B);
 }
 #endif
+template <class T> KC_DEVICE void kc_ld128(T* regs, const T* src) { kc_ldv<16>(regs, src); }
+template <class T> KC_DEVICE void kc_st128(T* dst, const T* regs) { kc_stv<16>(dst, regs); }
+template <class T> KC_DEVICE void kc_ld64(T* regs, const T* src) { kc_ldv<8>(regs, src); }
+template <class T> KC_DEVICE void kc_st64(T* dst, const T* regs) { kc_stv<8>(dst, regs); }
+template <class T> KC_DEVICE void kc_ld32(T* regs, const T* src) { kc_ldv<4>(regs, src); }
+template <class T> KC_DEVICE void kc_st32(T* dst, const T* regs) { kc_stv<4>(dst, regs); }
 
 // ---- ldmatrix / mma.sync m16n8k16 (sm_80+): tensor-core matmul on fp16 / bf16, fp32 accumulators ---
 // Warp-collective: all 32 lanes of a warp call them together (no divergence). Fragment registers are

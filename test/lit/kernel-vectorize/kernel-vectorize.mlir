@@ -89,16 +89,20 @@ builtin.module {
 
 // -----
 
-// Four consecutive loads from element 1 on (not 16-byte aligned), and four stores with a barrier
-// in the middle: left alone. The aligned run of stores after them is merged.
+// Four consecutive loads from element 1 on (not 16-byte aligned): no 128-bit load, but the
+// 8-byte aligned pair in the middle is one 64-bit load; four stores with a barrier in the middle:
+// no 128-bit store, a 64-bit one on each side of it. The aligned run of stores after them is one
+// 128-bit store.
 // CHECK-LABEL: kernel.func @negative_misaligned
-// CHECK-COUNT-4: memref.load %x
-// CHECK-COUNT-2: memref.store %{{.*}}, %buf
+// CHECK:         %a = memref.load %x[%c1]
+// CHECK-NEXT:    %b, %c = kernel.vector_load %x[%c2] : memref<8xf32> -> f32, f32
+// CHECK-NEXT:    %d = memref.load %x[%c4]
+// CHECK-NEXT:    kernel.vector_store %a, %b to %buf[%c0] : f32, f32 to memref<8xf32, 3 : i64>
 // CHECK-NEXT:    kernel.barrier
-// CHECK-COUNT-2: memref.store %{{.*}}, %buf
+// CHECK-NEXT:    kernel.vector_store %c, %d to %buf[%c2] : f32, f32 to memref<8xf32, 3 : i64>
 // CHECK-NEXT:    kernel.vector_store %a, %b, %c, %d to %y[%c0] : f32, f32, f32, f32 to memref<8xf32>
 // ASYNC-LABEL: kernel.func @negative_misaligned
-// ASYNC-NOT:     kernel.vector_load
+// ASYNC-NOT:     kernel.vector_load %x[%c1]
 builtin.module {
   kernel.func @negative_misaligned(%x: memref<8xf32>, %y: memref<8xf32>) grid(1, 1, 1) block(1, 1, 1) {
     %c0 = arith.constant 0 : index

@@ -160,10 +160,18 @@ func.func @main(%y: memref<8xf32>) {
 }
 
 // -----
-// CHECK: kernel.vector_load: expected 4 values of type f32 (16 bytes), got 2 of ['f32', 'f32']
+// CHECK: kernel.vector_load: expected 2 or more values of type f32 making 16, 8, 4 bytes, got 3 of ['f32', 'f32', 'f32']
 kernel.func @k(%x: memref<16xf32>) grid(1, 1, 1) block(1, 1, 1) {
   %c0 = arith.constant 0 : index
-  %a, %b = kernel.vector_load %x[%c0] : memref<16xf32> -> f32, f32
+  %a, %b, %c = kernel.vector_load %x[%c0] : memref<16xf32> -> f32, f32, f32
+}
+
+// -----
+// CHECK: kernel.vector_store: expected 2 or more values of type f32 making 16, 8, 4 bytes, got 1 of ['f32']
+kernel.func @k(%x: memref<16xf32>) grid(1, 1, 1) block(1, 1, 1) {
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 0.000000e+00 : f32
+  kernel.vector_store %v to %x[%c0] : f32 to memref<16xf32>
 }
 
 // -----

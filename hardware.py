@@ -53,6 +53,11 @@ class Gpu:
     issue_per_sm: int  # warp instructions issued per clock per SM (4 schedulers)
     smem_wavefronts_per_sm: int  # shared-memory wavefronts (32 banks x 4 B) per clock per SM
     launch_us: float  # one kernel launch, host + device, without CUDA graphs (measured)
+    ramp_us: float = 0.7  # a kernel touching global memory, beyond its launch, its bytes and
+    # one DRAM latency: blocks dispatched, the last stores drained. This project's timing on the
+    # H200 (2026-11-27, docs/gpu-runs.md): an empty kernel 2.9 us between its events, a 1 MB read
+    # by 1056 blocks 4.1 us on a warm L2 (4.3 cold), of which its bytes at the streaming rate
+    # (0.25) and one DRAM latency (0.45) explain 0.7: the rest, ~0.7. Assumed alike on the H100
     max_threads_per_sm: int = 2048  # CUDA Programming Guide, compute capability 9.0
     max_blocks_per_sm: int = 32
     registers_per_sm: int = 65536
@@ -108,7 +113,9 @@ H100_SXM = Gpu(
 H200 = Gpu(**{**H100_SXM.__dict__, "name": "H200 SXM",
               "dram_bw": 4.8e12,  # H200 product page: HBM3e 4.8 TB/s
               "dram_efficiency": 0.86,  # BabelStream triad 4.15 TB/s (Azure ND H200 v5)
-              "l2_bw": 10.0e12})  # RRZE gpu-l2-cache h200: 9.7-10.2 TB/s
+              "l2_bw": 10.0e12,  # RRZE gpu-l2-cache h200: 9.7-10.2 TB/s
+              "launch_us": 2.9})  # an empty kernel between two events in one stream, this
+# project's timing on the H200 (2026-11-27): 2.88 us cold, 2.98 warm
 GPUS = {"h100": H100_SXM, "h200": H200}
 
 

@@ -103,10 +103,13 @@ def _first_line(e: BaseException) -> str:
 @functools.cache
 def device_arch(ordinal: int = 0) -> str:
     """'sm_90' for an H100 (compute capability of the device); needs a driver."""
-    ok, reason = gpu_probe()  # cuInit: without it the first driver call here fails
-    if not ok:
-        raise NoGpuError(reason)
     driver = _driver()
+    try:  # cuInit first: called before any GpuModule, cuDeviceGet failed NOT_INITIALIZED
+        (err,) = driver.cuInit(0)
+    except Exception as e:  # noqa: BLE001 - libcuda.so.1 absent: the probe's line
+        raise NoGpuError(NO_DRIVER if "NotFound" in type(e).__name__ or isinstance(e, OSError)
+                         else _first_line(e)) from None
+    _check((err,), "cuInit")
     attr = driver.CUdevice_attribute
     dev = _check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
     major = _check(

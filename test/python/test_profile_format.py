@@ -17,3 +17,20 @@ def test_summary_with_a_gpu_run():
     first, second = format_profile({**REPORT, "measured": measured}, rows=False).splitlines()
     assert first.startswith("H200 SXM: predicted (sm_90 model) 7.13 us") and "measured" not in first
     assert second == "measured 9.36 us; eager 9.25 us"
+
+
+def test_baselines_take_the_programs_dtypes():
+    """The eager / torch.compile baselines of a bf16 program run in bf16 (they ran in fp32)."""
+    import torch
+
+    import deplo
+    from deplo.tools.api import random_inputs
+    from deplo.tools.profile import torch_inputs
+
+    c = deplo.compile("F.linear(torch.randn(4,8,dtype=torch.bfloat16), "
+                      "torch.randn(6,8,dtype=torch.bfloat16)) + torch.randn(6)")
+    inputs = random_inputs(c.program, 0)
+    args = torch_inputs(c.program, inputs)
+    assert [a.dtype for a in args] == [torch.bfloat16, torch.bfloat16, torch.float32]
+    assert [tuple(a.shape) for a in args] == [(4, 8), (6, 8), (6,)]
+    assert torch.equal(args[2], torch.from_numpy(inputs[2]))

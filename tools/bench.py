@@ -218,14 +218,15 @@ def _geomeans(cases: list[dict]) -> dict:
 def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = None,
               warmup: int = 10, iters: int = 50, seed: int = 0,
               progress: Callable[[str], None] | None = None,
-              schedule: str | None = None) -> dict:
-    """The report for `cases` (see SCHEMA). `gpu=None`: time where gpu_probe() finds a GPU."""
+              schedule: str | None = None, gpu_model: str | None = None) -> dict:
+    """The report for `cases` (see SCHEMA). `gpu=None`: time where gpu_probe() finds a GPU;
+    `gpu_model` the parameters predicted with (default: the timed card's, else the H100's)."""
     from deplo.hardware import model_for
     from deplo.runtime.gpu import gpu_probe, nvrtc_version
 
     ok, device = gpu_probe()
     use_gpu = ok if gpu is None else (gpu and ok)
-    gpu_model = model_for(None, use_gpu, device)  # predicted for the card it times on
+    gpu_model = model_for(gpu_model, use_gpu, device)  # predicted for the card it times on
     t0 = time.perf_counter()
     entries = []
     for i, case in enumerate(cases):

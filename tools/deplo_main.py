@@ -184,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed runs (the median is reported)")
     b.add_argument("--seed", type=SEED, default=None, help="seed of the random inputs")
     b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
+    b.add_argument("--gpu-model", choices=["h100", "h200"], default=None,
+                   help="the parameters of the model's predictions (default: the GPU's, else h100)")
     _add_schedule(b)
 
     from deplo.tools.tune_cmd import add_arguments
@@ -322,7 +324,8 @@ def cmd_bench(args) -> int:
     schedule, _ = tuned_schedule(args.db, args.schedule)
     report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None,
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
-                       progress=None if args.quiet else print_progress, schedule=schedule)
+                       progress=None if args.quiet else print_progress, schedule=schedule,
+                       gpu_model=args.gpu_model)
     if args.schedule_out:
         from deplo.passes.tile.plan import FORMAT
 

@@ -155,6 +155,13 @@ def test_deplo_bench_command(tmp_path) -> None:
     assert "2/2 cases compile" in stdout and "[2/2]" in stderr
     code, _, stderr = cli("bench", "--suite", "tiny", "--dtype", "fp64")
     assert code == 1 and "unknown dtype" in stderr
+    h200 = tmp_path / "h200.json"  # without a GPU, predicted with the H200's parameters
+    code, _, stderr = cli("bench", "--suite", "tiny", "--dtype", "bf16", "--kernel", "silu_mul",
+                          "--gpu-model", "h200", "--no-gpu", "-o", str(h200))
+    assert code == 0, stderr
+    a, b = data["cases"][1]["static"], json.loads(h200.read_text())["cases"][0]["static"]
+    assert json.loads(h200.read_text())["gpu_model"] == "H200 SXM" != data["gpu_model"]
+    assert b["predicted_us"] != a["predicted_us"]  # another card's bandwidth and launch
 
 
 def test_compile_verbose_prints_ptxas_per_kernel() -> None:

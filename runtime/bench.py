@@ -389,11 +389,15 @@ def time_cuda_program(exe, inputs: Sequence[np.ndarray], warmup: int, iters: int
                       ) -> tuple[float, list[dict], list[np.ndarray]]:
     """Run `@main` of a CudaExecutable (target gpu) once on the device, then time the program
     (ResidentProgram.time: an L2 flushed before every run, each launch between two events).
-    Returns (the program's median ms, [{kernel, ms}] per launch, @main's results)."""
-    outputs = exe.run(inputs)
-    resident = exe.resident(0)
-    total, per_step = resident.time(warmup, iters)
-    per_launch = [{"kernel": step[0], "ms": ms} for step, ms in zip(resident.steps, per_step)]
+    Returns (the program's median ms, [{kernel, ms}] per launch, @main's results); the device
+    copy is freed after."""
+    try:
+        outputs = exe.run(inputs)
+        resident = exe.resident(0)
+        total, per_step = resident.time(warmup, iters)
+        per_launch = [{"kernel": step[0], "ms": ms} for step, ms in zip(resident.steps, per_step)]
+    finally:
+        exe.release()
     return total, per_launch, outputs
 
 

@@ -144,6 +144,13 @@ class CudaExecutable:
             self._resident = ResidentProgram(self, keep)
         return self._resident
 
+    def release(self) -> None:
+        """Free the device copy of the program (its weights, arenas, graph): a tuner times
+        many executables in one process."""
+        if self._resident is not None:
+            self._resident.close()
+            self._resident = None
+
     def call(self, fn: func.FuncOp, buffers: Sequence[np.ndarray], schedule: str
              ) -> list[np.ndarray]:
         """Execute one host function: allocations (in one arena per call, runtime/

@@ -52,12 +52,12 @@ class Gpu:
     dense_tensor_flops: float  # FLOP/s, dense fp16/bf16 tensor peak (datasheet; wgmma only)
     issue_per_sm: int  # warp instructions issued per clock per SM (4 schedulers)
     smem_wavefronts_per_sm: int  # shared-memory wavefronts (32 banks x 4 B) per clock per SM
-    launch_us: float  # one kernel launch, host + device, without CUDA graphs (measured)
+    launch_us: float  # one kernel launch in a stream, as the GPU sees it (measured)
     ramp_us: float = 0.7  # a kernel touching global memory, beyond its launch, its bytes and
     # one DRAM latency: blocks dispatched, the last stores drained. This project's timing on the
-    # H200 (2026-11-27, docs/gpu-runs.md): an empty kernel 2.9 us between its events, a 1 MB read
-    # by 1056 blocks 4.1 us on a warm L2 (4.3 cold), of which its bytes at the streaming rate
-    # (0.25) and one DRAM latency (0.45) explain 0.7: the rest, ~0.7. Assumed alike on the H100
+    # H200 (2026-11-27, docs/gpu-runs.md): an empty kernel 2.88 us between its events, a 1 MB
+    # read by 1056 blocks 4.32 us from a cold L2: 1.44 more, of which its bytes at the streaming
+    # rate (0.25) and one DRAM latency (0.45) explain 0.7. Assumed alike on the H100
     max_threads_per_sm: int = 2048  # CUDA Programming Guide, compute capability 9.0
     max_blocks_per_sm: int = 32
     registers_per_sm: int = 65536

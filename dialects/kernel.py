@@ -4,7 +4,7 @@ A `kernel.func` is one CUDA kernel with a static grid and block. Inside it, cont
 `scf.for` / `scf.if`, scalars are `arith` / `math`, memory is `memref.load` / `memref.store` with
 `index` operands; this dialect adds only what CUDA has and those dialects do not: thread and block
 ids, static shared buffers (memrefs in memory space `3 : i64`), barriers, warp shuffles and
-cp.async, 128-bit vector loads and stores. The host function `func.func @main` launches kernels with `kernel.launch`.
+cp.async, 128/64/32-bit vector loads and stores. The host function `func.func @main` launches kernels with `kernel.launch`.
 
     kernel.func @sum_sq(%x: memref<32x256xf32>, %out: memref<32xf32>) grid(32, 1, 1) block(256, 1, 1) {
       %t = kernel.thread_id x

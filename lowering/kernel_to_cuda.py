@@ -390,11 +390,12 @@ class _Translator:
         (kc_ld64 / kc_ld32 for 8 and 4 bytes)."""
         regs = self._vector_regs(op, op.memref.type, len(op.res))
         src = self.emit(cuda.AddressOp(self.v(op.memref), self.linear(op.memref, op.indices)))
-        self.emit(cuda.CallOp(f"kc_ld{_bits(op.memref, len(op.res))}", [self.emit(cuda.AddressOp(regs, self.const(0))), src]))
+        self.emit(cuda.CallOp(f"kc_ld{_bits(op.memref, len(op.res))}",
+                              [self.emit(cuda.AddressOp(regs, self.const(0))), src]))
         self.bind(op.res, [self.emit(cuda.LoadOp(regs, self.const(k))) for k in range(len(op.res))])
 
     def op_kernel_vector_store(self, op: kernel.VectorStoreOp) -> None:
-        """`float vec[4]; vec[0] = a; ...; kc_st128(&y[i], &vec[0]);`"""
+        """`float vec[4]; vec[0] = a; ...; kc_st128(&y[i], &vec[0]);` (kc_st64 / kc_st32)."""
         regs = self._vector_regs(op, op.memref.type, len(op.values))
         for k, v in enumerate(op.values):
             self.emit(cuda.StoreOp(self.v(v), regs, self.const(k)))

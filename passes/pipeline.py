@@ -117,7 +117,7 @@ _TO_TILE = _TO_LOOP + [
 ]
 _TO_KERNEL = _TO_TILE + [
     "tile-to-kernel",  # thread ids, shared buffers, barriers, shuffles
-    "kernel-vectorize",  # aligned runs of 16 bytes of accesses -> 128-bit loads / stores
+    "kernel-vectorize",  # aligned runs of 16 (8, 4) bytes of accesses -> one load / store
     "kernel-remove-barriers",  # barriers that order no conflicting accesses
 ]
 _TO_CUDA = _TO_KERNEL + [

@@ -39,7 +39,7 @@ NOTES = {
     "flops": "the algorithm's, from the Torch IR (2MNK for products, attention's unmasked part)",
     "loop_flops": "counted in the fused Loop IR: float arith/math ops x trip counts (fma = 2)",
     "predicted_us": "the sm_90 model (tuning/cost_model.py), sum over launches; the parameters "
-                    "of the GPU it is timed on (gpu_model), H100 SXM without one",
+                    "of --gpu-model, else of the GPU it is timed on, else the H100 SXM's",
     "roofline_us": "max(min_bytes / HBM bandwidth, flops / peak of the dtype's fastest unit) "
                    "+ one launch",
     "ptxas": "NVRTC -Xptxas=-v for the arch; smem_bytes is static shared memory per block",

@@ -554,19 +554,24 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
         units[pipe] /= hidden
     units = {k: float(v) * 1e6 for k, v in units.items()}
     bound = max(units, key=units.get)
-    fixed = gpu.launch_us + (gpu.ramp_us if w.load_sectors or w.store_sectors else 0.0)
-    us = fixed + units[bound]
+    us = _fixed_us(w, gpu) + units[bound]
     if w.tail is not None:  # then the last block of each tile, one a tile, all at once;
         # what the kernel wrote or read before (the partials) is in L2 by then: the tail's DRAM
         # bytes are those of buffers only it touches (the epilogue's inputs, the outputs)
         tiles = max(1, blocks // max(1, w.arrivals))
         fresh = {k: v for k, v in w.tail.touched.items() if k not in w.per_buffer}
-        tail = predict(replace(w.tail, touched=fresh), (tiles, 1, 1), block, registers, smem, gpu)
-        us += max(0.0, tail.us - fixed)  # the tail's own: its launch and ramp are the kernel's
+        tail_w = replace(w.tail, touched=fresh)
+        tail = predict(tail_w, (tiles, 1, 1), block, registers, smem, gpu)
+        us += tail.us - _fixed_us(tail_w, gpu)  # its own work: launch and ramp are the kernel's
         dram, l2_bytes = dram + tail.dram_bytes, l2_bytes + tail.l2_bytes
     return Prediction(us, bound if units[bound] > 0 else "launch",
                       units, bps, waves, dram, l2_bytes, (w.flops + (
                           w.tail.flops / max(1, w.arrivals) if w.tail else 0)) * blocks)
+
+
+def _fixed_us(w: Work, gpu: Gpu) -> float:
+    """A launch, and the ramp of a kernel that touches global memory (hardware.py)."""
+    return gpu.launch_us + (gpu.ramp_us if w.load_sectors or w.store_sectors else 0.0)
 
 
 def _streamed_bytes(w: Work, grid, wave: int, gpu: Gpu) -> float:

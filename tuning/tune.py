@@ -9,8 +9,8 @@ the tree's rollout completes a partial plan with the planner's heuristic (passes
 every decoder layer) are tuned once.
 
 The evaluator is the GPU where one is present (the program with the candidate pinned, timed per
-kernel launch from a flushed L2: runtime/gpu/timing.py) and the sm_90 cost model otherwise (the kernel
-alone lowered to Kernel IR, registers from ptxas where NVRTC is available). An evaluation is
+kernel launch from a flushed L2: runtime/gpu/timing.py) and the sm_90 cost model otherwise (the
+kernel alone lowered to Kernel IR, registers from ptxas where NVRTC is available). An evaluation is
 stored at once as unverified; the fastest becomes the kernel's best only after the whole program
 with it pinned matches PyTorch (the GPU, else the CPU runtime, at full size); a plan that does not
 is stored as rejected and the next is tried.

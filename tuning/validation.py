@@ -5,7 +5,7 @@ effect is known from first principles (CUDA Programming Guide, "Device Memory Ac
 ../shared/PERF-MODEL.md), with the range of slow/fast ratios the hardware allows. The tests
 (test/python/cost_model) check the model orders every pair within its range; this module's
 runner gives the same kernels to the GPU — each lowered by kernel-to-cuda, compiled by NVRTC and
-timed like every deplo kernel (GpuModule.time: launches in a CUDA graph, median) on random
+timed like every deplo kernel (GpuModule.time: from a flushed L2, median) on random
 inputs — and writes measured / predicted per kernel and the measured ratio per pair: the data a
 refit of hardware.py takes. Without a GPU it runs each pair on the CPU runtime at a reduced size
 and checks both kernels compute the same thing.

@@ -63,23 +63,32 @@ def _check(result, what: str):
     return result[1] if len(result) == 2 else result[1:]
 
 
-@functools.cache
-def gpu_probe() -> tuple[bool, str]:
-    """(True, "<device>, sm_XY, driver CUDA X.Y") or (False, one-line reason). Never raises."""
+def _init() -> str | None:
+    """cuInit; None when it succeeded, else the one-line reason (every later driver call
+    needs it: cuDeviceGet before it fails CUDA_ERROR_NOT_INITIALIZED)."""
     try:
         driver = _driver()
     except ImportError as e:
-        return False, f"cuda-python is not installed ({e})"
+        return f"cuda-python is not installed ({e})"
     try:
         (err,) = driver.cuInit(0)
     except Exception as e:  # noqa: BLE001 - a probe reports, never raises
         # cuda.pathfinder.DynamicLibNotFoundError when libcuda.so.1 is absent
         if "NotFound" in type(e).__name__ or isinstance(e, OSError):
-            return False, NO_DRIVER
-        return False, f"cuInit raised {type(e).__name__}: {_first_line(e)}"
+            return NO_DRIVER
+        return f"cuInit raised {type(e).__name__}: {_first_line(e)}"
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return f"cuInit failed: {driver.cuGetErrorName(err)[1].decode()}"
+    return None
+
+
+@functools.cache
+def gpu_probe() -> tuple[bool, str]:
+    """(True, "<device>, sm_XY, driver CUDA X.Y") or (False, one-line reason). Never raises."""
+    if (reason := _init()) is not None:
+        return False, reason
     try:
-        if err != driver.CUresult.CUDA_SUCCESS:
-            return False, f"cuInit failed: {driver.cuGetErrorName(err)[1].decode()}"
+        driver = _driver()
         count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
         if count == 0:
             return False, "NVIDIA driver found but no CUDA device is visible"
@@ -103,13 +112,9 @@ def _first_line(e: BaseException) -> str:
 @functools.cache
 def device_arch(ordinal: int = 0) -> str:
     """'sm_90' for an H100 (compute capability of the device); needs a driver."""
+    if (reason := _init()) is not None:
+        raise NoGpuError(reason)
     driver = _driver()
-    try:  # cuInit first: called before any GpuModule, cuDeviceGet failed NOT_INITIALIZED
-        (err,) = driver.cuInit(0)
-    except Exception as e:  # noqa: BLE001 - libcuda.so.1 absent: the probe's line
-        raise NoGpuError(NO_DRIVER if "NotFound" in type(e).__name__ or isinstance(e, OSError)
-                         else _first_line(e)) from None
-    _check((err,), "cuInit")
     attr = driver.CUdevice_attribute
     dev = _check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
     major = _check(

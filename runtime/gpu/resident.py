@@ -84,20 +84,22 @@ class ResidentProgram:
 
         if self.runs == 0:
             raise RuntimeError("time() needs a first run() to bind the program")
+        return cold_timer().time(self._step_calls(), self._stream, warmup, iters)
+
+    def _step_calls(self) -> list:
+        """Each launch as a call that enqueues it on the program's stream."""
         mod = self.exe._mod
-        steps = [functools.partial(mod._launch, handle, kernel, grid, block, launch, smem,
-                                   self._stream)
-                 for kernel, handle, launch, grid, block, smem in self.steps]
-        return cold_timer().time(steps, self._stream, warmup, iters)
+        return [functools.partial(mod._launch, handle, kernel, grid, block, launch, smem,
+                                  self._stream)
+                for kernel, handle, launch, grid, block, smem in self.steps]
 
     @property
     def replays_graph(self) -> bool:
         return self._graph is not None
 
     def _launch_all(self) -> None:
-        mod = self.exe._mod
-        for kernel, handle, launch, grid, block, smem in self.steps:
-            mod._launch(handle, kernel, grid, block, launch, smem, self._stream)
+        for call in self._step_calls():
+            call()
 
     def _alloc(self, shape, dtype) -> cu.DeviceArray:
         a = cu.DeviceArray(shape, dtype)

@@ -79,3 +79,25 @@ def test_a_run_the_spin_did_not_cover_is_dropped(fake) -> None:
     fake.ready_answers = 2  # two runs started before the host had enqueued them
     ms, per_step = exe.resident(0).time(0, 3)
     assert fake.calls["deplo_spin"] == 2 + 3 and ms == len(per_step)
+
+
+def test_a_host_that_never_gets_ahead_still_gets_timed(fake) -> None:
+    """A step that blocks the host (an uncapturable torch call that synchronizes): the spin is
+    doubled SPIN_DOUBLINGS times, then the runs count as they are; no hang."""
+    from deplo.runtime.gpu.timing import SPIN_DOUBLINGS
+
+    compiled = deplo.compile(lambda a: torch.relu(a) * 2, (torch.randn(64),))
+    exe = CudaExecutable(compiled.module("cuda"), target="gpu")
+    exe.run([torch.randn(64).numpy()])
+    fake.ready_answers = 10**6
+    ms, per_step = exe.resident(0).time(0, 3)
+    assert fake.calls["deplo_spin"] == SPIN_DOUBLINGS + 3 and ms == len(per_step)
+
+
+def test_a_program_without_launches_takes_no_time(fake) -> None:
+    compiled = deplo.compile(lambda a: a, (torch.randn(8),))
+    exe = CudaExecutable(compiled.module("cuda"), target="gpu")
+    x = torch.randn(8).numpy()
+    ms, per_launch, (out,) = time_cuda_program(exe, [x], 1, 3)
+    assert (ms, per_launch) == (0.0, []) and (out == x).all()
+    assert fake.calls["deplo_spin"] == 0

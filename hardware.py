@@ -129,3 +129,11 @@ def model_for(chosen: str | None, on_gpu: bool, device: str) -> str:
     """The parameter set to predict with: the user's (--gpu-model), else that of the GPU the
     run is timed on, else the H100's."""
     return chosen or (model_of(device) if on_gpu else "h100")
+
+
+def add_gpu_model_argument(parser) -> None:
+    """`--gpu-model` of the commands that predict (run, bench, tune, the validation pairs);
+    None unless given: model_for decides."""
+    parser.add_argument("--gpu-model", choices=sorted(GPUS), default=None,
+                        help="the parameters of the model's predictions (default: the GPU's, "
+                             "else h100)")

@@ -50,23 +50,30 @@ class Program:
     notes: list[str] = field(default_factory=list)  # one-line facts for the user (weights, ...)
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # bf16 inputs cross as float32
 
+    def torch_inputs(self, inputs: Sequence[np.ndarray], float64: bool = False
+                     ) -> list[torch.Tensor]:
+        """`inputs` as torch tensors in the captured dtypes (bf16 inputs cross as float32);
+        `float64`: the floating ones widened."""
+        dtypes = self.input_dtypes or [None] * len(inputs)
+        if float64:
+            dtypes = [torch.float64 if d is None or d.is_floating_point else d for d in dtypes]
+        args = [torch.from_numpy(np.array(a, order="C")) for a in inputs]
+        return [a if d is None or (float64 and not a.is_floating_point()) else a.to(d)
+                for a, d in zip(args, dtypes, strict=False)]
+
     def reference(self, inputs: Sequence[np.ndarray], float64: bool = False) -> list[np.ndarray]:
         """PyTorch eager on the same inputs (in the captured dtypes): the oracle for every level.
         `float64`: the same program computed in float64 (the module widened in place and
         narrowed back after, both exact; floating inputs widened), the yardstick for how close
         half-precision results are to the exact ones."""
-        dtypes = self.input_dtypes or [None] * len(inputs)
         module = self.torch_module
         if float64:
             kept = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())
                     if t.is_floating_point()}
             module.double()
-            dtypes = [torch.float64 if d is None or d.is_floating_point else d for d in dtypes]
         try:
             with torch.no_grad(), _Widened() if float64 else contextlib.nullcontext():
-                args = [torch.from_numpy(np.array(a, order="C")) for a in inputs]
-                out = module(*[a if d is None or (float64 and not a.is_floating_point())
-                               else a.to(d) for a, d in zip(args, dtypes, strict=False)])
+                out = module(*self.torch_inputs(inputs, float64))
         finally:
             if float64:
                 _narrow(module, kept)

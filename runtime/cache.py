@@ -39,11 +39,18 @@ def _digest(files: list[Path]) -> str:
     return content_key(*(f.read_bytes() for f in files))
 
 
+def write_atomic(path: Path | str, data: bytes | str) -> None:
+    """A new file beside `path`, then renamed over it: a reader (another process, a run cut
+    short mid-write) sees the old whole file or the new one, never half of it."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
 def seal(files: list[Path], digest: Path) -> None:
     """Record the files' sha256 in `digest`; write it last: it marks a complete entry."""
-    tmp = digest.with_name(f"{digest.name}.{os.getpid()}.tmp")
-    tmp.write_text(_digest(files))
-    os.replace(tmp, digest)
+    write_atomic(digest, _digest(files))
 
 
 def intact(files: list[Path], digest: Path) -> bool:

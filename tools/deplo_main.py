@@ -120,6 +120,8 @@ def _add_schedule(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from deplo.hardware import add_gpu_model_argument
+
     parser = argparse.ArgumentParser(prog="deplo", description="deplo: PyTorch -> CUDA compiler",
                                      allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,8 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", action="store_true", help="with --bench: one row per kernel")
     r.add_argument("-o", "--output", type=_output_path, default=None, metavar="PROF.json",
                    help="with --bench: write the profile as JSON")
-    r.add_argument("--gpu-model", choices=["h100", "h200"], default=None,
-                   help="the parameters of the model's predictions (default: the GPU's, else h100)")
+    add_gpu_model_argument(r)
     r.add_argument("--fiber-schedules", type=_schedules, default=None, metavar="NAMES",
                    help="the CPU runtime's fiber schedules (the order CUDA threads run in), "
                         "comma-separated (e.g. LR-fwd,EG-rev) or 'all'")
@@ -184,8 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed runs (the median is reported)")
     b.add_argument("--seed", type=SEED, default=None, help="seed of the random inputs")
     b.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
-    b.add_argument("--gpu-model", choices=["h100", "h200"], default=None,
-                   help="the parameters of the model's predictions (default: the GPU's, else h100)")
+    add_gpu_model_argument(b)
     _add_schedule(b)
 
     from deplo.tools.tune_cmd import add_arguments

@@ -121,25 +121,11 @@ def write_profile(report: dict, path: str) -> None:
         f.write("\n")
 
 
-def torch_inputs(program, inputs) -> list:
-    """The program's example-shaped inputs as torch tensors in their captured dtypes: bf16
-    inputs travel as float32 arrays, and the baselines of a bf16 program must not run in fp32
-    (`deplo run --bench` timed them so before 2026-11-27)."""
-    import torch
-
-    from deplo.runtime.bench import from_numpy
-
-    n = len(program.example_inputs)
-    dtypes = program.input_dtypes or [None] * n
-    return [torch.from_numpy(x) if d is None else from_numpy(x, d)
-            for x, d in zip(inputs[:n], dtypes, strict=True)]
-
-
 def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
             baselines: bool = True, gpu_lock=None) -> dict:
     """On the GPU: the program timed from a flushed L2, each launch between events
     (runtime/gpu/timing.py) on fresh random inputs, and (`baselines`) the program as PyTorch
-    eager and torch.compile on the same inputs, in their own dtypes."""
+    eager and torch.compile on the same inputs."""
     from deplo.runtime.bench import time_cuda_program, time_torch
     from deplo.runtime.gpu import device_arch
     from deplo.runtime.program import CudaExecutable
@@ -159,7 +145,10 @@ def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
     import torch
 
     module = compiled.program.torch_module.to("cuda")
-    args = [a.to("cuda") for a in torch_inputs(compiled.program, inputs)]
+    # in the program's dtypes: a bf16 program's inputs cross as float32 arrays, and its
+    # baselines ran in fp32 until 2026-11-27
+    n = len(compiled.program.example_inputs)
+    args = [a.to("cuda") for a in compiled.program.torch_inputs(inputs[:n])]
     for name, fn in (("eager", module), ("inductor", torch.compile(module, dynamic=False))):
         try:
             out[f"{name}_us"] = time_torch(fn, args, warmup, iters) * 1e3

@@ -16,6 +16,8 @@ def add_db(p) -> None:
 
 
 def add_arguments(p, add_source, int_in, output_path) -> None:
+    from deplo.hardware import add_gpu_model_argument
+
     add_source(p)  # with --db (and --schedule, which tuning ignores: it starts from the heuristic)
     p.add_argument("--budget", type=int_in(1, 10**6), default=64,
                    help="evaluations per distinct kernel, stored ones included")
@@ -27,8 +29,7 @@ def add_arguments(p, add_source, int_in, output_path) -> None:
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="evaluate as Ray tasks on a cluster: auto, an address, or 'local' "
                         "(pip install 'deplo[ray]')")
-    p.add_argument("--gpu-model", choices=["h100", "h200"], default=None,
-                   help="the cost model's parameters (default: the GPU's, else h100)")
+    add_gpu_model_argument(p)
     p.add_argument("--report", action="store_true",
                    help="print per kernel in the store the default and best time and the speedup")
     p.add_argument("--plot", type=output_path, default=None, metavar="OUT.png",
@@ -179,19 +180,17 @@ def gpu_measure(compiled, gpu_lock=None):
 def cmd_calibrate(args, compile_program, on_gpu: bool) -> int:
     import functools
     import json
-    import os
 
     from rich.progress import Progress
 
+    from deplo.runtime.cache import write_atomic
     from deplo.tools.errors import writing
     from deplo.tuning.calibrate import calibrate, format_calibration
 
     def write(report: dict) -> None:  # whole after every plan: a run cut short keeps its rows
-        if args.output:  # a new file, then renamed: a kill mid-write leaves the last whole one
-            tmp = f"{args.output}.tmp"
-            with writing(args.output), open(tmp, "w") as f:
-                json.dump(report, f, indent=1)
-            os.replace(tmp, args.output)
+        if args.output:
+            with writing(args.output):
+                write_atomic(args.output, json.dumps(report, indent=1))
 
     make = functools.partial(compile_program, args, True, False)  # picklable for the workers
     with Progress(transient=True) as bar:

@@ -222,10 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m deplo.tuning.validation",
                                 description="measure the cost model's validation pairs")
     p.add_argument("-o", "--output", help="write the rows as JSON")
-    p.add_argument("--gpu-model", default=None, choices=["h100", "h200"],
-                   help="the model's parameters (default: the GPU's, else h100)")
+    from deplo.hardware import add_gpu_model_argument, model_for
+
+    add_gpu_model_argument(p)
     args = p.parse_args(argv)
-    from deplo.hardware import model_for
     from deplo.runtime.gpu import gpu_probe
 
     ok, reason = gpu_probe()

@@ -13,13 +13,12 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from deplo.hardware import SHARED_MEMORY_BYTES
-from deplo.runtime.cache import cache_dir, content_key, intact, seal
+from deplo.runtime.cache import cache_dir, content_key, intact, seal, write_atomic
 from deplo.runtime.gpu.ptxas import PtxasReport, parse_ptxas_log
 
 REPO_INCLUDE = Path(__file__).resolve().parents[1] / "include"  # kc_prelude.cuh lives here
@@ -235,12 +234,6 @@ def _nvrtc_compile(source: str, name: str, arch: str, opts: list[str]) -> Compil
     return CompileResult(cubin=cubin, ptx=ptx, log=log, kernels=parse_ptxas_log(log))
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def compile_cubin(
     cu_source: str,
     *,
@@ -269,9 +262,9 @@ def compile_cubin(
         )
     else:
         res = _nvrtc_compile(cu_source, name, arch, opts)
-        _write_atomic(files["ptx"], res.ptx.encode())
-        _write_atomic(files["log"], res.log.encode())
-        _write_atomic(files["cubin"], res.cubin)
+        write_atomic(files["ptx"], res.ptx.encode())
+        write_atomic(files["log"], res.log.encode())
+        write_atomic(files["cubin"], res.cubin)
         seal(list(files.values()), digest)  # last: it marks a complete entry
     _check_reports(res, cu_source, name, max_static_smem, spills_are_errors)
     return res

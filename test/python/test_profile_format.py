@@ -25,12 +25,11 @@ def test_baselines_take_the_programs_dtypes():
 
     import deplo
     from deplo.tools.api import random_inputs
-    from deplo.tools.profile import torch_inputs
 
     c = deplo.compile("F.linear(torch.randn(4,8,dtype=torch.bfloat16), "
                       "torch.randn(6,8,dtype=torch.bfloat16)) + torch.randn(6)")
     inputs = random_inputs(c.program, 0)
-    args = torch_inputs(c.program, inputs)
+    args = c.program.torch_inputs(inputs[:len(c.program.example_inputs)])
     assert [a.dtype for a in args] == [torch.bfloat16, torch.bfloat16, torch.float32]
     assert [tuple(a.shape) for a in args] == [(4, 8), (6, 8), (6,)]
     assert torch.equal(args[2], torch.from_numpy(inputs[2]))

@@ -442,23 +442,41 @@ def flash_mma(row: FlashRow, region: Block) -> FlashMma | None:
     return None
 
 
-def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | None:
+@dataclass
+class FlashUpdate:
+    """The online update of a flash row with one key loop (lb 0, step 1, carrying (m, l)) and
+    one q . k reduce loop in it: the score after the row's scalar chain `x`, `m' = max(m, x)`
+    (`new_max`), `p = exp(x - m')`, `alpha = exp(m - m')`, `l' = l alpha + p`, one free loop
+    over the head dim in the key loop updating the accumulator (`pv`: `acc[d] alpha + p ..`),
+    the accumulator (one private) zeroed by `init` before and read by `final` after the key
+    loop."""
+
+    key_loop: tile.ForOp
+    reduce: tile.ForOp
+    x: SSAValue
+    new_max: arith.MaximumfOp
+    p: SSAValue
+    alpha: SSAValue
+    pv: tile.ForOp
+    acc: SSAValue
+    init: tile.ForOp
+    final: tile.ForOp
+
+
+def flash_update(row: FlashRow) -> FlashUpdate | None:
+    """`row`'s online update (see FlashUpdate), or None where it has another shape."""
     if len(row.key_loops) != 1 or len(row.reduces) != 1:
         return None
     kl = row.key_loops[0]
     red = row.reduces[0][0]
-    privates = [op for op in row.ops if isinstance(op, loop.PrivateOp)]
+    privates = [op for op in row.ops if isinstance(op, loop.PrivateOp)
+                and any(u.operation.parent_op() in row.free and u.operation.parent_op()
+                        .parent_op() is kl for u in op.result.uses)]
     inner_free = [lp for lp in row.free if lp.parent_op() is kl]
-    outer_free = [lp for lp in row.free if lp.parent_block() is region]
-    if (len(kl.inits) != 2 or kl.static_lb != 0 or kl.step.data != 1 or kl.dyn_ub is not None
-            or red.parent_op() is not kl or len(privates) != 1 or len(inner_free) != 1
-            or len(outer_free) != 2):
+    if (len(kl.inits) != 2 or kl.static_lb != 0 or kl.step.data != 1
+            or red.parent_op() is not kl or len(privates) != 1 or len(inner_free) != 1):
         return None
-    lead = {v for o in region.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)
-            for v in o.indices if not defined_inside(v, region)} - {row_iv}
-    qk = match_product(red, row_iv, kl.iv, lead, mapped_lead=True)
-    if qk is None or qk.k_base is not None:
-        return None
+    acc = privates[0].result
     m, l = kl.accs
     (m_new, l_new) = kl.body.block.last_op.operands
     upd = m_new.owner
@@ -469,9 +487,46 @@ def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | Non
     if p is None or alpha is None or not _sum_of(l_new, _prod_pair(l, alpha), p):
         return None
     pv = inner_free[0]
-    v = _accumulator_update(pv, privates[0].result, p, alpha)
+    if not _scales(pv, acc, alpha):
+        return None
+    at = kl.parent_block().get_operation_index
+    outer = [lp for lp in row.free if lp.parent_block() is kl.parent_block()
+             and any(isinstance(o, loop.LoadOp | loop.StoreOp) and o.buffer is acc
+                     for o in lp.body.block.ops)]
+    inits = [lp for lp in outer if at(lp) < at(kl) and _zero_init(lp, acc)]
+    finals = [lp for lp in outer if at(lp) > at(kl)]
+    if len(inits) != 1 or len(finals) != 1:
+        return None
+    return FlashUpdate(kl, red, x, upd, p, alpha, pv, acc, inits[0], finals[0])
+
+
+def _scales(lp: tile.ForOp, acc: SSAValue, alpha: SSAValue) -> bool:
+    """Whether `lp` stores `acc[d] * alpha + ..` into acc[d], once."""
+    stores = [o for o in lp.body.block.ops if isinstance(o, loop.StoreOp)]
+    if len(stores) != 1 or stores[0].buffer is not acc:
+        return False
+    add = stores[0].value.owner
+    return isinstance(add, arith.AddfOp) and any(
+        isinstance(t.owner, arith.MulfOp) and alpha in t.owner.operands
+        and any(isinstance(v.owner, loop.LoadOp) and v.owner.buffer is acc
+                for v in t.owner.operands) for t in add.operands)
+
+
+def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | None:
+    fu = flash_update(row)
+    outer_free = [lp for lp in row.free if lp.parent_block() is region]
+    if fu is None or fu.key_loop.dyn_ub is not None or len(outer_free) != 2:
+        return None
+    kl, red, x = fu.key_loop, fu.reduce, fu.x
+    lead = {v for o in region.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)
+            for v in o.indices if not defined_inside(v, region)} - {row_iv}
+    qk = match_product(red, row_iv, kl.iv, lead, mapped_lead=True)
+    if qk is None or qk.k_base is not None:
+        return None
+    v = _accumulator_update(fu.pv, fu.acc, fu.p, fu.alpha)
     if v is None or v.buffer.type.element_type != qk.type:
         return None
+    pv, final = fu.pv, fu.final
     c = tail_coords(v, lead)
     if c is None or kl.iv in c[:-2] or pv.iv in c[:-2]:
         return None
@@ -481,17 +536,13 @@ def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | Non
         v_kind = tile.FragmentKind.B_NK
     else:
         return None
-    at = region.get_operation_index
-    init, final = sorted(outer_free, key=at)
-    if not _zero_init(init, privates[0].result) or at(final) < at(kl):
-        return None
     scope = row_iv.owner  # the query-row loop's body: values computed from the row there
     assert isinstance(scope, Block)
     chain = _slice([x], {red.res[0], kl.iv, row_iv}, scope)
     acc_loads = {o.result for o in final.body.walk()
-                 if isinstance(o, loop.LoadOp) and o.buffer is privates[0].result}
+                 if isinstance(o, loop.LoadOp) and o.buffer is fu.acc}
     uses = [v for o in final.body.walk() for v in o.operands]
-    inputs = _slice(uses, {final.iv, *kl.res, *acc_loads, privates[0].result, row_iv}, scope)
+    inputs = _slice(uses, {final.iv, *kl.res, *acc_loads, fu.acc, row_iv}, scope)
     if chain is None or inputs is None:
         return None
     inputs = [o for o in inputs if not final.body.block.is_ancestor(o.parent_block())]

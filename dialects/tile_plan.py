@@ -120,6 +120,10 @@ KNOBS: dict[str, Knob] = {
         Knob("rows", int, "attention: query rows a block (thread.y)"),
         Knob("stage_keys", int, "attention rows: keys a step whose K and V tiles the block "
                                 "copies to shared memory (0: read where they are)"),
+        Knob("lane_keys", int, "attention rows: 0, a row's threads split its head dim; n > 0, "
+                               "each owns n keys a step (q . k over the whole head dim in one "
+                               "lane, partial sums added across the lanes once, at the end)",
+             default=0),
         Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
@@ -377,8 +381,12 @@ class RowClass(KernelClass):
 
 
 ATTENTION_MMA = ("warps", "key_block", "stage")
-ATTENTION_SIMT = ("threads", "rows", "stage_keys", "stage_inputs")
+ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
+HOISTED_Q = 64
+"""lane_keys: the longest head dim whose q row a lane keeps in registers beside its whole
+accumulator (twice that many registers; past it q is read at every step, through L1). The
+heuristic gives lane_keys up to it: past it the accumulator alone spills (Qwen2.5's 128)."""
 
 
 @dataclass(frozen=True)
@@ -421,6 +429,16 @@ class AttentionClass(RowClass):
         elif step and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
             bad.append(("stage_keys", f"{step} keys of K and V take {smem} bytes of shared "
                                       f"memory, more than {SHARED_MEMORY_BYTES}"))
+        own = knobs.get("lane_keys", 0)
+        if own not in (0, 1, 2, 4, 8):
+            bad.append(("lane_keys", f"expected 0 (the head dim split) or 1, 2, 4 or 8 keys a "
+                                     f"lane, got {own}"))
+        elif own and t > WARP:
+            bad.append(("lane_keys", f"{t} threads a row: lanes that own keys are one warp's "
+                                     "at most (their max and sums are shuffles)"))
+        elif own and step:
+            bad.append(("lane_keys", "lanes that own keys read K and V where they are: "
+                                     "stage_keys must be 0"))
         return bad
 
     def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
@@ -458,6 +476,8 @@ class AttentionClass(RowClass):
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
+        if knob == "lane_keys":
+            return (0, 1, 2, 4)
         if knob == "stage_keys":
             return tuple(k for k in (0, 16, 32, 64) if not k or attention_stage_bytes(
                 facts, {**knobs, "stage_keys": k}) <= SHARED_MEMORY_BYTES)
@@ -732,7 +752,7 @@ CLASSES: dict[str, KernelClass] = {
             (
                 ("tile-map-grid", ("grid_dims",)),
                 ("tile-attention-mma", ("mma", "warps", "key_block", "stage")),
-                ("tile-attention-rows", ("threads", "rows", "stage_keys")),
+                ("tile-attention-rows", ("threads", "rows", "stage_keys", "lane_keys")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),

@@ -232,7 +232,8 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             store = isinstance(op, memref.StoreOp)
             if not _is_private(op.memref):
                 _access(w, blk, op.memref, op.indices, 1, weight, active, store)
-        elif isinstance(op, kernel.VectorLoadOp | kernel.VectorStoreOp):
+        elif isinstance(op, kernel.VectorLoadOp | kernel.VectorStoreOp) \
+                and not _is_private(op.memref):
             store = isinstance(op, kernel.VectorStoreOp)
             n = len(op.values) if store else len(op.res)
             _access(w, blk, op.memref, op.indices, n, weight, active, store)
@@ -326,7 +327,8 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
         return
     # the block's distinct sectors: one iteration's, times the loops the access moves with
     varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
-    moves = math.prod(blk.trips.get(lp, 1.0) for lp in varying if isinstance(lp, Operation))
+    moves = math.prod(_spread(blk, buf, indices, addr, lp) for lp in varying
+                      if isinstance(lp, Operation))
     if first:
         entry = w.loads.setdefault((_key(buf), frozenset(first)), [len(first) * moves, 0.0])
         entry[1] += most * len(first)
@@ -334,6 +336,43 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     had, dims = w.per_buffer.get(key, (0.0, frozenset()))
     w.per_buffer[key] = (had + len(touched) * moves,
                          dims | {d for d in varying if isinstance(d, int)})
+
+
+def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation) -> float:
+    """How many times over a loop's iterations multiply the sectors one iteration of an
+    access touches: its trip count, less where the address moves by under a sector an
+    iteration (a lane walking its own row 16 bytes at a time touches each sector twice)."""
+    trips = blk.trips.get(lp, 1.0)
+    if trips <= 1 or not isinstance(lp, scf.ForOp):
+        return trips
+    iv = lp.body.block.args[0]
+    order: list[Operation] = []
+    seen: set[Operation] = set()
+
+    def visit(v: SSAValue) -> None:  # the index ops that vary with the loop, operands first
+        op = v.owner
+        if not isinstance(op, Operation) or op in seen or lp not in blk.deps.get(v, ()):
+            return
+        seen.add(op)
+        for o in op.operands:
+            visit(o)
+        order.append(op)
+
+    for i in indices:
+        visit(i)
+    saved = {r: blk.vals[r] for op in order for r in op.results if r in blk.vals}
+    first = blk.vals.get(iv)
+    blk.vals[iv] = blk.get(iv) + blk.get(lp.step)
+    for op in order:
+        blk.eval(op)
+    moved, _ = _address(blk, buf, indices)
+    blk.vals.update(saved)
+    if first is None:
+        del blk.vals[iv]
+    else:
+        blk.vals[iv] = first
+    step = float(np.abs(moved - addr).max()) if len(addr) else 0.0
+    return trips if step >= SECTOR else min(trips, 1.0 + (trips - 1.0) * step / SECTOR)
 
 
 # --------------------------------------------------------------------------------------------

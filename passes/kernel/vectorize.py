@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.index import known_multiple, linear_of
+from deplo.analysis.nest import is_scalar
 from deplo.dialects import kernel
 from deplo.passes.tile.rewrite import drop_dead
 
@@ -73,20 +74,20 @@ def groups(block: Block, kind: type[Access], width: int) -> list[list[Access]]:
             continue
         t = op.memref.type
         if not isinstance(t, MemRefType) or not op.indices or not (v := lanes(t, width)) \
-                or t.get_shape()[-1] % v:
-            continue
+                or t.get_shape()[-1] % v or isinstance(op.memref.owner, memref.AllocaOp):
+            continue  # (a thread's own array is registers: nothing to merge)
         terms, c = linear_of(op.indices[-1])
         key = (
             op.memref,
-            tuple(op.indices[:-1]),
-            tuple(sorted(terms.items(), key=lambda p: id(p[0]))),
+            tuple(_same(v) for v in op.indices[:-1]),
+            tuple(sorted(((_same(leaf), k) for leaf, k in terms.items()), key=repr)),
         )
         by_key.setdefault(key, {}).setdefault(c, op)
     out = []
-    for (mem, _, terms), at in by_key.items():
+    for (mem, _, _), at in by_key.items():
         v = lanes(mem.type, width)
         base = 0
-        for leaf, k in terms:
+        for leaf, k in linear_of(next(iter(at.values())).indices[-1])[0].items():
             base = math.gcd(base, k * known_multiple(leaf))
         if base % v:
             continue
@@ -94,6 +95,18 @@ def groups(block: Block, kind: type[Access], width: int) -> list[list[Access]]:
             if c % v == 0 and all(c + k in at for k in range(v)):
                 out.append([at.pop(c + k) for k in range(v)])
     return out
+
+
+def _same(v: SSAValue) -> object:
+    """A key equal for index values computed alike (lowering expands an access's map once per
+    access: two loads of one row recompute its leading indices); a value that is not pure
+    index arithmetic is its own key."""
+    op = v.owner
+    if not isinstance(op, Operation) or op.regions or len(op.results) != 1 or not (
+            is_scalar(op) or isinstance(op, kernel.BlockIdOp | kernel.ThreadIdOp)):
+        return v
+    return (op.name, tuple(_same(o) for o in op.operands), str(op.properties),
+            str(op.attributes), str(v.type))
 
 
 def movable(block: Block, group: list[Access]) -> tuple[Operation, Operation] | None:

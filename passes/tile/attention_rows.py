@@ -91,11 +91,13 @@ from deplo.analysis.nest import (
     causal_limit,
     defined_inside,
     flash_row,
+    flash_update,
     stored_buffers,
     tail_coords,
 )
 from deplo.dialects import loop, tile
-from deplo.dialects.tile_plan import Plan
+from deplo.dialects.tile_plan import HOISTED_Q, Plan
+from deplo.passes.tile.attention_keys import own_keys
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 from deplo.passes.tile.rewrite import (
     access_at,
@@ -125,6 +127,7 @@ class TileAttentionRowsPass(KernelPass):
     threads: int | None = None
     rows: int | None = None
     stage_keys: int | None = None
+    lane_keys: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         found = [(r, row) for r in block_regions(kernel) if (row := flash_row(r))]
@@ -134,13 +137,25 @@ class TileAttentionRowsPass(KernelPass):
         threads, per_block = 0, plan.knob("rows", 1)
         grid = list(kernel.grid_dims)
         stored = stored_buffers(kernel)
+        lane_keys = plan.knob("lane_keys", 0)
         for region, row in found:
             t = min(plan.knob("threads"), -(-row.head_dim // hw.WARP) * hw.WARP)
-            for kl in row.key_loops:
-                hoist_query(row, kl, stored)
+            if not lane_keys or row.head_dim <= HOISTED_Q:
+                for kl in row.key_loops:
+                    hoist_query(row, kl, stored)
             outer = region.parent_op()
             if isinstance(outer, tile.ForOp) and outer.binding == tile.Bind.BLOCK_X:
                 grid[0] = split_rows(row, outer, per_block)
+            if lane_keys:
+                t = plan.knob("threads")
+                fu = flash_update(row)
+                if fu is None:
+                    raise PassOptionError(
+                        f"{self.name}: kernel @{kernel.sym_name.data}: lane_keys needs one key "
+                        "loop with one q . k and the standard online update")
+                own_keys(row, fu, t, lane_keys)
+                threads = max(threads, t)
+                continue
             if plan.knob("stage_keys", 0):
                 row.key_loops = [stage_keys(row, kl, plan.knob("stage_keys"), region)
                                  for kl in row.key_loops]

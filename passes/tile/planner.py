@@ -46,6 +46,7 @@ from deplo.analysis import nest
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import (
     CLASSES,
+    HOISTED_Q,
     KNOBS,
     Plan,
     PlanError,
@@ -431,8 +432,11 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     step's K and V tiles in shared memory (the model prefers the reuse to more, smaller
     blocks even where 4 warps leave SMs idle), 64 keys a step (32 past a head dim of 64: the
     scores and the accumulator share a lane's registers); unstaged where the head dim is not a
-    whole number of fragments. Otherwise a group of lanes a row (`_row_threads`); as many rows
-    a block (up to 128 threads) as still give every SM two blocks; K and V read through L1
+    whole number of fragments. Otherwise, up to a head dim of HOISTED_Q, 8 lanes a row each
+    owning a key a step (`lane_keys` 1: no shuffle tree between one key and the next; the
+    model prefers 8 lanes to 4, 16 or 32, and one key a lane to two: fewer registers);
+    past it a group of lanes a row splitting the head dim (`_row_threads`). As many rows a
+    block (up to 128 threads) as still give every SM two blocks; K and V read through L1
     (`stage_keys` 0: the model finds the rows of a block share them there as well)."""
     rows = f["rows"]
     queries, others = (rows[-1], math.prod(rows[:-1])) if rows else (1, 1)
@@ -448,14 +452,17 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
                 and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
         return knobs
-    threads = fixed.get("threads", _row_threads(f["head_dim"], others * queries))
+    own = fixed.get("lane_keys", int(f["head_dim"] <= HOISTED_Q and not {
+        "threads", "stage_keys"} & set(fixed)))  # (threads given alone: the head dim's)
+    threads = fixed.get("threads", min(8, _pow2_ceil(f["keys"])) if own
+                        else _row_threads(f["head_dim"], others * queries))
     per = 1
     if threads < hw.WARP:
         options = [r for r in (32, 16, 8, 4, 2, 1) if r * threads <= 128 and r <= queries]
         full = [r for r in options if r * threads >= hw.WARP] or options[:1]
         per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
     return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
-                                     "stage_keys": 0} | fixed)
+                                     "stage_keys": 0, "lane_keys": own} | fixed)
 
 
 def _row_threads(head_dim: int, rows: int) -> int:

@@ -439,6 +439,35 @@ def bound_loop(lp: tile.ForOp, stop: SSAValue) -> tile.ForOp:
     return new
 
 
+def unroll_by(lp: tile.ForOp, factor: int) -> tile.ForOp:
+    """`lp` (static lb, step 1, a trip count `factor` divides) as a loop of step `factor` whose
+    body is `factor` copies of the old one, the i-th at iv + i (accumulators threaded through
+    the copies): accesses to neighbouring elements side by side, which kernel-vectorize merges
+    into one wide access. Returns the new loop; uses of the old results move to it."""
+    body = Block(arg_types=[INDEX, *(v.type for v in lp.inits)])
+    b = Builder(InsertPoint.at_end(body))
+    body.args[0].name_hint = lp.iv.name_hint
+    accs = list(body.args[1:])
+    for i in range(factor):
+        vmap = {lp.iv: add(b, body.args[0], const(b, i)) if i else body.args[0],
+                **dict(zip(lp.accs, accs))}
+        for op in lp.body.block.ops:
+            if isinstance(op, tile.YieldOp):
+                accs = [vmap.get(v, v) for v in op.operands]
+            else:
+                b.insert(op.clone(value_mapper=vmap))
+    b.insert(tile.YieldOp(*accs))
+    assert lp.static_lb is not None and lp.step.data == 1
+    new = tile.ForOp(lp.static_lb, lp.ub.data, lp.binding, list(lp.inits), Region(body), factor,
+                     lp.dyn_ub)
+    new.attributes |= lp.attributes
+    Rewriter.insert_op(new, InsertPoint.before(lp))
+    for old, res in zip(lp.res, new.res):
+        old.replace_all_uses_with(res)
+    Rewriter.erase_op(lp)
+    return new
+
+
 def thread_loop(extent: int, bind: tile.Bind = tile.Bind.THREAD_X, hint: str = "t") -> tile.ForOp:
     """An empty `tile.for %t = 0 to extent bind(thread.*)` (to be inserted)."""
     body = Region(Block(arg_types=[INDEX]))

@@ -26,16 +26,18 @@
 // CHECK-NEXT:          loop.load %acc[%a3_2, %[[T]]] map (d0, d1) -> (0) : memref<1xf32>
 // CHECK:               loop.store %{{.*}}, %out[%a0, %a1, %a2, %a3_2] : memref<1x4x7x16xf32>
 
-// The heuristic: with this few rows (28 on lanes) a row's q.k split wide, 4 of the head dim a
-// thread (four here), four query rows a block on thread.y (7 rows: two blocks, the last row
-// clamped and its store guarded), each thread holding 4 of the accumulator row.
-// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 4, 1) block(4, 4, 1) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, mma = false, threads = 4, rows = 4, stage_keys = 0, {{.*}}}
+// The heuristic: a head dim up to 64, so a row's lanes own keys (lane_keys = 1: 8 lanes, each
+// scoring one key a step with the whole head dim), four query rows a block on thread.y (7
+// rows: two blocks, the last row clamped and its store guarded), each lane holding the whole
+// accumulator row; lane 0 stores.
+// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 4, 1) block(8, 4, 1) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, mma = false, threads = 8, rows = 4, stage_keys = 0, lane_keys = 1, {{.*}}}
 // AUTO:         tile.for %ty = 0 to 4 bind(thread.y) {
 // AUTO:           %in = arith.cmpi ult, %{{.*}}, %{{.*}} : index
-// AUTO:           tile.for %t = 0 to 4 bind(thread.x) {
-// AUTO-NEXT:        %acc = loop.private : memref<4xf32>
-// AUTO:             tile.for %r0 = 0 to min(%kub, 7) bind(serial)
-// AUTO:             scf.if %in {
+// AUTO:           tile.for %t = 0 to 8 bind(thread.x) {
+// AUTO-NEXT:        %acc = loop.private : memref<16xf32>
+// AUTO:             tile.for %r0 = 0 to min(%kub, 8) step 8 bind(serial)
+// AUTO:             %ok = arith.andi %in, %lane0 : i1
+// AUTO-NEXT:        scf.if %ok {
 
 builtin.module {
   loop.kernel @sdpa(%xs: memref<1x4x7x16xf32>, %xs_1: memref<1x2x7x16xf32>, %xs_2: memref<1x2x7x16xf32>, %out: memref<1x4x7x16xf32>) {

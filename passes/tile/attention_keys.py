@@ -1,0 +1,161 @@
+"""Lanes own keys: tile-attention-rows with the plan's `lane_keys` E > 0.
+
+The head-dim split (attention_rows.rewrite) combines every key's q . k across the row's lanes
+before the (m, l) update can start: a shuffle tree, an exp and the update stand between one
+key and the next, so a row is a long chain of dependent latencies (ncu on an fp32 sdpa: long
+scoreboard stalls). Here each of the row's T lanes scores its own keys instead, the whole
+head dim in one lane, and the row steps T E keys at a time:
+
+    %m, %l = tile.for %k0 = 0 to 128 step 32 bind(serial) iter(%m = .., %l = ..) {
+      %key = %k0 + %tx (+ e T)                       E scores a lane, each the row's chain
+      %mx = tile.combine max (max of the lane's E scores) over thread.x
+      m' = max(m, mx); alpha = exp(m - m'); p_e = exp(x_e - m')
+      l' = l alpha + sum p_e                         a lane's partial sum
+      tile.for %d = 0 to D { acc[d] = acc[d] alpha + p_0 V[key_0, d] } (+ E - 1 more terms)
+    }
+    l = tile.combine add %l; acc[d] = tile.combine add acc[d], d = 0 .. D - 1
+    the final loop as it was, its stores by lane 0
+
+m is the same on every lane (the combined max), so alpha is too and the partial l and acc
+rescale consistently; they are summed across the lanes once, after the last key. A step
+ends the dependent chain once for T E keys. Keys past the end of a ragged last step read the
+last key and are masked (`LOWEST`), as keys past a causal stop are by the row's own select.
+Each lane holds the whole accumulator (and, for a head dim up to tile_plan.HOISTED_Q, the row's q)
+in registers: the loops over the head dim are unrolled whatever the plan's `unroll`.
+"""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import FloatAttr, IntAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from deplo.analysis.nest import FlashRow, FlashUpdate
+from deplo.dialects import kernel, loop, tile
+from deplo.lowering.torch_to_tir import LOWEST
+from deplo.passes.tile.attention_mma import _tree
+from deplo.passes.tile.rewrite import (
+    add,
+    below,
+    clamp,
+    const,
+    guard_stores,
+    on_threads,
+    unroll_by,
+)
+
+
+def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int) -> None:
+    """Rewrite `row` (its query rows already on blocks and thread.y) for `lanes` lanes a row
+    each scoring `per_lane` keys a step (see the module docstring)."""
+    threads = on_threads(row.ops, lanes)
+    tx = threads.iv
+    kl = fu.key_loop
+    keys, step = kl.ub.data, lanes * per_lane  # lb 0 (flash_update); ub static
+    kl.ub = IntAttr(-(-keys // step) * step)
+    kl.step = IntAttr(step)
+    body = kl.body.block
+    scoring = list(body.ops)[:body.get_operation_index(fu.new_max)]
+    b = Builder(InsertPoint.at_start(body))
+    k0 = kl.iv
+    raw = [add(b, add(b, k0, const(b, e * lanes)), tx) if e else add(b, k0, tx)
+           for e in range(per_lane)]
+    at = [clamp(b, k, keys) if keys % step else k for k in raw]
+    for use in list(k0.uses):
+        if use.operation.parent_block() is not body or use.operation in scoring:
+            use.operation.operands[use.index] = at[0]
+    scores = _scores(fu, scoring, at, raw, keys if keys % step else None)
+    # the step's max over the lanes; every lane's (m, alpha) alike
+    b = Builder(InsertPoint.before(fu.new_max))
+    most = _tree(b, arith.MaximumfOp, scores)
+    if lanes > 1:
+        most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most)).result
+    fu.new_max.operands[list(fu.new_max.operands).index(fu.x)] = most
+    p0 = fu.p.owner.operands[0].owner  # exp(x - m'): x may have been masked
+    p0.operands[0] = scores[0]
+    b = Builder(InsertPoint.after(fu.p.owner))
+    probs = []
+    for x in scores[1:]:
+        sub = b.insert(arith.SubfOp(x, fu.new_max.result)).result
+        probs.append(b.insert(xmath.ExpOp(sub)).result)
+    if per_lane > 1:
+        total = _tree(b, arith.AddfOp, [fu.p, *probs])
+        l_new = body.last_op.operands[1].owner  # l alpha + p
+        l_new.operands[list(l_new.operands).index(fu.p)] = total
+    _more_terms(fu, at, probs)
+    for lp in [o for o in body.ops if isinstance(o, tile.ForOp)]:
+        _widen(lp)
+    if lanes > 1:
+        _sum_lanes(row, fu, tx)
+    for lp in threads.walk():  # loops over the head dim: unrolled whatever the plan's
+        if isinstance(lp, tile.ForOp) and lp is not kl and lp.binding == tile.Bind.SERIAL:
+            lp.bind = tile.BindAttr(tile.Bind.UNROLL)  # `unroll`, or the arrays go to memory
+
+
+def _widen(lp: tile.ForOp) -> None:
+    """A loop over the head dim reading a lane's own K or V row: unrolled by 16 bytes of the
+    row, so kernel-vectorize reads each 16 bytes with one load (the lanes' rows are apart: a
+    scalar load would bring a sector in for 4 bytes of it)."""
+    rows = [ld.buffer.type.element_type for ld in lp.body.block.ops
+            if isinstance(ld, loop.LoadOp) and not isinstance(ld.buffer.owner, loop.PrivateOp)]
+    if not rows:
+        return
+    step = 16 // max(1, min(kernel.element_bytes(t) for t in rows))
+    if step > 1 and lp.extent is not None and lp.extent % step == 0:
+        unroll_by(lp, step)
+
+
+def _scores(fu: FlashUpdate, scoring: list[Operation], at: list[SSAValue],
+            raw: list[SSAValue], keys: int | None) -> list[SSAValue]:
+    """The lane's scores, one a key of `at` (the first the loop's own ops', which read at[0];
+    the others clones of the `scoring` ops), masked past the last of `keys` (a ragged step)."""
+    b = Builder(InsertPoint.before(fu.new_max))
+    scores = []
+    for e, key in enumerate(at):
+        x = fu.x
+        if e:
+            vmap = {at[0]: key}
+            for op in scoring:
+                b.insert(op.clone(value_mapper=vmap))
+            x = vmap.get(fu.x, fu.x)
+        if keys is not None:
+            low = b.insert(arith.ConstantOp(FloatAttr(LOWEST["f32"], x.type))).result
+            x = b.insert(arith.SelectOp(below(b, raw[e], keys), x, low)).result
+        scores.append(x)
+    return scores
+
+
+def _more_terms(fu: FlashUpdate, keys: list[SSAValue], probs: list[SSAValue]) -> None:
+    """One more accumulator loop for each further key of the lane (`keys[1:]`): the first's,
+    with the key and p of that one and no rescale (alpha applies once a step)."""
+    after = fu.pv
+    for key, p in zip(keys[1:], probs):
+        clone = fu.pv.clone(value_mapper={keys[0]: key, fu.p: p})
+        Rewriter.insert_op(clone, InsertPoint.after(after))
+        after = clone
+        for op in list(clone.body.block.ops):
+            if isinstance(op, arith.MulfOp) and fu.alpha in op.operands:
+                op.result.replace_all_uses_with(op.rhs if op.lhs is fu.alpha else op.lhs)
+                Rewriter.erase_op(op)
+
+
+def _sum_lanes(row: FlashRow, fu: FlashUpdate, tx: SSAValue) -> None:
+    """After the key loop: the lanes' partial l and accumulators summed (every lane gets the
+    totals); the final loop's stores made by lane 0."""
+    kl = fu.key_loop
+    b = Builder(InsertPoint.after(kl))
+    total = b.insert(tile.CombineOp(tile.CombineKind.ADD, kl.res[1])).result
+    for use in list(kl.res[1].uses):
+        if use.operation is not total.owner:
+            use.operation.operands[use.index] = total
+    for d in range(row.head_dim):
+        at = const(b, d)
+        part = b.insert(loop.LoadOp(fu.acc, [at])).result
+        whole = b.insert(tile.CombineOp(tile.CombineKind.ADD, part)).result
+        b.insert(loop.StoreOp(whole, fu.acc, [at]))
+    first = b.insert(arith.CmpiOp(tx, const(b, 0), "eq")).result
+    first.name_hint = "lane0"
+    guard_stores([fu.final], first)

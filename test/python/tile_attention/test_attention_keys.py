@@ -1,0 +1,121 @@
+"""tile-attention-rows with lane_keys: each lane of a row owns keys (passes/tile/attention_keys).
+
+sdpa (causal and not, GQA 4 / 2, ragged key steps, head dims 16 / 64 / 128: 128 keeps q out of
+registers), an additive mask with more keys than queries, and bf16 rows off tensor cores, on
+the CPU runtime under two fiber schedules against float64 PyTorch; the plan's checks; no spills
+for the head dims the heuristic gives it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_attention_rows import (
+    SCHEDULES,
+    _flash_kernels,
+    _max_rel,
+    _no_spills,
+    _sdpa,
+    _with_rows_options,
+)
+
+import deplo
+from deplo.dialects import tile
+from deplo.dialects.tile_plan import Plan
+from deplo.runtime.cpu import cpu_runtime_available
+from deplo.tools.api import random_inputs
+
+pytestmark = pytest.mark.skipif(not cpu_runtime_available(), reason="no g++ for the CPU runtime")
+
+CASES = [  # (S, D, causal, threads, rows, lane_keys)
+    (7, 16, True, 4, 4, 2),  # 6 keys of a step of 8: the last keys masked
+    (37, 64, True, 8, 4, 2),
+    (37, 64, False, 8, 4, 1),
+    (40, 64, True, 32, 2, 4),
+    (9, 16, True, 1, 8, 1),  # one lane a row: no combine
+    (33, 128, True, 8, 4, 1),  # q read where it is (past HOISTED_Q)
+]
+
+
+def _qkv(s: int, d: int, dtype=torch.float32):
+    g = torch.Generator().manual_seed(s + d)
+    return [torch.randn(1, 4, s, d, generator=g, dtype=dtype),
+            torch.randn(1, 2, s, d, generator=g, dtype=dtype),
+            torch.randn(1, 2, s, d, generator=g, dtype=dtype)]
+
+
+def _combines(k: tile.KernelOp) -> int:
+    return sum(isinstance(op, tile.CombineOp) for op in k.walk())
+
+
+@pytest.mark.parametrize("s,d,causal,threads,rows,lane_keys", CASES)
+def test_lanes_own_keys(s: int, d: int, causal: bool, threads: int, rows: int,
+                        lane_keys: int) -> None:
+    c = deplo.compile(_sdpa(causal), _qkv(s, d))
+    _with_rows_options(c, f"threads={threads} rows={rows} lane-keys={lane_keys}")
+    (k,) = _flash_kernels(c)
+    assert k.block_dims[:2] == (threads, rows)
+    # one max a step, then l and every accumulator element summed once (none with one lane)
+    assert _combines(k) == (0 if threads == 1 else 2 + d)
+    xs = random_inputs(c.program, seed=2)
+    want = _sdpa(causal)(*(torch.from_numpy(x).double() for x in xs)).numpy()
+    exe = c.executable("cpu")
+    for schedule in SCHEDULES:
+        (got,) = exe.run(xs, schedule=schedule)
+        assert _max_rel(got, want) <= 1e-5, (schedule, _max_rel(got, want))
+    if d <= 64:
+        _no_spills(c)
+
+
+def test_mask_and_more_keys_than_queries() -> None:
+    """An additive (row, key) mask read in the chain of every key a lane owns; Sk > Sq."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(1, 2, 9, 32, generator=g)
+    kv = torch.randn(1, 2, 45, 32, generator=g)
+    mask = torch.randn(1, 1, 9, 45, generator=g)
+
+    def f(q, kv, mask):
+        return F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask)
+
+    c = deplo.compile(f, [q, kv, mask])
+    _with_rows_options(c, "threads=8 rows=4 lane-keys=2")
+    xs = random_inputs(c.program, seed=4)
+    want = f(*(torch.from_numpy(x).double() for x in xs)).numpy()
+    (got,) = c.executable("cpu").run(xs)
+    assert _max_rel(got, want) <= 1e-5, _max_rel(got, want)
+
+
+def test_bf16_rows_off_tensor_cores() -> None:
+    """mma off: a bf16 row's lanes own keys too (fp32 (m, l) and accumulator); K and V rows
+    widen by 16 bytes (8 elements)."""
+    from deplo.passes import pipeline
+    from deplo.tools.driver import run_passes
+
+    c = deplo.compile(_sdpa(True), _qkv(21, 64, torch.bfloat16))
+    options = {"tile-attention-mma": "{mma=false}",
+               "tile-attention-rows": "{threads=8 rows=4 lane-keys=2}"}
+    tile_passes = pipeline.PIPELINES["to-tile"][len(pipeline.PIPELINES["to-loop"]):]
+    spec = ",".join(p + options.get(p, "") for p in tile_passes)
+    c._levels["tile"] = run_passes(c.module("loop").clone(), spec, 0)
+    (k,) = _flash_kernels(c)
+    steps = [op.step.data for op in k.walk() if isinstance(op, tile.ForOp) and op.inits
+             and op.binding == tile.Bind.UNROLL]
+    assert steps and set(steps) == {8}, steps  # q . k over the head dim 8 elements a step
+    xs = random_inputs(c.program, seed=1)
+    (want,) = c.program.reference(xs)
+    (got,) = c.executable("cpu").run(xs)
+    assert _max_rel(got, want) <= 1e-2, _max_rel(got, want)
+
+
+def test_lane_keys_knob_is_checked() -> None:
+    c = deplo.compile(_sdpa(True), _qkv(37, 64))
+    (k,) = _flash_kernels(c)
+    plan = k.the_plan
+    knobs = dict(plan.knobs)
+    for changes, why in (({"lane_keys": 3}, "expected 0 (the head dim split) or 1, 2, 4 or 8"),
+                         ({"lane_keys": 2, "threads": 64, "rows": 1}, "one warp's at most"),
+                         ({"lane_keys": 2, "stage_keys": 16}, "stage_keys must be 0")):
+        bad = Plan(plan.kind, plan.facts, tuple(
+            (n, changes.get(n, v)) for n, v in knobs.items())).violations()
+        assert ("lane_keys", bad[0][1]) in bad and why in bad[0][1], bad

@@ -515,7 +515,8 @@ def _scales(lp: tile.ForOp, acc: SSAValue, alpha: SSAValue) -> bool:
 def _flash_mma(row: FlashRow, region: Block, row_iv: SSAValue) -> FlashMma | None:
     fu = flash_update(row)
     outer_free = [lp for lp in row.free if lp.parent_block() is region]
-    if fu is None or fu.key_loop.dyn_ub is not None or len(outer_free) != 2:
+    if fu is None or fu.key_loop.dyn_ub is not None or len(outer_free) != 2 \
+            or sum(isinstance(op, loop.PrivateOp) for op in row.ops) != 1:
         return None
     kl, red, x = fu.key_loop, fu.reduce, fu.x
     lead = {v for o in region.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)
@@ -579,24 +580,15 @@ def _sum_of(v: SSAValue, a: SSAValue | None, b: SSAValue) -> bool:
 
 def _accumulator_update(lp: tile.ForOp, acc: SSAValue, p: SSAValue, alpha: SSAValue):
     """The V load of `acc[d] = acc[d] * alpha + p * extf(V[..])` (either orders), else None."""
-    stores = [o for o in lp.body.block.ops if isinstance(o, loop.StoreOp)]
-    if len(stores) != 1 or stores[0].buffer is not acc:
+    if not _scales(lp, acc, alpha):
         return None
-    add = stores[0].value.owner
-    if not isinstance(add, arith.AddfOp):
-        return None
-    for keep, new in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
-        k, n = keep.owner, new.owner
-        if not (isinstance(k, arith.MulfOp) and isinstance(n, arith.MulfOp)):
-            continue
-        old = k.lhs if k.rhs is alpha else k.rhs if k.lhs is alpha else None
-        ext = n.lhs if n.rhs is p else n.rhs if n.lhs is p else None
-        if old is None or ext is None or not isinstance(old.owner, loop.LoadOp) \
-                or old.owner.buffer is not acc or not isinstance(ext.owner, arith.ExtFOp):
-            continue
-        ld = ext.owner.input.owner
-        if isinstance(ld, loop.LoadOp):
-            return ld
+    (store,) = [o for o in lp.body.block.ops if isinstance(o, loop.StoreOp)]
+    for term in store.value.owner.operands:
+        n = term.owner
+        if isinstance(n, arith.MulfOp) and p in n.operands:
+            ext = (n.rhs if n.lhs is p else n.lhs).owner
+            if isinstance(ext, arith.ExtFOp) and isinstance(ext.input.owner, loop.LoadOp):
+                return ext.input.owner
     return None
 
 

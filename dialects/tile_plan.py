@@ -386,7 +386,8 @@ STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the ban
 HOISTED_Q = 64
 """lane_keys: the longest head dim whose q row a lane keeps in registers beside its whole
 accumulator (twice that many registers; past it q is read at every step, through L1). The
-heuristic gives lane_keys up to it: past it the accumulator alone spills (Qwen2.5's 128)."""
+heuristic and the tuner give lane_keys up to it: past it the accumulator, the K and V rows in
+flight and the rest spill (Qwen2.5's 128: 255 registers and spills, NVRTC sm_90)."""
 
 
 @dataclass(frozen=True)
@@ -439,6 +440,10 @@ class AttentionClass(RowClass):
         elif own and step:
             bad.append(("lane_keys", "lanes that own keys read K and V where they are: "
                                      "stage_keys must be 0"))
+        elif own and not facts.get("own_keys"):
+            bad.append(("lane_keys", "the row is not one key loop with one q . k and the "
+                                     "standard online update its lanes can own keys of "
+                                     "(fact own_keys)"))
         return bad
 
     def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
@@ -476,8 +481,10 @@ class AttentionClass(RowClass):
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
-        if knob == "lane_keys":
-            return (0, 1, 2, 4)
+        if knob == "lane_keys":  # (a longer head dim's accumulator spills)
+            keyed = facts.get("own_keys") and facts["head_dim"] <= HOISTED_Q \
+                and knobs["threads"] <= WARP and not knobs.get("stage_keys", 0)
+            return (0, 1, 2, 4) if keyed else (0,)
         if knob == "stage_keys":
             return tuple(k for k in (0, 16, 32, 64) if not k or attention_stage_bytes(
                 facts, {**knobs, "stage_keys": k}) <= SHARED_MEMORY_BYTES)
@@ -757,7 +764,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
-            optional_facts=("tensor_cores", "queries"),
+            optional_facts=("own_keys", "tensor_cores", "queries"),
             limit="head_dim",
         ),
         PointwiseClass(

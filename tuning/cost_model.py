@@ -349,28 +349,35 @@ def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation
     order: list[Operation] = []
     seen: set[Operation] = set()
 
-    def visit(v: SSAValue) -> None:  # the index ops that vary with the loop, operands first
+    def visit(v: SSAValue) -> bool:  # the index ops that vary with the loop, operands first;
+        # False where the index moves through what the evaluator cannot redo (an inner loop's
+        # iv started from this one, a loaded index)
+        if lp not in blk.deps.get(v, ()):
+            return True
         op = v.owner
-        if not isinstance(op, Operation) or op in seen or lp not in blk.deps.get(v, ()):
-            return
+        if not isinstance(op, Operation):
+            return v is iv
+        if op in seen:
+            return True
         seen.add(op)
-        for o in op.operands:
-            visit(o)
+        if not (type(op) in _INT_OPS or isinstance(op, arith.ConstantOp)):
+            return False
+        ok = all([visit(o) for o in op.operands])
         order.append(op)
+        return ok
 
-    for i in indices:
-        visit(i)
-    saved = {r: blk.vals[r] for op in order for r in op.results if r in blk.vals}
-    first = blk.vals.get(iv)
+    if not all([visit(i) for i in indices]):
+        return trips
+    saved = {r: blk.vals.get(r) for op in order for r in op.results} | {iv: blk.vals.get(iv)}
     blk.vals[iv] = blk.get(iv) + blk.get(lp.step)
     for op in order:
         blk.eval(op)
     moved, _ = _address(blk, buf, indices)
-    blk.vals.update(saved)
-    if first is None:
-        del blk.vals[iv]
-    else:
-        blk.vals[iv] = first
+    for r, v in saved.items():
+        if v is None:
+            blk.vals.pop(r, None)
+        else:
+            blk.vals[r] = v
     step = float(np.abs(moved - addr).max()) if len(addr) else 0.0
     return trips if step >= SECTOR else min(trips, 1.0 + (trips - 1.0) * step / SECTOR)
 

@@ -20,15 +20,14 @@ m is the same on every lane (the combined max), so alpha is too and the partial 
 rescale consistently; they are summed across the lanes once, after the last key. A step
 ends the dependent chain once for T E keys. Keys past the end of a ragged last step read the
 last key and are masked (`LOWEST`), as keys past a causal stop are by the row's own select.
-Each lane holds the whole accumulator (and, for a head dim up to tile_plan.HOISTED_Q, the row's q)
-in registers: the loops over the head dim are unrolled whatever the plan's `unroll`.
+Each lane holds the whole accumulator (and, for a head dim up to tile_plan.HOISTED_Q, the
+row's q) in registers: the loops over the head dim are unrolled whatever the plan's `unroll`.
 """
 
 from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import FloatAttr, IntAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -36,14 +35,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from deplo.analysis.nest import FlashRow, FlashUpdate
 from deplo.dialects import kernel, loop, tile
 from deplo.lowering.torch_to_tir import LOWEST
-from deplo.passes.tile.attention_mma import _tree
 from deplo.passes.tile.rewrite import (
     add,
     below,
     clamp,
     const,
+    exp_minus,
     guard_stores,
     on_threads,
+    tree,
     unroll_by,
 )
 
@@ -67,25 +67,22 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int) -> None:
     for use in list(k0.uses):
         if use.operation.parent_block() is not body or use.operation in scoring:
             use.operation.operands[use.index] = at[0]
-    scores = _scores(fu, scoring, at, raw, keys if keys % step else None)
+    scores, vmaps = _scores(fu, scoring, at, raw, keys if keys % step else None)
     # the step's max over the lanes; every lane's (m, alpha) alike
     b = Builder(InsertPoint.before(fu.new_max))
-    most = _tree(b, arith.MaximumfOp, scores)
+    most = tree(b, arith.MaximumfOp, scores)
     if lanes > 1:
         most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most)).result
     fu.new_max.operands[list(fu.new_max.operands).index(fu.x)] = most
     p0 = fu.p.owner.operands[0].owner  # exp(x - m'): x may have been masked
     p0.operands[0] = scores[0]
     b = Builder(InsertPoint.after(fu.p.owner))
-    probs = []
-    for x in scores[1:]:
-        sub = b.insert(arith.SubfOp(x, fu.new_max.result)).result
-        probs.append(b.insert(xmath.ExpOp(sub)).result)
+    probs = [exp_minus(b, x, fu.new_max.result) for x in scores[1:]]
     if per_lane > 1:
-        total = _tree(b, arith.AddfOp, [fu.p, *probs])
+        total = tree(b, arith.AddfOp, [fu.p, *probs])
         l_new = body.last_op.operands[1].owner  # l alpha + p
         l_new.operands[list(l_new.operands).index(fu.p)] = total
-    _more_terms(fu, at, probs)
+    _more_terms(fu, vmaps, probs)
     for lp in [o for o in body.ops if isinstance(o, tile.ForOp)]:
         _widen(lp)
     if lanes > 1:
@@ -109,11 +106,12 @@ def _widen(lp: tile.ForOp) -> None:
 
 
 def _scores(fu: FlashUpdate, scoring: list[Operation], at: list[SSAValue],
-            raw: list[SSAValue], keys: int | None) -> list[SSAValue]:
+            raw: list[SSAValue], keys: int | None) -> tuple[list[SSAValue], list[dict]]:
     """The lane's scores, one a key of `at` (the first the loop's own ops', which read at[0];
-    the others clones of the `scoring` ops), masked past the last of `keys` (a ragged step)."""
+    the others clones of the `scoring` ops), masked past the last of `keys` (a ragged step);
+    and for each further key the map from the first key's values to its own."""
     b = Builder(InsertPoint.before(fu.new_max))
-    scores = []
+    scores, vmaps = [], []
     for e, key in enumerate(at):
         x = fu.x
         if e:
@@ -121,19 +119,21 @@ def _scores(fu: FlashUpdate, scoring: list[Operation], at: list[SSAValue],
             for op in scoring:
                 b.insert(op.clone(value_mapper=vmap))
             x = vmap.get(fu.x, fu.x)
+            vmaps.append(vmap)
         if keys is not None:
             low = b.insert(arith.ConstantOp(FloatAttr(LOWEST["f32"], x.type))).result
             x = b.insert(arith.SelectOp(below(b, raw[e], keys), x, low)).result
         scores.append(x)
-    return scores
+    return scores, vmaps
 
 
-def _more_terms(fu: FlashUpdate, keys: list[SSAValue], probs: list[SSAValue]) -> None:
-    """One more accumulator loop for each further key of the lane (`keys[1:]`): the first's,
-    with the key and p of that one and no rescale (alpha applies once a step)."""
+def _more_terms(fu: FlashUpdate, vmaps: list[dict], probs: list[SSAValue]) -> None:
+    """One more accumulator loop for each further key of the lane (`vmaps`: the first key's
+    values to that key's): the first's, with that key's values and p and no rescale (alpha
+    applies once a step)."""
     after = fu.pv
-    for key, p in zip(keys[1:], probs):
-        clone = fu.pv.clone(value_mapper={keys[0]: key, fu.p: p})
+    for vmap, p in zip(vmaps, probs):
+        clone = fu.pv.clone(value_mapper={**vmap, fu.p: p})
         Rewriter.insert_op(clone, InsertPoint.after(after))
         after = clone
         for op in list(clone.body.block.ops):

@@ -29,12 +29,10 @@ The fragments are read from global memory (the rows of a block share them in L1)
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float32Type, FloatAttr, IntAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -186,16 +184,16 @@ class _Rewrite:
         x = [[self.score(kb, k0, f, e, scores[f][e]) for e in range(4)] for f in range(bk // 8)]
         new_m, alpha = [], []
         for r in range(2):
-            mine = _tree(kb, arith.MaximumfOp, [x[f][e] for f in range(bk // 8)
+            mine = rw.tree(kb, arith.MaximumfOp, [x[f][e] for f in range(bk // 8)
                                                 for e in (2 * r, 2 * r + 1)])
             most = kb.insert(tile.CombineOp(tile.CombineKind.MAX, mine, lanes=4)).result
             mn = kb.insert(arith.MaximumfOp(m[r], most)).result
             new_m.append(mn)
-            alpha.append(_exp(kb, m[r], mn))
-        p = [[_exp(kb, x[f][e], new_m[e // 2]) for e in range(4)] for f in range(bk // 8)]
+            alpha.append(rw.exp_minus(kb, m[r], mn))
+        p = [[rw.exp_minus(kb, x[f][e], new_m[e // 2]) for e in range(4)] for f in range(bk // 8)]
         new_l = []
         for r in range(2):
-            total = _tree(kb, arith.AddfOp, [p[f][e] for f in range(bk // 8)
+            total = rw.tree(kb, arith.AddfOp, [p[f][e] for f in range(bk // 8)
                                              for e in (2 * r, 2 * r + 1)])
             scaled = kb.insert(arith.MulfOp(l_[r], alpha[r])).result
             new_l.append(kb.insert(arith.AddfOp(scaled, total)).result)
@@ -287,15 +285,3 @@ class _Rewrite:
                 b.insert(op.clone(value_mapper=vmap))
             replicas.append(rw.Replica(vmap, ok))
         rw.replicate(body, replicas, anchor)
-
-
-def _tree(b: Builder, cls, values: list[SSAValue]) -> SSAValue:
-    """values combined pairwise (a balanced tree: short dependency chains)."""
-    while len(values) > 1:
-        values = [b.insert(cls(x, y)).result if y is not None else x
-                  for x, y in itertools.zip_longest(values[::2], values[1::2])]
-    return values[0]
-
-
-def _exp(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
-    return b.insert(xmath.ExpOp(b.insert(arith.SubfOp(x, m)).result)).result

@@ -1,4 +1,6 @@
-"""tile-attention-rows: the threads of a block share the head dim of a flash-attention row.
+"""tile-attention-rows: the threads of a block run flash-attention rows — each row's lanes
+owning keys (the plan's `lane_keys` > 0: passes/tile/attention_keys.py, the heuristic's up to
+a head dim of 64), or, as this docstring goes on to show, sharing its head dim.
 
 After loop-online-softmax a block (one query row, from tile-map-grid) holds a `loop.private`
 accumulator over the head dim D, free loops over D (its init and the final normalize/store),
@@ -119,8 +121,9 @@ from deplo.passes.tile.rewrite import (
 
 @dataclass(frozen=True)
 class TileAttentionRowsPass(KernelPass):
-    """Run each flash-attention row (block region) on `threads` threads over the head dim:
-    strided q . k partials + `tile.combine add`, uniform (m, l), per-thread accumulator slices."""
+    """Run each flash-attention row (block region) on `threads` threads: with `lane_keys` each
+    lane owning keys (attention_keys.own_keys); else over the head dim, strided q . k partials +
+    `tile.combine add`, uniform (m, l), per-thread accumulator slices."""
 
     name = "tile-attention-rows"
 

@@ -177,6 +177,7 @@ def attention_facts(kernel: tile.KernelOp) -> Facts | None:
     mma = nest.flash_mma(f, region) if loops else None
     queries = mma.row_iv.owner.parent_op().extent if mma else None
     return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys),
+            *((("own_keys", True),) if nest.flash_update(f) else ()),
             *((("tensor_cores", True), ("queries", queries)) if mma else ()))
 
 
@@ -452,8 +453,9 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
                 and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
         return knobs
-    own = fixed.get("lane_keys", int(f["head_dim"] <= HOISTED_Q and not {
-        "threads", "stage_keys"} & set(fixed)))  # (threads given alone: the head dim's)
+    own = fixed.get("lane_keys", int(  # (threads given alone: the head dim's)
+        f.get("own_keys", False) and f["head_dim"] <= HOISTED_Q and "threads" not in fixed
+        and not fixed.get("stage_keys", 0)))
     threads = fixed.get("threads", min(8, _pow2_ceil(f["keys"])) if own
                         else _row_threads(f["head_dim"], others * queries))
     per = 1

@@ -12,12 +12,14 @@ bounds and the extra lanes recompute the last row, and the stores are guarded by
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
@@ -581,3 +583,16 @@ def map_batch_to_z(c, rows: tile.ForOp) -> int:
         outer[-1].bind = tile.BindAttr(tile.Bind.BLOCK_Z)
         return outer[-1].ub.data
     return 1
+
+
+def tree(b: Builder, cls, values: list[SSAValue]) -> SSAValue:
+    """values combined pairwise (a balanced tree: short dependency chains)."""
+    while len(values) > 1:
+        values = [b.insert(cls(x, y)).result if y is not None else x
+                  for x, y in itertools.zip_longest(values[::2], values[1::2])]
+    return values[0]
+
+
+def exp_minus(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
+    """exp(x - m): an online softmax's p and alpha."""
+    return b.insert(xmath.ExpOp(b.insert(arith.SubfOp(x, m)).result)).result

@@ -52,7 +52,7 @@
 // CHECK-NEXT:              loop.store
 
 builtin.module {
-  tile.kernel @sdpa(%x0: memref<1x2x6x16xf32>, %x1: memref<1x1x6x16xf32>, %x2: memref<1x1x6x16xf32>, %out: memref<1x2x6x16xf32>) grid(6, 2, 1) block(1, 1, 1) key "45458d8203a662c3" plan attention(rows = [2, 6], head_dim = 16, keys = 6) {grid_dims = 2, mma = false, threads = 4, rows = 4, stage_keys = 0, lane_keys = 2, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid"] {
+  tile.kernel @sdpa(%x0: memref<1x2x6x16xf32>, %x1: memref<1x1x6x16xf32>, %x2: memref<1x1x6x16xf32>, %out: memref<1x2x6x16xf32>) grid(6, 2, 1) block(1, 1, 1) key "45458d8203a662c3" plan attention(rows = [2, 6], head_dim = 16, keys = 6, own_keys = true) {grid_dims = 2, mma = false, threads = 4, rows = 4, stage_keys = 0, lane_keys = 2, stage_inputs = reused, copy = sync, unroll = 32} done ["tile-map-grid"] {
     %0 = arith.constant -3.40282347e+38 : f32
     %1 = arith.constant 2.500000e-01 : f32
     %2 = arith.constant 0.000000e+00 : f32

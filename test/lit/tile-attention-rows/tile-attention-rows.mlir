@@ -7,7 +7,7 @@
 // dim on a warp of threads. The q . k dot is a strided partial per thread + tile.combine, every
 // thread runs the (m, l) update, and each thread owns its slice of the accumulator (one
 // register: memref<1xf32>). Causal: the key loop stops after the query row (min(%kub, 7)).
-// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(7, 4, 1) block(32, 1, 1) key "{{.*}}" plan attention(rows = [4, 7], head_dim = 16, keys = 7) {grid_dims = 2, mma = false, threads = 32, rows = 1, {{.*}}} done ["tile-map-grid", "tile-attention-rows"] {
+// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(7, 4, 1) block(32, 1, 1) key "{{.*}}" plan attention(rows = [4, 7], head_dim = 16, keys = 7, own_keys = true) {grid_dims = 2, mma = false, threads = 32, rows = 1, {{.*}}} done ["tile-map-grid", "tile-attention-rows"] {
 // CHECK:         tile.for %a2 = 0 to 7 bind(block.x) {
 // CHECK:           %kub = arith.addi %a2, %{{.*}} : index
 // CHECK-NEXT:      tile.for %[[T:.*]] = 0 to 32 bind(thread.x) {

@@ -119,3 +119,15 @@ def test_lane_keys_knob_is_checked() -> None:
         bad = Plan(plan.kind, plan.facts, tuple(
             (n, changes.get(n, v)) for n, v in knobs.items())).violations()
         assert ("lane_keys", bad[0][1]) in bad and why in bad[0][1], bad
+    # a row whose update lanes cannot own keys (no fact own_keys): the knob names the fact
+    facts = tuple((n, v) for n, v in plan.facts if n != "own_keys")
+    bad = Plan(plan.kind, facts, tuple(knobs.items())).violations()
+    assert bad and bad[0][0] == "lane_keys" and "fact own_keys" in bad[0][1], bad
+    # the tuner offers lane_keys only where it can pay: a head dim up to 64, a warp a row
+    from deplo.dialects.tile_plan import CLASSES
+
+    cls, f = CLASSES["attention"], dict(plan.facts)
+    assert cls.domain("lane_keys", f, knobs) == (0, 1, 2, 4)
+    assert cls.domain("lane_keys", {**f, "head_dim": 128}, knobs) == (0,)
+    assert cls.domain("lane_keys", f, {**knobs, "threads": 64}) == (0,)
+    assert cls.domain("lane_keys", {k: v for k, v in f.items() if k != "own_keys"}, knobs) == (0,)

@@ -922,23 +922,29 @@ class CombineOp(IRDLOperation):
     whole block's x size, and the loops between them have static bounds. Lowered to a warp
     shuffle tree, then (more than one warp) a step through shared memory. With `lanes` N (a
     power of two up to a warp) it combines within each group of N consecutive lanes only: the
-    four lanes that hold one row of an mma accumulator tile."""
+    four lanes that hold one row of an mma accumulator tile. With `stride` S it combines lanes S
+    apart only (l, l + S, l + 2S, ... in the group): the lanes holding parts of one key's q . k
+    where a row's lanes own keys and split the head dim (tile-attention-rows, `head_parts`)."""
 
     name = "tile.combine"
     T: ClassVar = VarConstraint("T", base(IntegerType) | base(AnyFloat))
     kind = prop_def(CombineKindAttr)
     axis = prop_def(BindAttr)
     lanes = opt_prop_def(IntegerAttr[I64])
+    stride = opt_prop_def(IntegerAttr[I64])
     value = operand_def(T)
     result = result_def(T)
-    assembly_format = "$kind $value `over` $axis (`lanes` $lanes^)? attr-dict `:` type($result)"
+    assembly_format = ("$kind $value `over` $axis (`lanes` $lanes^)? (`stride` $stride^)? "
+                       "attr-dict `:` type($result)")
     traits = traits_def(HasAncestor(KernelOp))
 
     def __init__(self, kind: CombineKind, value: SSAValue, axis: Bind = Bind.THREAD_X,
-                 lanes: int | None = None):
+                 lanes: int | None = None, stride: int | None = None):
         props: dict[str, Attribute] = {"kind": CombineKindAttr(kind), "axis": BindAttr(axis)}
         if lanes is not None:
             props["lanes"] = IntegerAttr(lanes, 64)
+        if stride is not None:
+            props["stride"] = IntegerAttr(stride, 64)
         super().__init__(
             operands=[value], result_types=[SSAValue.get(value).type], properties=props
         )
@@ -951,6 +957,11 @@ class CombineOp(IRDLOperation):
             if not 1 <= n <= WARP or n & (n - 1):
                 raise VerifyException(f"{where}: expected lanes to be a power of two up to "
                                       f"{WARP}, got {n}")
+        if self.stride is not None:
+            n, top = self.stride.value.data, self.lanes.value.data if self.lanes else WARP
+            if not 1 <= n < top or n & (n - 1):
+                raise VerifyException(f"{where}: expected stride to be a power of two under the "
+                                      f"lanes combined ({top}), got {n}")
         if axis != Bind.THREAD_X:
             raise VerifyException(
                 f"{where}: expected a combine over thread.x (the only one lowered)"

@@ -124,6 +124,9 @@ KNOBS: dict[str, Knob] = {
                                "each owns n keys a step (q . k over the whole head dim in one "
                                "lane, partial sums added across the lanes once, at the end)",
              default=0),
+        Knob("head_parts", int, "attention rows with lane_keys: the head dim in this many "
+                                "parts, each a lane's (the lanes of a key add their q . k)",
+             default=1),
         Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
@@ -381,7 +384,7 @@ class RowClass(KernelClass):
 
 
 ATTENTION_MMA = ("warps", "key_block", "stage")
-ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "stage_inputs")
+ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "head_parts", "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
 """lane_keys: the longest head dim whose q row a lane keeps in registers beside its whole
@@ -440,6 +443,11 @@ class AttentionClass(RowClass):
         elif own and step:
             bad.append(("lane_keys", "lanes that own keys read K and V where they are: "
                                      "stage_keys must be 0"))
+        elif (parts := knobs.get("head_parts", 1)) not in (1, 2, 4, 8) or (parts > 1 and (
+                not own or facts["head_dim"] % parts or t % parts)):
+            bad.append(("head_parts", f"expected 1, 2, 4 or 8 parts of the head dim, with "
+                                      f"lane_keys, dividing the head dim and the {t} threads; "
+                                      f"got {parts}"))
         elif own and not facts.get("own_keys"):
             bad.append(("lane_keys", "the row is not one key loop with one q . k and the "
                                      "standard online update its lanes can own keys of "
@@ -481,10 +489,14 @@ class AttentionClass(RowClass):
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
-        if knob == "lane_keys":  # (a longer head dim's accumulator spills)
-            keyed = facts.get("own_keys") and facts["head_dim"] <= HOISTED_Q \
-                and knobs["threads"] <= WARP and not knobs.get("stage_keys", 0)
+        if knob == "lane_keys":
+            keyed = facts.get("own_keys") and knobs["threads"] <= WARP \
+                and not knobs.get("stage_keys", 0)
             return (0, 1, 2, 4) if keyed else (0,)
+        if knob == "head_parts":  # a lane's part up to HOISTED_Q: past it, it spills
+            return tuple(p for p in (1, 2, 4, 8) if p == 1 or (
+                knobs["lane_keys"] and facts["head_dim"] % p == 0 and knobs["threads"] % p == 0
+                and facts["head_dim"] // p <= HOISTED_Q)) if knobs["lane_keys"] else (1,)
         if knob == "stage_keys":
             return tuple(k for k in (0, 16, 32, 64) if not k or attention_stage_bytes(
                 facts, {**knobs, "stage_keys": k}) <= SHARED_MEMORY_BYTES)
@@ -759,7 +771,8 @@ CLASSES: dict[str, KernelClass] = {
             (
                 ("tile-map-grid", ("grid_dims",)),
                 ("tile-attention-mma", ("mma", "warps", "key_block", "stage")),
-                ("tile-attention-rows", ("threads", "rows", "stage_keys", "lane_keys")),
+                ("tile-attention-rows", ("threads", "rows", "stage_keys", "lane_keys",
+                                         "head_parts")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),

@@ -649,12 +649,12 @@ class _KernelLowering:
         width = min(bx, hw.WARP, group or hw.WARP)
         lanes = bx * by * bz  # a block smaller than a warp: only its lanes exist
         mask = (1 << lanes) - 1 if lanes < hw.WARP else None
-        off = width // 2
-        while off >= 1:
+        off, stride = width // 2, op.stride.value.data if op.stride is not None else 1
+        while off >= stride:
             other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width, mask))
             v = self.combine(kind, v, other)
             off //= 2
-        if bx > hw.WARP and group is None:
+        if bx > hw.WARP and group is None and stride == 1:
             warps = bx // hw.WARP
             stype = MemRefType(v.type, [warps * by * bz], NoneAttr(), tile.SHARED_SPACE)
             buf = self.prelude(("combine", op), lambda: kernel.SharedOp(stype))

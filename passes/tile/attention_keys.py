@@ -22,16 +22,25 @@ ends the dependent chain once for T E keys. Keys past the end of a ragged last s
 last key and are masked (`LOWEST`), as keys past a causal stop are by the row's own select.
 Each lane holds the whole accumulator (and, for a head dim up to tile_plan.HOISTED_Q, the
 row's q) in registers: the loops over the head dim are unrolled whatever the plan's `unroll`.
+
+With `head_parts` P > 1 the row's lanes are T / P key lanes times P parts of the head dim
+(lane t: key lane t mod T/P, part t div T/P): every loop over the head dim walks the lane's
+D / P of it and the arrays hold that much (a head dim of 128 in registers without spilling);
+a key's q . k partial sums are added over its parts (`tile.combine add .. stride T/P`: the
+lanes T/P apart) before the row's chain, so every part holds the whole score; l and the
+accumulator are summed over the key lanes of one part (`lanes T/P`), and key lane 0 of each
+part stores its D / P outputs.
 """
 
 from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntAttr
+from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo import hardware as hw
 from deplo.analysis.nest import FlashRow, FlashUpdate
 from deplo.dialects import kernel, loop, tile
 from deplo.lowering.torch_to_tir import LOWEST
@@ -40,6 +49,7 @@ from deplo.passes.tile.rewrite import (
     below,
     clamp,
     const,
+    drop_dead,
     exp_minus,
     guard_stores,
     on_threads,
@@ -48,12 +58,26 @@ from deplo.passes.tile.rewrite import (
 )
 
 
-def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int) -> None:
+def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: int = 1) -> None:
     """Rewrite `row` (its query rows already on blocks and thread.y) for `lanes` lanes a row
-    each scoring `per_lane` keys a step (see the module docstring)."""
+    each scoring `per_lane` keys a step, the head dim in `parts` (see the module docstring)."""
     threads = on_threads(row.ops, lanes)
     tx = threads.iv
     kl = fu.key_loop
+    owners = lanes // parts
+    if parts > 1:  # lane tx: key lane tx mod owners, part tx div owners of the head dim
+        b = Builder(InsertPoint.at_start(threads.body.block))
+        part = b.insert(arith.DivSIOp(tx, const(b, owners))).result
+        tx = b.insert(arith.RemSIOp(tx, const(b, owners))).result
+        part.name_hint, tx.name_hint = "part", "kl"
+        _split_head(row, fu, part, parts)
+        b = Builder(InsertPoint.after(fu.reduce))  # q . k: the parts' partial sums added
+        whole = b.insert(tile.CombineOp(tile.CombineKind.ADD, fu.reduce.res[0], lanes=(
+            lanes if lanes < hw.WARP else None), stride=owners)).result
+        for use in list(fu.reduce.res[0].uses):
+            if use.operation is not whole.owner:
+                use.operation.operands[use.index] = whole
+    lanes = owners
     keys, step = kl.ub.data, lanes * per_lane  # lb 0 (flash_update); ub static
     kl.ub = IntAttr(-(-keys // step) * step)
     kl.step = IntAttr(step)
@@ -71,7 +95,7 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int) -> None:
     # the step's max over the lanes; every lane's (m, alpha) alike
     b = Builder(InsertPoint.before(fu.new_max))
     most = tree(b, arith.MaximumfOp, scores)
-    if lanes > 1:
+    if lanes * parts > 1:  # (the parts of a key hold its score alike)
         most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most)).result
     fu.new_max.operands[list(fu.new_max.operands).index(fu.x)] = most
     p0 = fu.p.owner.operands[0].owner  # exp(x - m'): x may have been masked
@@ -86,7 +110,8 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int) -> None:
     for lp in [o for o in body.ops if isinstance(o, tile.ForOp)]:
         _widen(lp)
     if lanes > 1:
-        _sum_lanes(row, fu, tx)
+        _sum_lanes(row, fu, tx, lanes if parts > 1 else None)
+    drop_dead(threads)
     for lp in threads.walk():  # loops over the head dim: unrolled whatever the plan's
         if isinstance(lp, tile.ForOp) and lp is not kl and lp.binding == tile.Bind.SERIAL:
             lp.bind = tile.BindAttr(tile.Bind.UNROLL)  # `unroll`, or the arrays go to memory
@@ -142,19 +167,45 @@ def _more_terms(fu: FlashUpdate, vmaps: list[dict], probs: list[SSAValue]) -> No
                 Rewriter.erase_op(op)
 
 
-def _sum_lanes(row: FlashRow, fu: FlashUpdate, tx: SSAValue) -> None:
-    """After the key loop: the lanes' partial l and accumulators summed (every lane gets the
-    totals); the final loop's stores made by lane 0."""
+def _split_head(row: FlashRow, fu: FlashUpdate, part: SSAValue, parts: int) -> None:
+    """Every loop over the head dim walks the lane's part of it (d = part D/P + j, j < D/P),
+    and the row's arrays (the accumulator, q) hold that part, indexed by j."""
+    size = row.head_dim // parts
+    arrays = {}
+    for old in [op for op in row.ops if isinstance(op, loop.PrivateOp)]:
+        new = loop.PrivateOp(MemRefType(old.result.type.element_type, [size]))
+        new.result.name_hint = old.result.name_hint
+        Rewriter.insert_op(new, InsertPoint.before(old))
+        arrays[old.result] = new.result
+    for lp in [*row.free, *(r for r, _ in row.reduces)]:
+        b = Builder(InsertPoint.at_start(lp.body.block))
+        d = add(b, b.insert(arith.MuliOp(part, const(b, size))).result, lp.iv)
+        for use in list(lp.iv.uses):
+            op = use.operation
+            if op is not d.owner and not (isinstance(op, loop.LoadOp | loop.StoreOp)
+                                          and op.buffer in arrays):
+                op.operands[use.index] = d
+        lp.ub = IntAttr(size)
+    for old, new in arrays.items():
+        old.replace_all_uses_with(new)
+        Rewriter.erase_op(old.owner)
+    fu.acc = arrays[fu.acc]
+
+
+def _sum_lanes(row: FlashRow, fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> None:
+    """After the key loop: the partial l and accumulators summed over the key lanes (`lanes`:
+    those of one part of the head dim; every lane gets the totals); the final loop's stores
+    made by key lane 0."""
     kl = fu.key_loop
     b = Builder(InsertPoint.after(kl))
-    total = b.insert(tile.CombineOp(tile.CombineKind.ADD, kl.res[1])).result
+    total = b.insert(tile.CombineOp(tile.CombineKind.ADD, kl.res[1], lanes=lanes)).result
     for use in list(kl.res[1].uses):
         if use.operation is not total.owner:
             use.operation.operands[use.index] = total
-    for d in range(row.head_dim):
+    for d in range(fu.acc.type.get_shape()[0]):
         at = const(b, d)
         part = b.insert(loop.LoadOp(fu.acc, [at])).result
-        whole = b.insert(tile.CombineOp(tile.CombineKind.ADD, part)).result
+        whole = b.insert(tile.CombineOp(tile.CombineKind.ADD, part, lanes=lanes)).result
         b.insert(loop.StoreOp(whole, fu.acc, [at]))
     first = b.insert(arith.CmpiOp(tx, const(b, 0), "eq")).result
     first.name_hint = "lane0"

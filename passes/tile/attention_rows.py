@@ -131,6 +131,7 @@ class TileAttentionRowsPass(KernelPass):
     rows: int | None = None
     stage_keys: int | None = None
     lane_keys: int | None = None
+    head_parts: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         found = [(r, row) for r in block_regions(kernel) if (row := flash_row(r))]
@@ -140,10 +141,10 @@ class TileAttentionRowsPass(KernelPass):
         threads, per_block = 0, plan.knob("rows", 1)
         grid = list(kernel.grid_dims)
         stored = stored_buffers(kernel)
-        lane_keys = plan.knob("lane_keys", 0)
+        lane_keys, parts = plan.knob("lane_keys", 0), plan.knob("head_parts", 1)
         for region, row in found:
             t = min(plan.knob("threads"), -(-row.head_dim // hw.WARP) * hw.WARP)
-            if not lane_keys or row.head_dim <= HOISTED_Q:
+            if not lane_keys or row.head_dim // parts <= HOISTED_Q:
                 for kl in row.key_loops:
                     hoist_query(row, kl, stored)
             outer = region.parent_op()
@@ -156,7 +157,7 @@ class TileAttentionRowsPass(KernelPass):
                     raise PassOptionError(
                         f"{self.name}: kernel @{kernel.sym_name.data}: lane_keys needs one key "
                         "loop with one q . k and the standard online update")
-                own_keys(row, fu, t, lane_keys)
+                own_keys(row, fu, t, lane_keys, parts)
                 threads = max(threads, t)
                 continue
             if plan.knob("stage_keys", 0):

@@ -433,10 +433,11 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     step's K and V tiles in shared memory (the model prefers the reuse to more, smaller
     blocks even where 4 warps leave SMs idle), 64 keys a step (32 past a head dim of 64: the
     scores and the accumulator share a lane's registers); unstaged where the head dim is not a
-    whole number of fragments. Otherwise, up to a head dim of HOISTED_Q, 8 lanes a row each
-    owning a key a step (`lane_keys` 1: no shuffle tree between one key and the next; the
-    model prefers 8 lanes to 4, 16 or 32, and one key a lane to two: fewer registers);
-    past it a group of lanes a row splitting the head dim (`_row_threads`). As many rows a
+    whole number of fragments. Otherwise the lanes of a row own keys (`lane_keys` 1: no shuffle
+    tree between one key and the next; one key a lane: the model prefers it to two, fewer
+    registers), the head dim in `_head_parts` parts, 16 lanes a row for rows of up to 128
+    keys, 8 for longer (more rows a block, sharing K and V in L1); a row that cannot (fact
+    own_keys) a group of lanes splitting the head dim (`_row_threads`). As many rows a
     block (up to 128 threads) as still give every SM two blocks; K and V read through L1
     (`stage_keys` 0: the model finds the rows of a block share them there as well)."""
     rows = f["rows"]
@@ -453,10 +454,13 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
                 and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
         return knobs
+    parts = fixed.get("head_parts", _head_parts(f["head_dim"]))
     own = fixed.get("lane_keys", int(  # (threads given alone: the head dim's)
-        f.get("own_keys", False) and f["head_dim"] <= HOISTED_Q and "threads" not in fixed
+        f.get("own_keys", False) and bool(parts) and "threads" not in fixed
         and not fixed.get("stage_keys", 0)))
-    threads = fixed.get("threads", min(8, _pow2_ceil(f["keys"])) if own
+    parts = parts if own else 1
+    lanes = 16 if f["keys"] <= 128 else 8  # short rows: more lanes; long: more rows a block
+    threads = fixed.get("threads", min(lanes, _pow2_ceil(f["keys"]) * parts) if own
                         else _row_threads(f["head_dim"], others * queries))
     per = 1
     if threads < hw.WARP:
@@ -464,7 +468,18 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         full = [r for r in options if r * threads >= hw.WARP] or options[:1]
         per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
     return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
-                                     "stage_keys": 0, "lane_keys": own} | fixed)
+                                     "stage_keys": 0, "lane_keys": own, "head_parts": parts}
+                     | fixed)
+
+
+def _head_parts(head_dim: int) -> int:
+    """The parts of the head dim a key's lanes share with lane_keys: 32 elements a lane (the
+    model's choice on TinyLlama's and Qwen2.5's 64 and 128, over 16 and 64), at most HOISTED_Q
+    (past it a lane's accumulator spills); a power of two dividing the head dim, or 0 where
+    none does."""
+    want = max(1, head_dim // 32)
+    fits = [p for p in (1, 2, 4, 8) if head_dim % p == 0 and head_dim // p <= HOISTED_Q]
+    return next((p for p in fits if p >= want), fits[-1] if fits else 0)
 
 
 def _row_threads(head_dim: int, rows: int) -> int:

@@ -28,13 +28,17 @@ from deplo.tools.api import random_inputs
 
 pytestmark = pytest.mark.skipif(not cpu_runtime_available(), reason="no g++ for the CPU runtime")
 
-CASES = [  # (S, D, causal, threads, rows, lane_keys)
-    (7, 16, True, 4, 4, 2),  # 6 keys of a step of 8: the last keys masked
-    (37, 64, True, 8, 4, 2),
-    (37, 64, False, 8, 4, 1),
-    (40, 64, True, 32, 2, 4),
-    (9, 16, True, 1, 8, 1),  # one lane a row: no combine
-    (33, 128, True, 8, 4, 1),  # q read where it is (past HOISTED_Q)
+CASES = [  # (S, D, causal, threads, rows, lane_keys, head_parts)
+    (7, 16, True, 4, 4, 2, 1),  # 6 keys of a step of 8: the last keys masked
+    (37, 64, True, 8, 4, 2, 1),
+    (37, 64, False, 8, 4, 1, 1),
+    (40, 64, True, 32, 2, 4, 1),
+    (9, 16, True, 1, 8, 1, 1),  # one lane a row: no combine
+    (33, 128, True, 8, 4, 1, 1),  # q read where it is (past HOISTED_Q)
+    (37, 64, True, 16, 4, 2, 2),  # two lanes a key, 32 of the head dim each
+    (33, 128, False, 16, 8, 1, 4),  # four lanes a key (Qwen2.5's head dim)
+    (21, 128, True, 8, 2, 2, 8),  # eight: one key lane
+    (9, 32, True, 2, 8, 1, 2),  # one key lane of two parts
 ]
 
 
@@ -49,22 +53,26 @@ def _combines(k: tile.KernelOp) -> int:
     return sum(isinstance(op, tile.CombineOp) for op in k.walk())
 
 
-@pytest.mark.parametrize("s,d,causal,threads,rows,lane_keys", CASES)
+@pytest.mark.parametrize("s,d,causal,threads,rows,lane_keys,parts", CASES)
 def test_lanes_own_keys(s: int, d: int, causal: bool, threads: int, rows: int,
-                        lane_keys: int) -> None:
+                        lane_keys: int, parts: int) -> None:
     c = deplo.compile(_sdpa(causal), _qkv(s, d))
-    _with_rows_options(c, f"threads={threads} rows={rows} lane-keys={lane_keys}")
+    _with_rows_options(c, f"threads={threads} rows={rows} lane-keys={lane_keys} "
+                          f"head-parts={parts}")
     (k,) = _flash_kernels(c)
     assert k.block_dims[:2] == (threads, rows)
-    # one max a step, then l and every accumulator element summed once (none with one lane)
-    assert _combines(k) == (0 if threads == 1 else 2 + d)
+    # a q . k sum over the parts a key, one max a step, then l and every accumulator element
+    # of a part summed over the key lanes once (nothing to sum with one lane)
+    owners = threads // parts
+    want = (lane_keys if parts > 1 else 0) + (threads > 1) + (1 + d // parts) * (owners > 1)
+    assert _combines(k) == want, _combines(k)
     xs = random_inputs(c.program, seed=2)
     want = _sdpa(causal)(*(torch.from_numpy(x).double() for x in xs)).numpy()
     exe = c.executable("cpu")
     for schedule in SCHEDULES:
         (got,) = exe.run(xs, schedule=schedule)
         assert _max_rel(got, want) <= 1e-5, (schedule, _max_rel(got, want))
-    if d <= 64:
+    if d // parts <= 64:
         _no_spills(c)
 
 
@@ -79,7 +87,7 @@ def test_mask_and_more_keys_than_queries() -> None:
         return F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask)
 
     c = deplo.compile(f, [q, kv, mask])
-    _with_rows_options(c, "threads=8 rows=4 lane-keys=2")
+    _with_rows_options(c, "threads=8 rows=4 lane-keys=2 head-parts=2")
     xs = random_inputs(c.program, seed=4)
     want = f(*(torch.from_numpy(x).double() for x in xs)).numpy()
     (got,) = c.executable("cpu").run(xs)
@@ -94,7 +102,7 @@ def test_bf16_rows_off_tensor_cores() -> None:
 
     c = deplo.compile(_sdpa(True), _qkv(21, 64, torch.bfloat16))
     options = {"tile-attention-mma": "{mma=false}",
-               "tile-attention-rows": "{threads=8 rows=4 lane-keys=2}"}
+               "tile-attention-rows": "{threads=8 rows=4 lane-keys=2 head-parts=1}"}
     tile_passes = pipeline.PIPELINES["to-tile"][len(pipeline.PIPELINES["to-loop"]):]
     spec = ",".join(p + options.get(p, "") for p in tile_passes)
     c._levels["tile"] = run_passes(c.module("loop").clone(), spec, 0)
@@ -115,19 +123,24 @@ def test_lane_keys_knob_is_checked() -> None:
     knobs = dict(plan.knobs)
     for changes, why in (({"lane_keys": 3}, "expected 0 (the head dim split) or 1, 2, 4 or 8"),
                          ({"lane_keys": 2, "threads": 64, "rows": 1}, "one warp's at most"),
-                         ({"lane_keys": 2, "stage_keys": 16}, "stage_keys must be 0")):
+                         ({"lane_keys": 2, "stage_keys": 16}, "stage_keys must be 0"),
+                         ({"head_parts": 3}, "expected 1, 2, 4 or 8 parts"),
+                         ({"head_parts": 2, "lane_keys": 0}, "with lane_keys")):
         bad = Plan(plan.kind, plan.facts, tuple(
             (n, changes.get(n, v)) for n, v in knobs.items())).violations()
-        assert ("lane_keys", bad[0][1]) in bad and why in bad[0][1], bad
+        assert bad and why in bad[0][1], bad
     # a row whose update lanes cannot own keys (no fact own_keys): the knob names the fact
     facts = tuple((n, v) for n, v in plan.facts if n != "own_keys")
     bad = Plan(plan.kind, facts, tuple(knobs.items())).violations()
     assert bad and bad[0][0] == "lane_keys" and "fact own_keys" in bad[0][1], bad
-    # the tuner offers lane_keys only where it can pay: a head dim up to 64, a warp a row
+    # the tuner offers lane_keys only where it can be: a warp a row, nothing staged
     from deplo.dialects.tile_plan import CLASSES
 
     cls, f = CLASSES["attention"], dict(plan.facts)
     assert cls.domain("lane_keys", f, knobs) == (0, 1, 2, 4)
-    assert cls.domain("lane_keys", {**f, "head_dim": 128}, knobs) == (0,)
     assert cls.domain("lane_keys", f, {**knobs, "threads": 64}) == (0,)
+    # parts: dividing the head dim and the lanes, each at most 64 of the head dim
+    assert cls.domain("head_parts", f, {**knobs, "threads": 2}) == (1, 2)
+    assert cls.domain("head_parts", {**f, "head_dim": 256}, knobs) == (1, 4, 8)
+    assert cls.domain("head_parts", f, {**knobs, "lane_keys": 0}) == (1,)
     assert cls.domain("lane_keys", {k: v for k, v in f.items() if k != "own_keys"}, knobs) == (0,)

@@ -223,7 +223,7 @@ def test_stage_keys_knob_is_checked() -> None:
     (k,) = _flash_kernels(c)
     plan = k.the_plan
     assert plan.knob("stage_keys") == 0 and not plan.violations()
-    knobs = dict(plan.knobs) | {"lane_keys": 0}  # (staging is the head-dim split's)
+    knobs = dict(plan.knobs) | {"lane_keys": 0, "head_parts": 1}  # (staging: the head-dim split)
     for step, why in ((24, "expected 0 (no staging), 16, 32, 64 or 128"),
                       (128, "more than")):
         bad = Plan(plan.kind, plan.facts, tuple(

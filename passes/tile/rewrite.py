@@ -414,12 +414,7 @@ def slice_loop(lp: tile.ForOp, t: SSAValue, threads: int) -> tile.ForOp:
     body = Rewriter.move_region_contents_to_new_regions(lp.body)
     j = body.block.args[0]
     uses = list(j.uses)
-    new = tile.ForOp(0, n // threads, lp.binding, list(lp.inits), body)
-    new.attributes |= lp.attributes
-    Rewriter.insert_op(new, InsertPoint.before(lp))
-    for old, res in zip(lp.res, new.res):
-        old.replace_all_uses_with(res)
-    Rewriter.erase_op(lp)
+    new = swap_loop(lp, tile.ForOp(0, n // threads, lp.binding, list(lp.inits), body))
     b = Builder(InsertPoint.at_start(body.block))
     a = add(b, thread_start(b, t, lb, step), mul(b, j, step * threads))
     a.name_hint, j.name_hint = j.name_hint, "j"
@@ -432,7 +427,12 @@ def bound_loop(lp: tile.ForOp, stop: SSAValue) -> tile.ForOp:
     """`lp` rebuilt to stop at min(`stop`, its upper bound) (same body and accumulators)."""
     body = Rewriter.move_region_contents_to_new_regions(lp.body)
     lb = lp.dyn_lb if lp.dyn_lb is not None else lp.static_lb
-    new = tile.ForOp(lb, lp.ub.data, lp.binding, list(lp.inits), body, lp.step.data, stop)
+    return swap_loop(lp, tile.ForOp(lb, lp.ub.data, lp.binding, list(lp.inits), body,
+                                    lp.step.data, stop))
+
+
+def swap_loop(lp: tile.ForOp, new: tile.ForOp) -> tile.ForOp:
+    """`new` in `lp`'s place: its attributes, the uses of its results; `lp` erased."""
     new.attributes |= lp.attributes
     Rewriter.insert_op(new, InsertPoint.before(lp))
     for old, res in zip(lp.res, new.res):
@@ -460,14 +460,8 @@ def unroll_by(lp: tile.ForOp, factor: int) -> tile.ForOp:
                 b.insert(op.clone(value_mapper=vmap))
     b.insert(tile.YieldOp(*accs))
     assert lp.static_lb is not None and lp.step.data == 1
-    new = tile.ForOp(lp.static_lb, lp.ub.data, lp.binding, list(lp.inits), Region(body), factor,
-                     lp.dyn_ub)
-    new.attributes |= lp.attributes
-    Rewriter.insert_op(new, InsertPoint.before(lp))
-    for old, res in zip(lp.res, new.res):
-        old.replace_all_uses_with(res)
-    Rewriter.erase_op(lp)
-    return new
+    return swap_loop(lp, tile.ForOp(lp.static_lb, lp.ub.data, lp.binding, list(lp.inits),
+                                    Region(body), factor, lp.dyn_ub))
 
 
 def thread_loop(extent: int, bind: tile.Bind = tile.Bind.THREAD_X, hint: str = "t") -> tile.ForOp:

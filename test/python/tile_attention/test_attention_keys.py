@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 from test_attention_rows import (
-    SCHEDULES,
     _flash_kernels,
     _max_rel,
     _no_spills,
     _sdpa,
     _with_rows_options,
+    masked_longer_keys,
+    matches_float64,
 )
 
 import deplo
@@ -66,32 +66,17 @@ def test_lanes_own_keys(s: int, d: int, causal: bool, threads: int, rows: int,
     owners = threads // parts
     want = (lane_keys if parts > 1 else 0) + (threads > 1) + (1 + d // parts) * (owners > 1)
     assert _combines(k) == want, _combines(k)
-    xs = random_inputs(c.program, seed=2)
-    want = _sdpa(causal)(*(torch.from_numpy(x).double() for x in xs)).numpy()
-    exe = c.executable("cpu")
-    for schedule in SCHEDULES:
-        (got,) = exe.run(xs, schedule=schedule)
-        assert _max_rel(got, want) <= 1e-5, (schedule, _max_rel(got, want))
+    matches_float64(c, _sdpa(causal))
     if d // parts <= 64:
         _no_spills(c)
 
 
 def test_mask_and_more_keys_than_queries() -> None:
     """An additive (row, key) mask read in the chain of every key a lane owns; Sk > Sq."""
-    g = torch.Generator().manual_seed(5)
-    q = torch.randn(1, 2, 9, 32, generator=g)
-    kv = torch.randn(1, 2, 45, 32, generator=g)
-    mask = torch.randn(1, 1, 9, 45, generator=g)
-
-    def f(q, kv, mask):
-        return F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask)
-
-    c = deplo.compile(f, [q, kv, mask])
+    f, inputs = masked_longer_keys()
+    c = deplo.compile(f, inputs)
     _with_rows_options(c, "threads=8 rows=4 lane-keys=2 head-parts=2")
-    xs = random_inputs(c.program, seed=4)
-    want = f(*(torch.from_numpy(x).double() for x in xs)).numpy()
-    (got,) = c.executable("cpu").run(xs)
-    assert _max_rel(got, want) <= 1e-5, _max_rel(got, want)
+    matches_float64(c, f, seed=4)
 
 
 def test_bf16_rows_off_tensor_cores() -> None:

@@ -183,18 +183,22 @@ def test_staged_keys(s: int, d: int, causal: bool, threads: int, rows: int, step
     (k,) = _flash_kernels(c)
     loads, stages = _key_loop_loads(k)
     assert (loads, stages) == (0, 2), (loads, stages)  # K and V staged; q hoisted
-    xs = random_inputs(c.program, seed=2)
-    want = _sdpa(causal)(*(torch.from_numpy(x).double() for x in xs)).numpy()
+    matches_float64(c, _sdpa(causal))
+    _no_spills(c)
+
+
+def matches_float64(c: Compiled, fn, seed: int = 2) -> None:
+    """`c` on the CPU runtime, under each fiber schedule, within 1e-5 of `fn` in float64."""
+    xs = random_inputs(c.program, seed=seed)
+    want = fn(*(torch.from_numpy(x).double() for x in xs)).numpy()
     exe = c.executable("cpu")
     for schedule in SCHEDULES:
         (got,) = exe.run(xs, schedule=schedule)
         assert _max_rel(got, want) <= 1e-5, (schedule, _max_rel(got, want))
-    _no_spills(c)
 
 
-def test_staged_keys_with_mask_and_longer_keys() -> None:
-    """An additive mask read by (row, key) stays in global memory; Sq != Sk; self-attention
-    with q = k = v (one buffer staged once per step, for both products)."""
+def masked_longer_keys():
+    """sdpa with an additive (row, key) mask, 9 queries on 45 keys, k = v: (fn, inputs)."""
     g = torch.Generator().manual_seed(5)
     q = torch.randn(1, 2, 9, 32, generator=g)
     kv = torch.randn(1, 2, 45, 32, generator=g)
@@ -203,7 +207,14 @@ def test_staged_keys_with_mask_and_longer_keys() -> None:
     def f(q, kv, mask):
         return F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask)
 
-    c = deplo.compile(f, [q, kv, mask])
+    return f, [q, kv, mask]
+
+
+def test_staged_keys_with_mask_and_longer_keys() -> None:
+    """An additive mask read by (row, key) stays in global memory; Sq != Sk; self-attention
+    with q = k = v (one buffer staged once per step, for both products)."""
+    f, inputs = masked_longer_keys()
+    c = deplo.compile(f, inputs)
     _with_rows_options(c, "threads=4 rows=8 stage-keys=16")
     (k,) = _flash_kernels(c)
     loads, stages = _key_loop_loads(k)

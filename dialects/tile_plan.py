@@ -387,10 +387,11 @@ ATTENTION_MMA = ("warps", "key_block", "stage")
 ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "head_parts", "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
-"""lane_keys: the longest head dim whose q row a lane keeps in registers beside its whole
-accumulator (twice that many registers; past it q is read at every step, through L1). The
-heuristic and the tuner give lane_keys up to it: past it the accumulator, the K and V rows in
-flight and the rest spill (Qwen2.5's 128: 255 registers and spills, NVRTC sm_90)."""
+"""lane_keys: the most of the head dim (its part, with head_parts) whose q a lane keeps in
+registers beside its accumulator (twice that many registers; past it q is read at every step,
+through L1). The heuristic's and the tuner's parts are at most this: past it the accumulator,
+the K and V rows in flight and the rest spill (a whole head dim of 128: 255 registers and
+spills, NVRTC sm_90)."""
 
 
 @dataclass(frozen=True)

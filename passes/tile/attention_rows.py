@@ -1,6 +1,6 @@
 """tile-attention-rows: the threads of a block run flash-attention rows — each row's lanes
-owning keys (the plan's `lane_keys` > 0: passes/tile/attention_keys.py, the heuristic's up to
-a head dim of 64), or, as this docstring goes on to show, sharing its head dim.
+owning keys (the plan's `lane_keys` > 0: passes/tile/attention_keys.py, the heuristic's where
+the row has the fact own_keys), or, as this docstring goes on to show, sharing its head dim.
 
 After loop-online-softmax a block (one query row, from tile-map-grid) holds a `loop.private`
 accumulator over the head dim D, free loops over D (its init and the final normalize/store),

@@ -458,7 +458,7 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     own = fixed.get("lane_keys", int(  # (threads given alone: the head dim's)
         f.get("own_keys", False) and bool(parts) and "threads" not in fixed
         and not fixed.get("stage_keys", 0)))
-    parts = parts if own else 1
+    parts = max(1, parts) if own else 1
     lanes = 16 if f["keys"] <= 128 else 8  # short rows: more lanes; long: more rows a block
     threads = fixed.get("threads", min(lanes, _pow2_ceil(f["keys"]) * parts) if own
                         else _row_threads(f["head_dim"], others * queries))

@@ -11,7 +11,8 @@ does it: each warp owns 16 query rows and walks the keys `key_block` at a time.
         %m0, %m1, %l0, %l1, %o.. = tile.for %k0 = 0 to S step B bind(serial) iter(...) {
           S = Q K^T: per 8 keys f, 4 scores a lane (rows g, g + 8; keys 2t, 2t + 1):
             %s.. = tile.mma %q.., tile.fragment_load b_nk %k[.., %k0 + 8f, 16 kk] ..
-          x = the row's scalar chain on each score (scale, causal select, mask loads)
+          x = the row's scalar chain on each score (scale, causal select, mask loads; what
+            needs no score, a mask's loads, goes out before the mma)
           the block's max of each row: a lane's own, then `tile.combine max .. lanes 4`
           m' = max(m, max); p = exp(x - m'); alpha = exp(m - m'); l = l alpha + sum p
           O = O alpha + P V: P packed to A fragments in registers (the accumulator layout of
@@ -172,6 +173,8 @@ class _Rewrite:
         d_iv, pv_iv = fm.qk.loop.iv, fm.v.parent_op().iv
         k_at = self.tile_of(kb, fm.qk.b, d_iv, k0)
         v_at = self.tile_of(kb, fm.v, pv_iv, k0)
+        # the chain's work that does not need the scores (the mask's loads) before the mma
+        early = [[self.score_inputs(kb, k0, f, e) for e in range(4)] for f in range(bk // 8)]
         # S = Q K^T, 8 keys a tile
         scores = []
         for f in range(bk // 8):
@@ -181,7 +184,8 @@ class _Rewrite:
                 acc = list(kb.insert(tile.MmaOp(self.type, qf, kf, acc)).results)
             scores.append(acc)
         # the row's chain on every score
-        x = [[self.score(kb, k0, f, e, scores[f][e]) for e in range(4)] for f in range(bk // 8)]
+        x = [[self.score(kb, *early[f][e], scores[f][e]) for e in range(4)]
+             for f in range(bk // 8)]
         new_m, alpha = [], []
         for r in range(2):
             mine = rw.tree(kb, arith.MaximumfOp, [x[f][e] for f in range(bk // 8)
@@ -233,18 +237,31 @@ class _Rewrite:
             st.result.name_hint = ld.buffer.name_hint + "s"
         return lambda key, col: (st.result, [key, col] if keys_first else [col, key])
 
-    def score(self, kb: Builder, k0: SSAValue, f: int, e: int, s: SSAValue) -> SSAValue:
-        """The chain of the row's scalar code on score `s` of tile f, element e."""
+    def score_inputs(self, kb: Builder, k0: SSAValue, f: int, e: int) -> tuple[SSAValue, dict]:
+        """(the key, the value map) of score f, e, with the ops of the row's chain that do not
+        use the score (a mask's loads) already cloned: they go out before the step's mma."""
         fm = self.fm
         key = rw.add(kb, rw.add(kb, k0, rw.const(kb, 8 * f)), self.t2)
         if e % 2:
             key = rw.add(kb, key, rw.const(kb, 1))
         row = self.row_of(kb, e)
         vmap = {fm.key_loop.iv: rw.clamp(kb, key, self.keys) if self.keys % self.bk else key,
-                fm.row_iv: rw.clamp(kb, row, self.seq) if self.seq % 16 else row,
-                fm.qk.loop.res[0]: s}
+                fm.row_iv: rw.clamp(kb, row, self.seq) if self.seq % 16 else row}
+        uses_s = {fm.qk.loop.res[0]}
         for op in fm.chain:
-            kb.insert(op.clone(value_mapper=vmap))
+            if any(o in uses_s for o in op.operands):
+                uses_s.update(op.results)
+            else:
+                kb.insert(op.clone(value_mapper=vmap))
+        return key, vmap
+
+    def score(self, kb: Builder, key: SSAValue, vmap: dict, s: SSAValue) -> SSAValue:
+        """The rest of the row's chain on score `s` (score_inputs' key and map)."""
+        fm = self.fm
+        vmap[fm.qk.loop.res[0]] = s
+        for op in fm.chain:
+            if op.results and op.results[0] not in vmap:
+                kb.insert(op.clone(value_mapper=vmap))
         x = vmap.get(fm.x, fm.x)
         if self.keys % self.bk:  # keys past the end of the last step
             ok = rw.below(kb, key, self.keys)

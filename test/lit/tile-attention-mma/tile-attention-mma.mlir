@@ -7,7 +7,8 @@
 // on tensor cores: two warps a block, 16 query rows each (32 rows: one block a head, rows 20..31
 // computed and not stored), 16 keys a step. Q's fragments are loaded once; each step stages the
 // K and V tiles in shared memory (rows padded by 8 halves), S = Q K^T is two mma tiles of 8
-// keys, the chain (scale, causal select, the mask of keys past 20) runs on each score, the row
+// keys (the chain's work that needs no score, the causal compare, before them), the chain
+// (scale, causal select, the mask of keys past 20) runs on each score, the row
 // max is a lane's own then 4 lanes', the probabilities are packed to an A fragment in
 // registers, O += P V on two 8-column tiles of V. The key loop stops after the block's last row.
 // CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20) {grid_dims = 2, mma = true, warps = 2, key_block = 16, stage = true, copy = sync, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
@@ -22,9 +23,10 @@
 // CHECK:                 %[[KV:.*]] = arith.floordivsi %a1, %c2 : index
 // CHECK-NEXT:            %x1s = tile.stage %x1[%a0, %[[KV]], %k0, 0] [1, 1, 16, 16] into shared copy(sync) buffers(1) pad(8) : memref<1x1x20x16xbf16> -> memref<16x24xbf16, 3 : i64>
 // CHECK-NEXT:            %x2s = tile.stage %x2[%a0, %[[KV]], %k0, 0] [1, 1, 16, 16] into shared copy(sync) buffers(1) pad(8)
+// CHECK:                 arith.cmpi sle,
 // CHECK:                 tile.fragment_load b_nk %x1s[{{.*}}] lane(%l)
 // CHECK-NEXT:            tile.mma bf16 %[[Q]],
-// CHECK:                 arith.cmpi sle,
+// CHECK:                 arith.select
 // CHECK:                 %in = arith.cmpi ult, %{{.*}}, %c20 : index
 // CHECK:                 tile.combine max %{{.*}} over thread.x lanes 4 : f32
 // CHECK:                 tile.pack_halves %{{.*}}, %{{.*}} : bf16

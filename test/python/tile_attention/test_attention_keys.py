@@ -1,9 +1,9 @@
 """tile-attention-rows with lane_keys: each lane of a row owns keys (passes/tile/attention_keys).
 
-sdpa (causal and not, GQA 4 / 2, ragged key steps, head dims 16 / 64 / 128: 128 keeps q out of
-registers), an additive mask with more keys than queries, and bf16 rows off tensor cores, on
-the CPU runtime under two fiber schedules against float64 PyTorch; the plan's checks; no spills
-for the head dims the heuristic gives it.
+sdpa (causal and not, GQA 4 / 2, ragged key steps, head dims 16 / 32 / 64 / 128 in 1 to 8
+parts: 128 in one keeps q out of registers), an additive mask with more keys than queries, and
+bf16 rows off tensor cores, on the CPU runtime under two fiber schedules against float64
+PyTorch; the heuristic's plan and the plan's checks; no spills up to 64 of the head dim a lane.
 """
 
 from __future__ import annotations
@@ -104,7 +104,8 @@ def test_bf16_rows_off_tensor_cores() -> None:
 def test_lane_keys_knob_is_checked() -> None:
     c = deplo.compile(_sdpa(True), _qkv(37, 64))
     (k,) = _flash_kernels(c)
-    plan = k.the_plan
+    plan = k.the_plan  # the heuristic's: 16 lanes (37 keys), two parts of 32
+    assert (plan.knob("lane_keys"), plan.knob("threads"), plan.knob("head_parts")) == (1, 16, 2)
     knobs = dict(plan.knobs)
     for changes, why in (({"lane_keys": 3}, "expected 0 (the head dim split) or 1, 2, 4 or 8"),
                          ({"lane_keys": 2, "threads": 64, "rows": 1}, "one warp's at most"),

@@ -82,6 +82,7 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
     kl.ub = IntAttr(-(-keys // step) * step)
     kl.step = IntAttr(step)
     body = kl.body.block
+    _loads_first(body, fu)
     scoring = list(body.ops)[:body.get_operation_index(fu.new_max)]
     b = Builder(InsertPoint.at_start(body))
     k0 = kl.iv
@@ -115,6 +116,20 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
     for lp in threads.walk():  # loops over the head dim: unrolled whatever the plan's
         if isinstance(lp, tile.ForOp) and lp is not kl and lp.binding == tile.Bind.SERIAL:
             lp.bind = tile.BindAttr(tile.Bind.UNROLL)  # `unroll`, or the arrays go to memory
+
+
+def _loads_first(body, fu: FlashUpdate) -> None:
+    """The row chain's work that needs no q . k (a mask's loads, the key's index) moved before
+    the q . k loop: its loads go out before the loop's dependent FMAs, not after them."""
+    red = fu.reduce
+    needs = set(red.results)
+    for op in list(body.ops)[body.get_operation_index(red) + 1:body.get_operation_index(
+            fu.new_max)]:
+        if any(o in needs for o in op.operands):
+            needs.update(op.results)
+        else:
+            op.detach()
+            body.insert_op_before(op, red)
 
 
 def _widen(lp: tile.ForOp) -> None:

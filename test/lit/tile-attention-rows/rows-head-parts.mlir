@@ -20,6 +20,7 @@
 // CHECK-NEXT:        loop.store %[[Q]], %x0r[%[[J]]] : memref<8xf32>
 // CHECK:           tile.for %r0 = 0 to min(%kub, 6) step 2 bind(serial)
 // CHECK-NEXT:        %[[KEY:.*]] = arith.addi %r0, %kl : index
+// CHECK:             arith.cmpi sle,
 // CHECK-NEXT:        %[[S:.*]] = tile.for %r0_1 = 0 to 8 step 4 bind(unroll)
 // CHECK:               loop.load %x0r[%r0_1] : memref<8xf32>
 // CHECK:             %[[ALL:.*]] = tile.combine add %[[S]] over thread.x lanes 4 stride 2 : f32

@@ -6,7 +6,8 @@
 // kernel-vectorize). One max over the lanes a step; p a key; l and the accumulator partial
 // a lane (the second key's accumulator loop without the rescale), summed across the lanes
 // after the key loop; lane 0 stores. The causal stop (the block's last row) and the rows on
-// thread.y are as without lane_keys; the loops over the head dim are unrolled.
+// thread.y are as without lane_keys; the loops over the head dim are unrolled; the chain's
+// work that needs no q . k (the causal compare) goes before the q . k loop.
 // CHECK-LABEL: tile.kernel @sdpa(
 // CHECK-SAME:      grid(2, 2, 1) block(4, 4, 1)
 // CHECK:           tile.for %ty = 0 to 4 bind(thread.y) {
@@ -21,12 +22,14 @@
 // CHECK-NEXT:            %[[K1:.*]] = arith.addi %[[R4]], %t : index
 // CHECK:                 %[[C0:.*]] = arith.minsi %[[K0]], %c5_2 : index
 // CHECK:                 %[[C1:.*]] = arith.minsi %[[K1]], %c5_3 : index
+// CHECK:                 arith.cmpi sle,
 // CHECK-NEXT:            %[[S0:.*]] = tile.for %r0_1 = 0 to 16 step 4 bind(unroll) iter(
 // CHECK:                   loop.load %x1[%a0, %a1, %{{.*}}, %[[C0]], %r0_1]
 // CHECK:                   %[[D1:.*]] = arith.addi %r0_1, %c1_1 : index
 // CHECK:                   loop.load %x1[%a0, %a1, %{{.*}}, %[[C0]], %[[D1]]]
 // CHECK:                 %in_1 = arith.cmpi ult, %[[K0]], %c6_1 : index
 // CHECK-NEXT:            %[[X0:.*]] = arith.select %in_1, %{{.*}}, %{{.*}} : f32
+// CHECK:                 arith.cmpi sle,
 // CHECK-NEXT:            tile.for %r0_2 = 0 to 16 step 4 bind(unroll) iter(
 // CHECK:                   loop.load %x1[%a0, %a1, %{{.*}}, %[[C1]], %r0_2]
 // CHECK:                 %in_2 = arith.cmpi ult, %[[K1]], %c6_2 : index

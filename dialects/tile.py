@@ -957,17 +957,19 @@ class CombineOp(IRDLOperation):
             if not 1 <= n <= WARP or n & (n - 1):
                 raise VerifyException(f"{where}: expected lanes to be a power of two up to "
                                       f"{WARP}, got {n}")
-        if self.stride is not None:
-            n, top = self.stride.value.data, self.lanes.value.data if self.lanes else WARP
-            if not 1 <= n < top or n & (n - 1):
+        kernel = enclosing_kernel(self)
+        assert kernel is not None
+        if self.stride is not None:  # within a warp: its shuffles only
+            bx = kernel.block_dims[0]
+            n = self.stride.value.data
+            top = self.lanes.value.data if self.lanes else bx
+            if not 1 <= n < top <= WARP or n & (n - 1):
                 raise VerifyException(f"{where}: expected stride to be a power of two under the "
-                                      f"lanes combined ({top}), got {n}")
+                                      f"lanes combined ({top}, at most a warp), got {n}")
         if axis != Bind.THREAD_X:
             raise VerifyException(
                 f"{where}: expected a combine over thread.x (the only one lowered)"
             )
-        kernel = enclosing_kernel(self)
-        assert kernel is not None
         loops = enclosing_loops(self)
         owner = next((lp for lp in loops if lp.binding == axis), None)
         if owner is None:

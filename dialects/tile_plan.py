@@ -121,8 +121,9 @@ KNOBS: dict[str, Knob] = {
         Knob("stage_keys", int, "attention rows: keys a step whose K and V tiles the block "
                                 "copies to shared memory (0: read where they are)"),
         Knob("lane_keys", int, "attention rows: 0, a row's threads split its head dim; n > 0, "
-                               "each owns n keys a step (q . k over the whole head dim in one "
-                               "lane, partial sums added across the lanes once, at the end)",
+                               "each owns n keys a step (q . k over its part of the head dim, "
+                               "head_parts; partial sums added across the lanes once, at the "
+                               "end)",
              default=0),
         Knob("head_parts", int, "attention rows with lane_keys: the head dim in this many "
                                 "parts, each a lane's (the lanes of a key add their q . k)",
@@ -394,6 +395,13 @@ the K and V rows in flight and the rest spill (a whole head dim of 128: 255 regi
 spills, NVRTC sm_90)."""
 
 
+def _parts(facts: dict, knobs: dict) -> tuple[int, ...]:
+    """The head_parts a lane's part of the head dim fits HOISTED_Q with (past it, it spills),
+    dividing the head dim and the threads."""
+    d, t = facts["head_dim"], knobs["threads"]
+    return tuple(p for p in (1, 2, 4, 8) if d % p == 0 and t % p == 0 and d // p <= HOISTED_Q)
+
+
 @dataclass(frozen=True)
 class AttentionClass(RowClass):
     """Flash-attention rows: also fewer threads than a warp a row (a group of lanes shares the
@@ -492,12 +500,10 @@ class AttentionClass(RowClass):
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
         if knob == "lane_keys":
             keyed = facts.get("own_keys") and knobs["threads"] <= WARP \
-                and not knobs.get("stage_keys", 0)
+                and not knobs.get("stage_keys", 0) and _parts(facts, knobs)
             return (0, 1, 2, 4) if keyed else (0,)
-        if knob == "head_parts":  # a lane's part up to HOISTED_Q: past it, it spills
-            return tuple(p for p in (1, 2, 4, 8) if p == 1 or (
-                knobs["lane_keys"] and facts["head_dim"] % p == 0 and knobs["threads"] % p == 0
-                and facts["head_dim"] // p <= HOISTED_Q)) if knobs["lane_keys"] else (1,)
+        if knob == "head_parts":
+            return (_parts(facts, knobs) or (1,)) if knobs["lane_keys"] else (1,)
         if knob == "stage_keys":
             return tuple(k for k in (0, 16, 32, 64) if not k or attention_stage_bytes(
                 facts, {**knobs, "stage_keys": k}) <= SHARED_MEMORY_BYTES)

@@ -4,7 +4,7 @@ The head-dim split (attention_rows.rewrite) combines every key's q . k across th
 before the (m, l) update can start: a shuffle tree, an exp and the update stand between one
 key and the next, so a row is a long chain of dependent latencies (ncu on an fp32 sdpa: long
 scoreboard stalls). Here each of the row's T lanes scores its own keys instead, the whole
-head dim in one lane, and the row steps T E keys at a time:
+head dim in one lane (or its part, below), and the row steps T E keys at a time:
 
     %m, %l = tile.for %k0 = 0 to 128 step 32 bind(serial) iter(%m = .., %l = ..) {
       %key = %k0 + %tx (+ e T)                       E scores a lane, each the row's chain
@@ -20,16 +20,17 @@ m is the same on every lane (the combined max), so alpha is too and the partial 
 rescale consistently; they are summed across the lanes once, after the last key. A step
 ends the dependent chain once for T E keys. Keys past the end of a ragged last step read the
 last key and are masked (`LOWEST`), as keys past a causal stop are by the row's own select.
-Each lane holds the whole accumulator (and, for a head dim up to tile_plan.HOISTED_Q, the
-row's q) in registers: the loops over the head dim are unrolled whatever the plan's `unroll`.
+Each lane holds the whole accumulator (its part with head_parts; and, for a part up to
+tile_plan.HOISTED_Q, the row's q) in registers: the loops over the head dim are unrolled
+whatever the plan's `unroll`.
 
 With `head_parts` P > 1 the row's lanes are T / P key lanes times P parts of the head dim
 (lane t: key lane t mod T/P, part t div T/P): every loop over the head dim walks the lane's
 D / P of it and the arrays hold that much (a head dim of 128 in registers without spilling);
 a key's q . k partial sums are added over its parts (`tile.combine add .. stride T/P`: the
-lanes T/P apart) before the row's chain, so every part holds the whole score; l and the
-accumulator are summed over the key lanes of one part (`lanes T/P`), and key lane 0 of each
-part stores its D / P outputs.
+lanes T/P apart) before the row's chain, so every part holds the whole score; the max, l and
+the accumulator go over the key lanes of one part (`lanes T/P`), and key lane 0 of each part
+stores its D / P outputs.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from deplo.passes.tile.rewrite import (
     on_threads,
     tree,
     unroll_by,
+    uses_of,
 )
 
 
@@ -96,8 +98,9 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
     # the step's max over the lanes; every lane's (m, alpha) alike
     b = Builder(InsertPoint.before(fu.new_max))
     most = tree(b, arith.MaximumfOp, scores)
-    if lanes * parts > 1:  # (the parts of a key hold its score alike)
-        most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most)).result
+    if lanes > 1:  # over the key lanes of a part (its parts hold a key's score alike)
+        most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most,
+                                       lanes=lanes if parts > 1 else None)).result
     fu.new_max.operands[list(fu.new_max.operands).index(fu.x)] = most
     p0 = fu.p.owner.operands[0].owner  # exp(x - m'): x may have been masked
     p0.operands[0] = scores[0]
@@ -122,12 +125,10 @@ def _loads_first(body, fu: FlashUpdate) -> None:
     """The row chain's work that needs no q . k (a mask's loads, the key's index) moved before
     the q . k loop: its loads go out before the loop's dependent FMAs, not after them."""
     red = fu.reduce
-    needs = set(red.results)
-    for op in list(body.ops)[body.get_operation_index(red) + 1:body.get_operation_index(
-            fu.new_max)]:
-        if any(o in needs for o in op.operands):
-            needs.update(op.results)
-        else:
+    chain = list(body.ops)[body.get_operation_index(red) + 1:body.get_operation_index(fu.new_max)]
+    late = uses_of(chain, red.results)
+    for op in chain:
+        if op not in late:
             op.detach()
             body.insert_op_before(op, red)
 

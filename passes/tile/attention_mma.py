@@ -247,11 +247,9 @@ class _Rewrite:
         row = self.row_of(kb, e)
         vmap = {fm.key_loop.iv: rw.clamp(kb, key, self.keys) if self.keys % self.bk else key,
                 fm.row_iv: rw.clamp(kb, row, self.seq) if self.seq % 16 else row}
-        uses_s = {fm.qk.loop.res[0]}
+        late = rw.uses_of(fm.chain, [fm.qk.loop.res[0]])
         for op in fm.chain:
-            if any(o in uses_s for o in op.operands):
-                uses_s.update(op.results)
-            else:
+            if op not in late:
                 kb.insert(op.clone(value_mapper=vmap))
         return key, vmap
 

@@ -460,8 +460,12 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         and not fixed.get("stage_keys", 0)))
     parts = max(1, parts) if own else 1
     lanes = 16 if f["keys"] <= 128 else 8  # short rows: more lanes; long: more rows a block
-    threads = fixed.get("threads", min(lanes, _pow2_ceil(f["keys"]) * parts) if own
+    threads = fixed.get("threads", min(hw.WARP, max(lanes, 2 * parts),  # two keys a step
+                                       _pow2_ceil(f["keys"]) * parts) if own
                         else _row_threads(f["head_dim"], others * queries))
+    if "head_parts" not in fixed:  # parts that divide the threads a plan pinned
+        parts = max(p for p in (1, 2, 4, 8) if p <= parts and threads % p == 0
+                    and f["head_dim"] % p == 0)
     per = 1
     if threads < hw.WARP:
         options = [r for r in (32, 16, 8, 4, 2, 1) if r * threads <= 128 and r <= queries]
@@ -475,11 +479,12 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
 def _head_parts(head_dim: int) -> int:
     """The parts of the head dim a key's lanes share with lane_keys: 32 elements a lane (the
     model's choice on TinyLlama's and Qwen2.5's 64 and 128, over 16 and 64), at most HOISTED_Q
-    (past it a lane's accumulator spills); a power of two dividing the head dim, or 0 where
-    none does."""
+    (past it a lane's accumulator spills), a multiple of 4 where one is (16-byte fp32 loads);
+    a power of two dividing the head dim, or 0 where none does."""
     want = max(1, head_dim // 32)
     fits = [p for p in (1, 2, 4, 8) if head_dim % p == 0 and head_dim // p <= HOISTED_Q]
-    return next((p for p in fits if p >= want), fits[-1] if fits else 0)
+    wide = [p for p in fits if p >= want and head_dim // p % 4 == 0]  # 16-byte K / V loads
+    return next(iter(wide), next((p for p in fits if p >= want), fits[-1] if fits else 0))
 
 
 def _row_threads(head_dim: int, rows: int) -> int:

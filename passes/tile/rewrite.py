@@ -590,3 +590,15 @@ def tree(b: Builder, cls, values: list[SSAValue]) -> SSAValue:
 def exp_minus(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
     """exp(x - m): an online softmax's p and alpha."""
     return b.insert(xmath.ExpOp(b.insert(arith.SubfOp(x, m)).result)).result
+
+
+def uses_of(ops: Sequence[Operation], seeds: Iterable[SSAValue]) -> set[Operation]:
+    """The ops of `ops` (in program order) that use one of `seeds`, directly or through an
+    earlier one of them: what must wait for the seeds (the rest may go before)."""
+    found: set[Operation] = set()
+    values = set(seeds)
+    for op in ops:
+        if any(o in values for o in op.operands):
+            found.add(op)
+            values.update(op.results)
+    return found

@@ -3,8 +3,8 @@
 // lane_keys = 1 with head_parts = 2: a row's 4 lanes are 2 key lanes (%kl = t mod 2) times
 // 2 parts of the head dim (%part = t div 2, 8 of its 16 each). The loops over the head dim
 // walk the lane's part (d = 8 part + j) and the arrays (accumulator, q) hold it, indexed by j;
-// a key's q . k partial sums are added over its parts (lanes 2 apart: `stride 2`), the max
-// over all 4 lanes, l and the accumulator over the key lanes of one part (`lanes 2`); key lane
+// a key's q . k partial sums are added over its parts (lanes 2 apart: `stride 2`), the max,
+// l and the accumulator over the key lanes of one part (`lanes 2`); key lane
 // 0 of each part stores its 8 outputs.
 // CHECK:         tile.for %t = 0 to 4 bind(thread.x) {
 // CHECK-NEXT:      %c2 = arith.constant 2 : index
@@ -25,7 +25,7 @@
 // CHECK:               loop.load %x0r[%r0_1] : memref<8xf32>
 // CHECK:             %[[ALL:.*]] = tile.combine add %[[S]] over thread.x lanes 4 stride 2 : f32
 // CHECK-NEXT:        arith.mulf %[[ALL]], %{{.*}} : f32
-// CHECK:             tile.combine max %{{.*}} over thread.x : f32
+// CHECK:             tile.combine max %{{.*}} over thread.x lanes 2 : f32
 // CHECK:             tile.for %a3_1 = 0 to 8 step 4 bind(unroll) {
 // CHECK:           tile.combine add %{{.*}} over thread.x lanes 2 : f32
 // CHECK:           %lane0 = arith.cmpi eq, %kl, %{{.*}} : index

@@ -282,7 +282,7 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(48) {
 
 // -----
 
-// CHECK: tile.combine add over thread.x: expected stride to be a power of two under the lanes combined (8), got 8
+// CHECK: tile.combine add over thread.x: expected stride to be a power of two under the lanes combined (8, at most a warp), got 8
 tile.kernel @k(%x: memref<4xf32>) grid(1) block(8) {
   %z = arith.constant 0.000000e+00 : f32
   tile.for %t = 0 to 8 bind(thread.x) {

@@ -61,10 +61,10 @@ def test_lanes_own_keys(s: int, d: int, causal: bool, threads: int, rows: int,
                           f"head-parts={parts}")
     (k,) = _flash_kernels(c)
     assert k.block_dims[:2] == (threads, rows)
-    # a q . k sum over the parts a key, one max a step, then l and every accumulator element
-    # of a part summed over the key lanes once (nothing to sum with one lane)
+    # a q . k sum over the parts a key, one max over the key lanes a step, then l and every
+    # accumulator element of a part summed over the key lanes once (none with one key lane)
     owners = threads // parts
-    want = (lane_keys if parts > 1 else 0) + (threads > 1) + (1 + d // parts) * (owners > 1)
+    want = (lane_keys if parts > 1 else 0) + (2 + d // parts) * (owners > 1)
     assert _combines(k) == want, _combines(k)
     matches_float64(c, _sdpa(causal))
     if d // parts <= 64:
@@ -125,8 +125,9 @@ def test_lane_keys_knob_is_checked() -> None:
     cls, f = CLASSES["attention"], dict(plan.facts)
     assert cls.domain("lane_keys", f, knobs) == (0, 1, 2, 4)
     assert cls.domain("lane_keys", f, {**knobs, "threads": 64}) == (0,)
-    # parts: dividing the head dim and the lanes, each at most 64 of the head dim
+    # parts: dividing the head dim and the lanes, each at most 64 of the head dim (HOISTED_Q)
     assert cls.domain("head_parts", f, {**knobs, "threads": 2}) == (1, 2)
-    assert cls.domain("head_parts", {**f, "head_dim": 256}, knobs) == (1, 4, 8)
+    assert cls.domain("head_parts", {**f, "head_dim": 256}, knobs) == (4, 8)
+    assert cls.domain("lane_keys", {**f, "head_dim": 1024}, knobs) == (0,)  # no part fits
     assert cls.domain("head_parts", f, {**knobs, "lane_keys": 0}) == (1,)
     assert cls.domain("lane_keys", {k: v for k, v in f.items() if k != "own_keys"}, knobs) == (0,)

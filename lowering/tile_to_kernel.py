@@ -654,7 +654,7 @@ class _KernelLowering:
             other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width, mask))
             v = self.combine(kind, v, other)
             off //= 2
-        if bx > hw.WARP and group is None and stride == 1:
+        if bx > hw.WARP and group is None:  # (a strided combine stays in a warp: verifier)
             warps = bx // hw.WARP
             stype = MemRefType(v.type, [warps * by * bz], NoneAttr(), tile.SHARED_SPACE)
             buf = self.prelude(("combine", op), lambda: kernel.SharedOp(stype))

@@ -73,13 +73,10 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
         tx = b.insert(arith.RemSIOp(tx, const(b, owners))).result
         part.name_hint, tx.name_hint = "part", "kl"
         _split_head(row, fu, part, parts)
-        b = Builder(InsertPoint.after(fu.reduce))  # q . k: the parts' partial sums added
-        whole = b.insert(tile.CombineOp(tile.CombineKind.ADD, fu.reduce.res[0], lanes=(
-            lanes if lanes < hw.WARP else None), stride=owners)).result
-        for use in list(fu.reduce.res[0].uses):
-            if use.operation is not whole.owner:
-                use.operation.operands[use.index] = whole
+        _combined(Builder(InsertPoint.after(fu.reduce)), fu.reduce.res[0],  # the parts' q . k
+                  lanes=lanes if lanes < hw.WARP else None, stride=owners)
     lanes = owners
+    group = lanes if parts > 1 else None  # combines over the key lanes of one part
     keys, step = kl.ub.data, lanes * per_lane  # lb 0 (flash_update); ub static
     kl.ub = IntAttr(-(-keys // step) * step)
     kl.step = IntAttr(step)
@@ -99,8 +96,7 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
     b = Builder(InsertPoint.before(fu.new_max))
     most = tree(b, arith.MaximumfOp, scores)
     if lanes > 1:  # over the key lanes of a part (its parts hold a key's score alike)
-        most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most,
-                                       lanes=lanes if parts > 1 else None)).result
+        most = b.insert(tile.CombineOp(tile.CombineKind.MAX, most, lanes=group)).result
     fu.new_max.operands[list(fu.new_max.operands).index(fu.x)] = most
     p0 = fu.p.owner.operands[0].owner  # exp(x - m'): x may have been masked
     p0.operands[0] = scores[0]
@@ -114,7 +110,7 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
     for lp in [o for o in body.ops if isinstance(o, tile.ForOp)]:
         _widen(lp)
     if lanes > 1:
-        _sum_lanes(row, fu, tx, lanes if parts > 1 else None)
+        _sum_lanes(fu, tx, group)
     drop_dead(threads)
     for lp in threads.walk():  # loops over the head dim: unrolled whatever the plan's
         if isinstance(lp, tile.ForOp) and lp is not kl and lp.binding == tile.Bind.SERIAL:
@@ -208,16 +204,21 @@ def _split_head(row: FlashRow, fu: FlashUpdate, part: SSAValue, parts: int) -> N
     fu.acc = arrays[fu.acc]
 
 
-def _sum_lanes(row: FlashRow, fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> None:
+def _combined(b: Builder, value: SSAValue, **where) -> None:
+    """`tile.combine add` of `value` over the lanes `where` names, at `b`; every other use of
+    `value` reads the sum instead."""
+    total = b.insert(tile.CombineOp(tile.CombineKind.ADD, value, **where)).result
+    for use in list(value.uses):
+        if use.operation is not total.owner:
+            use.operation.operands[use.index] = total
+
+
+def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> None:
     """After the key loop: the partial l and accumulators summed over the key lanes (`lanes`:
     those of one part of the head dim; every lane gets the totals); the final loop's stores
     made by key lane 0."""
-    kl = fu.key_loop
-    b = Builder(InsertPoint.after(kl))
-    total = b.insert(tile.CombineOp(tile.CombineKind.ADD, kl.res[1], lanes=lanes)).result
-    for use in list(kl.res[1].uses):
-        if use.operation is not total.owner:
-            use.operation.operands[use.index] = total
+    b = Builder(InsertPoint.after(fu.key_loop))
+    _combined(b, fu.key_loop.res[1], lanes=lanes)
     for d in range(fu.acc.type.get_shape()[0]):
         at = const(b, d)
         part = b.insert(loop.LoadOp(fu.acc, [at])).result

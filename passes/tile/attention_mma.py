@@ -98,6 +98,7 @@ class _Rewrite:
         self.keys = fm.key_loop.ub.data
         self.d = fm.row.head_dim
         self.type = fm.qk.type
+        self.late = rw.uses_of(fm.chain, [fm.qk.loop.res[0]])  # the chain's ops that need s
 
     def run(self) -> None:
         fm, rows = self.fm, self.rows
@@ -247,9 +248,8 @@ class _Rewrite:
         row = self.row_of(kb, e)
         vmap = {fm.key_loop.iv: rw.clamp(kb, key, self.keys) if self.keys % self.bk else key,
                 fm.row_iv: rw.clamp(kb, row, self.seq) if self.seq % 16 else row}
-        late = rw.uses_of(fm.chain, [fm.qk.loop.res[0]])
         for op in fm.chain:
-            if op not in late:
+            if op not in self.late:
                 kb.insert(op.clone(value_mapper=vmap))
         return key, vmap
 

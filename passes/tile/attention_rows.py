@@ -143,7 +143,6 @@ class TileAttentionRowsPass(KernelPass):
         stored = stored_buffers(kernel)
         lane_keys, parts = plan.knob("lane_keys", 0), plan.knob("head_parts", 1)
         for region, row in found:
-            t = min(plan.knob("threads"), -(-row.head_dim // hw.WARP) * hw.WARP)
             if not lane_keys or row.head_dim // parts <= HOISTED_Q:
                 for kl in row.key_loops:
                     hoist_query(row, kl, stored)
@@ -151,7 +150,7 @@ class TileAttentionRowsPass(KernelPass):
             if isinstance(outer, tile.ForOp) and outer.binding == tile.Bind.BLOCK_X:
                 grid[0] = split_rows(row, outer, per_block)
             if lane_keys:
-                t = plan.knob("threads")
+                t = plan.knob("threads")  # lanes over keys: not capped by the head dim
                 fu = flash_update(row)
                 if fu is None:
                     raise PassOptionError(
@@ -160,6 +159,7 @@ class TileAttentionRowsPass(KernelPass):
                 own_keys(row, fu, t, lane_keys, parts)
                 threads = max(threads, t)
                 continue
+            t = min(plan.knob("threads"), -(-row.head_dim // hw.WARP) * hw.WARP)
             if plan.knob("stage_keys", 0):
                 row.key_loops = [stage_keys(row, kl, plan.knob("stage_keys"), region)
                                  for kl in row.key_loops]

@@ -262,8 +262,8 @@ def compile_cubin(
         )
     else:
         res = _nvrtc_compile(cu_source, name, arch, opts)
-        write_atomic(files["ptx"], res.ptx.encode())
-        write_atomic(files["log"], res.log.encode())
+        write_atomic(files["ptx"], res.ptx)
+        write_atomic(files["log"], res.log)
         write_atomic(files["cubin"], res.cubin)
         seal(list(files.values()), digest)  # last: it marks a complete entry
     _check_reports(res, cu_source, name, max_static_smem, spills_are_errors)

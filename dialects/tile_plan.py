@@ -131,6 +131,10 @@ KNOBS: dict[str, Knob] = {
         Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
+        Knob("key_splits", int, "attention on tensor cores: the keys in this many slices on "
+                                "block.z, each a partial (m, l, O) in a scratch buffer; the "
+                                "last slice of a row block to finish combines them (split-KV)",
+             default=1),
         Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
                             "(0: none)"),
     )
@@ -384,7 +388,7 @@ class RowClass(KernelClass):
         return super().domain(knob, facts, knobs)
 
 
-ATTENTION_MMA = ("warps", "key_block", "stage")
+ATTENTION_MMA = ("warps", "key_block", "stage", "key_splits")
 ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "head_parts", "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
@@ -484,6 +488,16 @@ class AttentionClass(RowClass):
         elif knobs["stage"] and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
             bad.append(("stage", f"{kb} keys of K and V take {smem} bytes of shared memory, "
                                  f"more than {SHARED_MEMORY_BYTES}"))
+        splits, rows = knobs.get("key_splits", 1), facts["rows"]
+        if splits not in (1, 2, 4, 8, 16):
+            bad.append(("key_splits", f"expected 1, 2, 4, 8 or 16 slices of the keys, got {splits}"))
+        elif splits > 1 and (not 1 <= len(rows) <= 2 or knobs["grid_dims"] != len(rows)):
+            bad.append(("key_splits", "slices of the keys go on block.z: the query rows and at "
+                                      "most one loop around them on the grid (grid_dims), "
+                                      f"not {len(rows)} loops with grid_dims {knobs['grid_dims']}"))
+        elif kb in (16, 32, 64, 128) and splits > -(-facts["keys"] // kb):
+            bad.append(("key_splits", f"{splits} slices of {facts['keys']} keys, {kb} a step: "
+                                      "a slice without a step"))
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
@@ -494,6 +508,10 @@ class AttentionClass(RowClass):
             return tuple(w for w in (1, 2, 4, 8) if 16 * w <= top)
         if knob == "key_block":
             return (16, 32, 64)
+        if knob == "key_splits":
+            rows, steps = facts["rows"], -(-facts["keys"] // knobs["key_block"])
+            on_grid = 1 <= len(rows) <= 2 and knobs["grid_dims"] == len(rows)
+            return tuple(s for s in (1, 2, 4, 8) if s == 1 or on_grid and s <= steps)
         if knob == "stage":
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
@@ -777,7 +795,7 @@ CLASSES: dict[str, KernelClass] = {
             ("rows", "head_dim", "keys"),
             (
                 ("tile-map-grid", ("grid_dims",)),
-                ("tile-attention-mma", ("mma", "warps", "key_block", "stage")),
+                ("tile-attention-mma", ("mma", "warps", "key_block", "stage", "key_splits")),
                 ("tile-attention-rows", ("threads", "rows", "stage_keys", "lane_keys",
                                          "head_parts")),
                 ("tile-stage-inputs", ("stage_inputs",)),

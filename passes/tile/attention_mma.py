@@ -33,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IntAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntAttr, MemRefType
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.index import const_value
@@ -68,6 +68,7 @@ class TileAttentionMmaPass(KernelPass):
     warps: int | None = None
     key_block: int | None = None
     stage: bool | None = None
+    key_splits: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         if not plan.knob("mma"):
@@ -85,15 +86,21 @@ class TileAttentionMmaPass(KernelPass):
                                   "plan has mma on, but its loops are not one f16/bf16 flash "
                                   "row with its query rows on a block axis")
         rows, fm = found[0]
+        splits = plan.knob("key_splits")
+        if splits > 1 and any(isinstance(lp, tile.ForOp) and lp.binding == tile.Bind.SERIAL
+                              and lp.extent != 1 for lp in rw.ancestors(rows)):
+            raise PassOptionError(f"{self.name}: kernel @{kernel.sym_name.data}: key_splits "
+                                  f"{splits}: a serial loop around the query rows would arrive "
+                                  "at the slices' counters more than once (map it to the grid)")
         _Rewrite(kernel, rows, fm, plan.knob("warps"), plan.knob("key_block"),
-                 plan.knob("stage")).run()
+                 plan.knob("stage"), splits).run()
 
 
 class _Rewrite:
     def __init__(self, kernel: tile.KernelOp, rows: tile.ForOp, fm: FlashMma, warps: int,
-                 key_block: int, stage: bool):
+                 key_block: int, stage: bool, splits: int = 1):
         self.kernel, self.rows, self.fm = kernel, rows, fm
-        self.warps, self.bk, self.staged = warps, key_block, stage
+        self.warps, self.bk, self.staged, self.splits = warps, key_block, stage, splits
         self.seq = rows.ub.data  # query rows
         self.keys = fm.key_loop.ub.data
         self.d = fm.row.head_dim
@@ -105,7 +112,13 @@ class _Rewrite:
         per_block = 16 * self.warps
         w = rw.thread_loop(self.warps, tile.Bind.THREAD_Y, "w")
         lanes = rw.thread_loop(32, tile.Bind.THREAD_X, "l")
-        Rewriter.insert_op(w, InsertPoint.before(fm.row.ops[0]))
+        self.split = None
+        if self.splits > 1:  # the key slices on block.z, around the warps
+            self.split = rw.thread_loop(self.splits, tile.Bind.BLOCK_Z, "ks")
+            Rewriter.insert_op(self.split, InsertPoint.before(fm.row.ops[0]))
+            Rewriter.insert_op(w, InsertPoint.before(self.split.body.block.last_op))
+        else:
+            Rewriter.insert_op(w, InsertPoint.before(fm.row.ops[0]))
         Rewriter.insert_op(lanes, InsertPoint.before(w.body.block.last_op))
         b = Builder(InsertPoint.before(lanes.body.block.last_op))
         lane = lanes.iv
@@ -117,15 +130,19 @@ class _Rewrite:
         self.q = [self.frag(b, K.A, q.buffer, rw.access_at(
             b, q, {rows.iv: row0, d_iv: rw.const(b, 16 * kk)})) for kk in range(-(-self.d // 16))]
         key_loop = self.key_loop(b)
-        m_fin, l_fin = key_loop.res[0:2], key_loop.res[2:4]
+        m_fin, l_fin, o = key_loop.res[0:2], key_loop.res[2:4], list(key_loop.res[4:])
         ls = [b.insert(tile.CombineOp(tile.CombineKind.ADD, v, lanes=4)).result for v in l_fin]
-        self.epilogue(b, key_loop, m_fin, ls, lanes.body.block.last_op)
+        if self.split is not None:
+            b, m_fin, ls, o = self.combine_slices(b, m_fin, ls, o)
+        self.epilogue(b, o, m_fin, ls)
         rw.erase_ops(fm.row.ops)
         rw.compact_all(lanes)
         rw.cse(lanes.body.block, stored_buffers(self.kernel))
         rows.ub = IntAttr(-(-self.seq // per_block))
         grid = list(self.kernel.grid_dims)
         grid[rows.binding.axis] = rows.ub.data
+        if self.split is not None:
+            grid[2] = self.splits
         self.kernel.set_launch(grid=grid, block=(32, self.warps, 1))
 
     # --- pieces --------------------------------------------------------------------------
@@ -163,12 +180,17 @@ class _Rewrite:
         zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
         nd = -(-d // 8)
         inits = [kl.inits[0]] * 2 + [kl.inits[1]] * 2 + [zero] * (4 * nd)
-        loop_ = tile.ForOp(0, -(-self.keys // bk) * bk, tile.Bind.SERIAL, inits, None, bk,
-                           self.stop(b))
+        span, stop, base = -(-self.keys // bk) * bk, self.stop(b), None
+        if self.split is not None:  # this block's slice: `span` keys from `base`, to the stop
+            span = -(-span // bk // self.splits) * bk
+            base = rw.mul(b, self.split.iv, span)
+            base.name_hint = "kbase"
+            stop = b.insert(arith.SubiOp(stop or rw.const(b, self.keys), base)).result
+        loop_ = tile.ForOp(0, span, tile.Bind.SERIAL, inits, None, bk, stop)
         loop_.iv.name_hint = "k0"
         b.insert(loop_)
         kb = Builder(InsertPoint.at_end(loop_.body.block))
-        k0 = loop_.iv
+        k0 = loop_.iv if base is None else rw.add(kb, loop_.iv, base)
         m, l_, o = loop_.accs[0:2], loop_.accs[2:4], list(loop_.accs[4:])
         # K and V: this step's tiles in shared memory, or read where they are
         d_iv, pv_iv = fm.qk.loop.iv, fm.v.parent_op().iv
@@ -267,9 +289,72 @@ class _Rewrite:
             x = kb.insert(arith.SelectOp(ok, x, masked)).result
         return x
 
-    def epilogue(self, b: Builder, kl: tile.ForOp, m: list[SSAValue], ls: list[SSAValue],
-                 anchor: Operation) -> None:
-        """The final loop over the head dim, once per accumulator element of the lane."""
+    def combine_slices(self, b: Builder, m: list[SSAValue], ls: list[SSAValue],
+                       o: list[SSAValue]) -> tuple[Builder, list, list, list]:
+        """Split-KV: each slice stores its (m, l, O) to a scratch buffer [slice, outer block
+        loops.., row, Dp + 2] (O's columns, then m and l); the last slice of the row block to
+        arrive (tile.split_last) reads all of them, in slice order (the result does not depend
+        on which block is last), and rescales: M = max m_s, L = sum l_s e^(m_s - M),
+        O = sum O_s e^(m_s - M). Returns a builder inside its branch and the combined values."""
+        f32, n = Float32Type(), self.splits
+        dp = 8 * -(-self.d // 8)
+        outer = [lp for lp in reversed(list(rw.ancestors(self.rows))) if isinstance(lp, tile.ForOp)]
+        rows = -(-self.seq // (16 * self.warps)) * 16 * self.warps
+        part_t = MemRefType(f32, [n, *(lp.extent for lp in outer), rows, dp + 2])
+        part = rw.add_scratch(self.kernel, part_t, "slices")
+
+        def at(bb: Builder, s: SSAValue, e: int, col: SSAValue) -> list[SSAValue]:
+            return [s, *(lp.iv for lp in outer), self.row_of(bb, e), col]
+
+        ks = self.split.iv
+        for i, v in enumerate(o):
+            b.insert(loop.StoreOp(v, part, at(b, ks, i % 4, self.col_of(b, i))))
+        first = Block()  # one lane of each quad stores the row's m and l (the quad's alike)
+        fb = Builder(InsertPoint.at_end(first))
+        for r in range(2):
+            for j, v in enumerate((m[r], ls[r])):
+                fb.insert(loop.StoreOp(v, part, at(fb, ks, 2 * r, rw.const(fb, dp + j))))
+        fb.insert(scf.YieldOp())
+        quad0 = b.insert(arith.CmpiOp(self.t2, rw.const(b, 0), "eq")).result
+        b.insert(scf.IfOp(quad0, [], Region(first)))
+        last = b.insert(tile.SplitLastOp(part, ks, n)).result
+        last.name_hint = "last"
+        then = Block()
+        then.add_op(scf.YieldOp())
+        b.insert(scf.IfOp(last, [], Region(then)))
+        tb = Builder(InsertPoint.before(then.last_op))
+        slices = [rw.const(tb, s) for s in range(n)]
+
+        def read(s: int, e: int, col: SSAValue) -> SSAValue:
+            return tb.insert(loop.LoadOp(part, at(tb, slices[s], e, col))).result
+
+        weights, new_m, new_l = [], [], []
+        for r in range(2):
+            ms = [read(s, 2 * r, rw.const(tb, dp)) for s in range(n)]
+            top = rw.tree(tb, arith.MaximumfOp, ms)
+            ws = [rw.exp_minus(tb, x, top) for x in ms]
+            terms = [tb.insert(arith.MulfOp(read(s, 2 * r, rw.const(tb, dp + 1)), ws[s])).result
+                     for s in range(n)]
+            weights.append(ws)
+            new_m.append(top)
+            new_l.append(rw.tree(tb, arith.AddfOp, terms))
+        new_o = []
+        for i in range(len(o)):
+            col = self.col_of(tb, i)
+            terms = [tb.insert(arith.MulfOp(read(s, i % 4, col), weights[i % 4 // 2][s])).result
+                     for s in range(n)]
+            new_o.append(rw.tree(tb, arith.AddfOp, terms))
+        return tb, new_m, new_l, new_o
+
+    def col_of(self, b: Builder, n: int) -> SSAValue:
+        """The head-dim column of accumulator n (8-column tile n // 4; columns 2t, 2t + 1)."""
+        col = rw.add(b, rw.const(b, 8 * (n // 4)), self.t2)
+        return rw.add(b, col, rw.const(b, 1)) if n % 2 else col
+
+    def epilogue(self, b: Builder, acc: list[SSAValue], m: list[SSAValue],
+                 ls: list[SSAValue]) -> None:
+        """The final loop over the head dim, once per accumulator element of the lane (before
+        the builder's insertion point)."""
         fm = self.fm
         old = fm.key_loop
         final = fm.final
@@ -278,12 +363,8 @@ class _Rewrite:
         body = [o for o in final.body.block.ops
                 if o not in acc_loads and not isinstance(o, tile.YieldOp)]
         replicas = []
-        for n in range(len(kl.res) - 4):
-            fd, e = divmod(n, 4)
-            row = self.row_of(b, e)
-            col = rw.add(b, rw.const(b, 8 * fd), self.t2)
-            if e % 2:
-                col = rw.add(b, col, rw.const(b, 1))
+        for n in range(len(acc)):
+            row, col = self.row_of(b, n % 4), self.col_of(b, n)
             oks = []
             if self.seq % 16 or self.seq % (16 * self.warps):
                 oks.append(rw.below(b, row, self.seq))
@@ -294,9 +375,11 @@ class _Rewrite:
                 ok = b.insert(arith.AndIOp(*oks)).result
             vmap = {fm.row_iv: rw.clamp(b, row, self.seq) if oks else row,
                     final.iv: rw.clamp(b, col, self.d) if self.d % 8 else col,
-                    old.res[0]: m[e // 2], old.res[1]: ls[e // 2]}
-            vmap |= {ld.result: kl.res[4 + n] for ld in acc_loads}
+                    old.res[0]: m[n % 4 // 2], old.res[1]: ls[n % 4 // 2]}
+            vmap |= {ld.result: acc[n] for ld in acc_loads}
             for op in fm.final_inputs:
                 b.insert(op.clone(value_mapper=vmap))
             replicas.append(rw.Replica(vmap, ok))
+        anchor = b.insertion_point.insert_before
+        assert anchor is not None
         rw.replicate(body, replicas, anchor)

@@ -448,11 +448,13 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         warps = next(w for w in (4, 2, 1) if 16 * w <= top)
         knobs = {"grid_dims": min(3, len(rows)), "mma": True, "warps": warps,
                  "key_block": 64 if f["head_dim"] <= 64 else 32,
-                 "stage": f["head_dim"] % 16 == 0,
+                 "stage": f["head_dim"] % 16 == 0, "key_splits": 1,
                  "copy": "sync", "unroll": 32} | fixed
         if knobs["stage"] and "key_block" not in fixed \
                 and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
+        if "key_splits" not in fixed:
+            knobs["key_splits"] = _key_splits(f, knobs)
         return knobs
     parts = fixed.get("head_parts", _head_parts(f["head_dim"]))
     own = fixed.get("lane_keys", int(  # (threads given alone: the head dim's)
@@ -474,6 +476,24 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
                                      "stage_keys": 0, "lane_keys": own, "head_parts": parts}
                      | fixed)
+
+
+def _key_splits(f: dict, knobs: dict) -> int:
+    """Split-KV on tensor cores: two slices of the keys where a row has 8 steps or more (4 a
+    slice) and twice the blocks still fit on the SMs at once; else one. The model: TinyLlama's
+    bf16 attention at 512 tokens 1.2-1.3x faster; a second wave of blocks, or slices of 1-2
+    steps, lose more to the combine (its partials' bytes, the last block's reads) than the
+    shorter key loop gains. A lane's registers, estimated: the accumulator (D / 2), Q's
+    fragments (D / 4), the scores (key_block / 2) and ~40 more (ptxas: 121 at D 64, 162 at
+    128)."""
+    steps = -(-f["keys"] // knobs["key_block"])
+    if knobs["grid_dims"] != len(f["rows"]) or not 1 <= len(f["rows"]) <= 2 or steps < 8:
+        return 1
+    queries = f.get("queries", 1)  # (on whichever of the grid's loops)
+    blocks = -(-queries // (16 * knobs["warps"])) * (math.prod(f["rows"]) // queries)
+    registers = f["head_dim"] // 2 + f["head_dim"] // 4 + knobs["key_block"] // 2 + 40
+    resident = H100_SXM.registers_per_sm // (hw.WARP * knobs["warps"] * registers)
+    return 2 if 2 * blocks <= resident * SMS else 1
 
 
 def _head_parts(head_dim: int) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, memref, scf
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -27,6 +27,8 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
+    ModuleOp,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -577,6 +579,30 @@ def map_batch_to_z(c, rows: tile.ForOp) -> int:
         outer[-1].bind = tile.BindAttr(tile.Bind.BLOCK_Z)
         return outer[-1].ub.data
     return 1
+
+
+def ancestors(op: Operation) -> Iterable[Operation]:
+    """The ops around `op`, innermost first, up to (not including) its tile.kernel."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, tile.KernelOp):
+        yield parent
+        parent = parent.parent_op()
+
+
+def add_scratch(kernel: tile.KernelOp, t: MemRefType, hint: str) -> SSAValue:
+    """A buffer of type `t` the host function allocates for `kernel` (split partial sums): a
+    new last argument of the kernel and of each of its launches."""
+    arg = kernel.body.block.insert_arg(t, len(kernel.args))
+    arg.name_hint = hint
+    module = kernel.parent_op()
+    assert isinstance(module, ModuleOp)
+    name = kernel.sym_name.data
+    for launch in [o for o in module.walk()
+                   if isinstance(o, tile.LaunchOp) and o.callee.root_reference.data == name]:
+        buf = Builder(InsertPoint.before(launch)).insert(memref.AllocOp([], [], t)).memref
+        buf.name_hint = hint
+        Rewriter.replace_op(launch, tile.LaunchOp(name, [*launch.args, buf]))
+    return arg
 
 
 def tree(b: Builder, cls, values: list[SSAValue]) -> SSAValue:

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -51,7 +51,7 @@ from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import Plan
 from deplo.passes.tile import planner
 from deplo.passes.tile.kernel_pass import KernelPass
-from deplo.passes.tile.rewrite import INDEX, add, drop_dead, mul
+from deplo.passes.tile.rewrite import INDEX, add, add_scratch, drop_dead, mul
 
 
 @dataclass(frozen=True)
@@ -68,40 +68,26 @@ class TileSplitKPass(KernelPass):
         splits = plan.knob("splits")
         if splits == 1:
             return
-        module = kernel.parent_op()
-        assert isinstance(module, ModuleOp)
         c = find_contraction(kernel)
         assert c is not None and len(c.reduces) == 1  # the plan's facts say so
-        name = kernel.sym_name.data
-        launches = [
-            o for o in module.walk()
-            if isinstance(o, tile.LaunchOp) and o.callee.root_reference.data == name
-        ]
         acc_t = c.reduces[0].inits[0].type
         part_t = MemRefType(acc_t, [splits, *(lp.ub.data for lp in c.chain)])
         if plan.knob("split_sum") == "last_block":
             partial_kernel(kernel, c, splits, part_t, finish=True)
-            for launch in launches:
-                b = Builder(InsertPoint.before(launch))
-                part = b.insert(memref.AllocOp([], [], part_t)).memref
-                part.name_hint = "partials"
-                Rewriter.replace_op(launch, tile.LaunchOp(name, [*launch.args, part]))
             return
         total = kernel.clone()
-        total.sym_name = StringAttr(name + "_sum")
+        total.sym_name = StringAttr(kernel.sym_name.data + "_sum")
         Rewriter.insert_op(total, InsertPoint.after(kernel))
         partial_kernel(kernel, c, splits, part_t)
         tc = find_contraction(total)
         assert tc is not None
         sum_kernel(total, tc, splits, part_t)
-        for launch in launches:
-            b = Builder(InsertPoint.before(launch))
-            part = b.insert(memref.AllocOp([], [], part_t)).memref
-            part.name_hint = "partials"
-            args = [*launch.args, part]
-            first = tile.LaunchOp(name, args)
-            Rewriter.replace_op(launch, first)
-            Rewriter.insert_op(tile.LaunchOp(total.sym_name.data, args), InsertPoint.after(first))
+        module = kernel.parent_op()
+        assert isinstance(module, ModuleOp)
+        for launch in [o for o in module.walk() if isinstance(o, tile.LaunchOp)
+                       and o.callee.root_reference.data == kernel.sym_name.data]:
+            sum_launch = tile.LaunchOp(total.sym_name.data, launch.args)
+            Rewriter.insert_op(sum_launch, InsertPoint.after(launch))
         key = kernel.structural_key
         total.reset_plan()
         kind = next(iter(dict(planner.legal_classes(total))))
@@ -115,8 +101,7 @@ def partial_kernel(kernel: tile.KernelOp, c: Contraction, splits: int, part_t,
     the partial stored. `finish`: the epilogue stays, run by the last split on the sum of the
     partials (tile.split_last)."""
     red = c.reduces[0]
-    part = kernel.body.block.insert_arg(part_t, len(kernel.args))
-    part.name_hint = "partials"
+    part = add_scratch(kernel, part_t, "partials")
     rows = c.chain[-2]
     body = Block(arg_types=[INDEX])
     split = tile.ForOp(0, splits, tile.Bind.SERIAL, [], Region(body))

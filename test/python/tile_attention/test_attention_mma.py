@@ -160,3 +160,51 @@ def test_tiny_llama_bf16_attention_on_tensor_cores(tmp_path) -> None:
     assert _mma_kernels(c), "the decoder layer's attention did not get tensor cores"
     result = c.check(seed=2)
     assert result.ok, result.line()
+
+
+SPLITS = [  # (shape as SHAPES, knobs): slices on block.z, the last one combining
+    ((4, 2, 20, 20, 16, True), {"warps": 1, "key_block": 16, "stage": True, "key_splits": 2}),
+    ((2, 2, 37, 70, 64, False), {"warps": 2, "key_block": 16, "stage": False, "key_splits": 4}),
+    ((4, 1, 50, 50, 32, True), {"warps": 1, "key_block": 16, "stage": True, "key_splits": 4,
+                                "copy": "cp_async"}),
+    ((2, 2, 33, 33, 40, True), {"warps": 2, "key_block": 16, "stage": False, "key_splits": 2}),
+    ((2, 1, 70, 70, 32, True), {"warps": 4, "key_block": 16, "stage": True, "key_splits": 2}),
+]
+
+
+@pytest.mark.parametrize("shape,knobs", SPLITS, ids=lambda v: "x".join(map(str, v[:5]))
+                         if isinstance(v, tuple) else f"s{v['key_splits']}w{v['warps']}")
+def test_key_splits_on_cpu(shape, knobs) -> None:
+    """Split-KV: a causal row block's later slices are empty for its first rows (m = -inf,
+    l = 0: weight 0 in the combine), ragged last slices, GQA, a ragged head dim."""
+    hq, hk, sq, sk, d, causal = shape
+    fn = _sdpa(causal)
+    c = _compile_with(fn, _inputs(hq, hk, sq, sk, d), knobs)
+    (k,) = _mma_kernels(c)
+    assert k.grid_dims[2] == knobs["key_splits"]
+    assert any(isinstance(op, tile.SplitLastOp) for op in k.walk())
+    _check(c, fn)
+
+
+def test_key_splits_with_a_mask_and_fp16() -> None:
+    fn = _sdpa(False, mask=True)
+    xs = _inputs(2, 2, 24, 40, 32, torch.float16, mask=True)
+    c = _compile_with(fn, xs, {"warps": 1, "key_block": 16, "key_splits": 2})
+    _check(c, fn)
+
+
+def test_key_splits_need_the_rows_on_the_grid() -> None:
+    """A batch of 2 is a third loop around the rows: its blocks would share the counters."""
+    from deplo.passes.tile.kernel_pass import PassOptionError
+
+    xs = [torch.cat([x, x]) for x in _inputs(2, 2, 32, 32, 16)]
+    with pytest.raises(PassOptionError, match="knob key_splits: slices of the keys go on block.z"):
+        _compile_with(_sdpa(True), xs, {"key_block": 16, "key_splits": 2})
+
+
+@pytest.mark.parametrize("s,splits", [(128, 1), (512, 2)])
+def test_heuristic_splits_long_rows(s, splits) -> None:
+    """Two slices where a row has 8 steps or more and twice the blocks still fit at once."""
+    c = deplo.compile(_sdpa(True), [x.to("meta") for x in _inputs(32, 4, s, s, 64)])
+    (k,) = _mma_kernels(c)
+    assert k.the_plan.knob("key_splits") == splits

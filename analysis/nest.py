@@ -184,14 +184,29 @@ def has_free_loop(lp: tile.ForOp) -> bool:
 
 def block_regions(kernel: tile.KernelOp) -> list[Block]:
     """Where block-level code lives: the bodies of the innermost block-bound loops, or the
-    kernel body when no loop is bound to blocks."""
+    kernel body when no loop is bound to blocks (each through its unit loops)."""
     bound = [op for op in kernel.body.walk() if isinstance(op, tile.ForOp) and op.binding.is_block]
     inner = [
         lp.body.block
         for lp in bound
         if not any(isinstance(o, tile.ForOp) and o.binding.is_block for o in lp.body.walk())
     ]
-    return inner or [kernel.body.block]
+    return [through_unit_loops(b) for b in inner or [kernel.body.block]]
+
+
+def through_unit_loops(block: Block) -> Block:
+    """The body of the free loops of one iteration that `block` holds alone (the grid skips
+    them): decoding's single query row, [1, heads, 1, D], is the same flash or reduction row
+    as prefill's, one loop deeper."""
+    while True:
+        loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
+        others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
+        if len(loops) != 1 or not all(is_scalar(op) for op in others):
+            return block
+        (lp,) = loops
+        if not lp.is_free or lp.static_lb is None or lp.extent != 1:
+            return block
+        block = lp.body.block
 
 
 def innermost_free_loops(block: Block) -> list[tile.ForOp]:

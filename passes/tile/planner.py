@@ -156,8 +156,7 @@ def _slabs(kernel: tile.KernelOp, red: tile.ForOp, role: dict, batch: set) -> li
 def grid_region(kernel: tile.KernelOp, grid_dims: int = 3, leave_innermost: bool = True):
     """(the outer free loops tile-map-grid binds, innermost first; the block region under them)."""
     loops = nest.grid_loops(kernel, grid_dims, leave_innermost)
-    region = loops[0].body.block if loops else kernel.body.block
-    return loops, region
+    return loops, nest.through_unit_loops(loops[0].body.block if loops else kernel.body.block)
 
 
 def row_facts(kernel: tile.KernelOp) -> Facts | None:
@@ -175,6 +174,8 @@ def attention_facts(kernel: tile.KernelOp) -> Facts | None:
         return None
     rows = tuple(lp.extent for lp in reversed(loops))
     mma = nest.flash_mma(f, region) if loops else None
+    if mma is not None and mma.row_iv.owner.parent_op() not in loops:
+        mma = None  # one query row (decoding): nothing for a warp's 16 rows
     queries = mma.row_iv.owner.parent_op().extent if mma else None
     return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys),
             *((("own_keys", True),) if nest.flash_update(f) else ()),

@@ -1,0 +1,51 @@
+"""Decoding's shapes: one query row ([1, heads, 1, D]) and one token's RMSNorm ([1, 1, H]).
+
+The grid skips loops of one iteration, so the row sits one unit loop below the block's region
+(analysis/nest.py, `through_unit_loops`): these are flash and reduction rows like prefill's,
+not one thread walking the whole reduction. Checked on the CPU runtime against PyTorch.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import deplo
+from deplo.dialects import tile
+from deplo.runtime.cpu import cpu_runtime_available
+
+pytestmark = pytest.mark.skipif(not cpu_runtime_available(), reason="no g++ for the CPU runtime")
+
+
+def _plans(c) -> dict[str, tile.KernelOp]:
+    return {k.the_plan.kind: k for k in c.module("tile").walk()
+            if isinstance(k, tile.KernelOp) and k.the_plan is not None}
+
+
+def _decode_qkv(heads: int, kv: int, keys: int, d: int, dtype=torch.float32):
+    g = torch.Generator().manual_seed(keys + d)
+    return [torch.randn(1, heads, 1, d, generator=g).to(dtype),
+            torch.randn(1, kv, keys, d, generator=g).to(dtype),
+            torch.randn(1, kv, keys, d, generator=g).to(dtype)]
+
+
+def _gqa(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def test_one_tokens_rms_norm_is_a_row_reduction() -> None:
+    c = deplo.compile(lambda x, w: F.rms_norm(x, (256,), w), [torch.randn(1, 1, 256),
+                                                               torch.randn(256)])
+    k = _plans(c)["row_reduce"]
+    assert k.block_dims[0] > 1  # the row's threads share it
+    assert c.check(seed=1).ok
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_one_query_row_is_a_flash_row(dtype) -> None:
+    """Off tensor cores in bf16 too: one query row would fill 1 of a warp's 16."""
+    c = deplo.compile(_gqa, _decode_qkv(8, 2, 100, 32, dtype))
+    k = _plans(c)["attention"]
+    assert not k.the_plan.knob("mma") and k.the_plan.knob("lane_keys")
+    assert c.check(seed=2).ok

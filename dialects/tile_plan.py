@@ -188,8 +188,7 @@ class Plan:
     def steps(self) -> list[str]:
         """The tile passes that carry this plan out, in order: the class's steps, less those
         whose knobs all belong to another mode (tile-register-tile when mma is on)."""
-        active = set(self.cls.knob_names(self.knob_dict))
-        return [step for step, ks in self.cls.steps if not ks or active & set(ks)]
+        return self.cls.active_steps(self.knob_dict)
 
     def text(self) -> str:
         """`matmul(chain = [200, 100], ...) {splits = 1, ...}`: the attribute's syntax."""
@@ -290,6 +289,10 @@ class KernelClass:
     def knob_names(self, knobs: dict[str, Value]) -> list[str]:
         return [k for _, ks in self.steps for k in ks]
 
+    def active_steps(self, knobs: dict[str, Value]) -> list[str]:
+        active = set(self.knob_names(knobs))
+        return [step for step, ks in self.steps if not ks or active & set(ks)]
+
     def implied(self, knobs: dict) -> dict:
         """Knobs that setting `knobs` implies (a register tile implies no tensor cores)."""
         return {}
@@ -388,7 +391,7 @@ class RowClass(KernelClass):
         return super().domain(knob, facts, knobs)
 
 
-ATTENTION_MMA = ("warps", "key_block", "stage", "key_splits")
+ATTENTION_MMA = ("warps", "key_block", "stage")
 ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "head_parts", "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
@@ -406,6 +409,28 @@ def _parts(facts: dict, knobs: dict) -> tuple[int, ...]:
     return tuple(p for p in (1, 2, 4, 8) if d % p == 0 and t % p == 0 and d // p <= HOISTED_Q)
 
 
+def _split_violations(facts: dict, knobs: dict, step: int) -> list[tuple[str, str]]:
+    """key_splits: slices of whole key steps (`step` keys), on block.z."""
+    splits, rows = knobs.get("key_splits", 1), facts["rows"]
+    if splits not in (1, 2, 4, 8, 16):
+        return [("key_splits", f"expected 1, 2, 4, 8 or 16 slices of the keys, got {splits}")]
+    if splits > 1 and (not 1 <= len(rows) <= 2 or knobs["grid_dims"] != len(rows)):
+        return [("key_splits", "slices of the keys go on block.z: the query rows and at most "
+                               "one loop around them on the grid (grid_dims), not "
+                               f"{len(rows)} loops with grid_dims {knobs['grid_dims']}")]
+    if splits > -(-facts["keys"] // step):
+        return [("key_splits", f"{splits} slices of {facts['keys']} keys, {step} a step: a "
+                               "slice without a step")]
+    return []
+
+
+def _splits_domain(facts: dict, knobs: dict, step: int) -> tuple[int, ...]:
+    rows = facts["rows"]
+    on_grid = 1 <= len(rows) <= 2 and knobs["grid_dims"] == len(rows)
+    return tuple(s for s in (1, 2, 4, 8, 16)
+                 if s == 1 or on_grid and s <= -(-facts["keys"] // step))
+
+
 @dataclass(frozen=True)
 class AttentionClass(RowClass):
     """Flash-attention rows: also fewer threads than a warp a row (a group of lanes shares the
@@ -421,8 +446,14 @@ class AttentionClass(RowClass):
         return {}
 
     def knob_names(self, knobs: dict[str, Value]) -> list[str]:
+        """(key_splits, both modes' knob, where the rows' step lists it: after their knobs.)"""
         drop = ATTENTION_SIMT if knobs.get("mma") else ATTENTION_MMA
-        return [k for _, ks in self.steps for k in ks if k not in drop]
+        names = [k for _, ks in self.steps for k in ks if k not in drop]
+        return [k for n, k in enumerate(names) if k not in names[n + 1:]]
+
+    def active_steps(self, knobs: dict[str, Value]) -> list[str]:
+        steps = super().active_steps(knobs)
+        return [s for s in steps if s != "tile-attention-rows"] if knobs.get("mma") else steps
 
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
         if knobs["mma"]:
@@ -465,6 +496,11 @@ class AttentionClass(RowClass):
             bad.append(("lane_keys", "the row is not one key loop with one q . k and the "
                                      "standard online update its lanes can own keys of "
                                      "(fact own_keys)"))
+        elif knobs.get("key_splits", 1) > 1 and not own:
+            bad.append(("key_splits", "slices of the keys need lanes that own keys (lane_keys) "
+                                      "or tensor cores"))
+        elif own and t >= 1 and not bad:
+            bad += _split_violations(facts, knobs, max(1, t // knobs.get("head_parts", 1)) * own)
         return bad
 
     def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
@@ -488,16 +524,8 @@ class AttentionClass(RowClass):
         elif knobs["stage"] and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
             bad.append(("stage", f"{kb} keys of K and V take {smem} bytes of shared memory, "
                                  f"more than {SHARED_MEMORY_BYTES}"))
-        splits, rows = knobs.get("key_splits", 1), facts["rows"]
-        if splits not in (1, 2, 4, 8, 16):
-            bad.append(("key_splits", f"expected 1, 2, 4, 8 or 16 slices of the keys, got {splits}"))
-        elif splits > 1 and (not 1 <= len(rows) <= 2 or knobs["grid_dims"] != len(rows)):
-            bad.append(("key_splits", "slices of the keys go on block.z: the query rows and at "
-                                      "most one loop around them on the grid (grid_dims), "
-                                      f"not {len(rows)} loops with grid_dims {knobs['grid_dims']}"))
-        elif kb in (16, 32, 64, 128) and splits > -(-facts["keys"] // kb):
-            bad.append(("key_splits", f"{splits} slices of {facts['keys']} keys, {kb} a step: "
-                                      "a slice without a step"))
+        if kb in (16, 32, 64, 128):
+            bad += _split_violations(facts, knobs, kb)
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
@@ -509,9 +537,11 @@ class AttentionClass(RowClass):
         if knob == "key_block":
             return (16, 32, 64)
         if knob == "key_splits":
-            rows, steps = facts["rows"], -(-facts["keys"] // knobs["key_block"])
-            on_grid = 1 <= len(rows) <= 2 and knobs["grid_dims"] == len(rows)
-            return tuple(s for s in (1, 2, 4, 8) if s == 1 or on_grid and s <= steps)
+            if knobs["mma"]:
+                return _splits_domain(facts, knobs, knobs["key_block"])
+            own = knobs.get("lane_keys", 0)
+            return _splits_domain(facts, knobs, knobs["threads"] // knobs["head_parts"] * own) \
+                if own else (1,)
         if knob == "stage":
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":
@@ -797,7 +827,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-map-grid", ("grid_dims",)),
                 ("tile-attention-mma", ("mma", "warps", "key_block", "stage", "key_splits")),
                 ("tile-attention-rows", ("threads", "rows", "stage_keys", "lane_keys",
-                                         "head_parts")),
+                                         "head_parts", "key_splits")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),

@@ -45,6 +45,7 @@ from deplo import hardware as hw
 from deplo.analysis.nest import FlashRow, FlashUpdate
 from deplo.dialects import kernel, loop, tile
 from deplo.lowering.torch_to_tir import LOWEST
+from deplo.passes.tile import key_slices as ks
 from deplo.passes.tile.rewrite import (
     add,
     below,
@@ -60,13 +61,16 @@ from deplo.passes.tile.rewrite import (
 )
 
 
-def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: int = 1) -> None:
+def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: int = 1,
+             split: tile.ForOp | None = None) -> None:
     """Rewrite `row` (its query rows already on blocks and thread.y) for `lanes` lanes a row
-    each scoring `per_lane` keys a step, the head dim in `parts` (see the module docstring)."""
+    each scoring `per_lane` keys a step, the head dim in `parts` (see the module docstring);
+    with `split` (a block.z loop around the row), the keys of its slice (split-KV)."""
     threads = on_threads(row.ops, lanes)
     tx = threads.iv
     kl = fu.key_loop
     owners = lanes // parts
+    part = None
     if parts > 1:  # lane tx: key lane tx mod owners, part tx div owners of the head dim
         b = Builder(InsertPoint.at_start(threads.body.block))
         part = b.insert(arith.DivSIOp(tx, const(b, owners))).result
@@ -109,8 +113,11 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
     _more_terms(fu, vmaps, probs)
     for lp in [o for o in body.ops if isinstance(o, tile.ForOp)]:
         _widen(lp)
-    if lanes > 1:
-        _sum_lanes(fu, tx, group)
+    if split is not None:
+        kl = fu.key_loop = ks.slice_keys(kl, split, keys)
+    key_lane0 = _sum_lanes(fu, tx, group) if lanes > 1 else None
+    if split is not None:
+        _finish_slices(fu, threads, split, part, row.head_dim, key_lane0)
     drop_dead(threads)
     for lp in threads.walk():  # loops over the head dim: unrolled whatever the plan's
         if isinstance(lp, tile.ForOp) and lp is not kl and lp.binding == tile.Bind.SERIAL:
@@ -213,10 +220,53 @@ def _combined(b: Builder, value: SSAValue, **where) -> None:
             use.operation.operands[use.index] = total
 
 
-def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> None:
+def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
+                   part: SSAValue | None, d: int, key_lane0: SSAValue | None) -> None:
+    """Split-KV (passes/tile/key_slices.py): key lane 0 of each part stores its part of the
+    accumulator, lane 0 the row's m and l, to the scratch [.., row, D + 2]; the last slice of
+    the block reads every slice's, rescales them into the accumulator and l, and runs the
+    final loop."""
+    kernel = threads
+    while not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    size = fu.acc.type.get_shape()[0]
+    b = Builder(InsertPoint.before(fu.final))
+    buf, at = ks.scratch(kernel, threads, split, [d + 2])
+    first = const(b, 0) if part is None else b.insert(arith.MuliOp(part, const(b, size))).result
+    cols = [add(b, first, const(b, j)) for j in range(size)]
+    accs = [b.insert(loop.LoadOp(fu.acc, [const(b, j)])).result for j in range(size)]
+    stores = [b.insert(loop.StoreOp(v, buf, at(split.iv, c))) for v, c in zip(accs, cols)]
+    if key_lane0 is not None:
+        guard_stores(stores, key_lane0)
+    m = fu.key_loop.res[0]
+    combined = [u.operation for u in fu.key_loop.res[1].uses if isinstance(u.operation, tile.CombineOp)]
+    l_ = combined[0].results[0] if combined else fu.key_loop.res[1]
+    lane0 = b.insert(arith.CmpiOp(threads.iv, const(b, 0), "eq")).result
+    ml = [(v, at(split.iv, const(b, d + j))) for j, v in enumerate((m, l_))]
+    guard_stores([b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml], lane0)
+    tb = ks.last_slice(b, buf, split)
+    slices = [const(tb, s) for s in range(split.extent or 1)]
+
+    def read(s: SSAValue, col: SSAValue) -> SSAValue:
+        return tb.insert(loop.LoadOp(buf, at(s, col))).result
+
+    top, total, ws = ks.weights(tb, [read(s, const(tb, d)) for s in slices],
+                                [read(s, const(tb, d + 1)) for s in slices])
+    for j, c in enumerate(cols):
+        tb.insert(loop.StoreOp(ks.weighted(tb, [read(s, c) for s in slices], ws), fu.acc,
+                               [const(tb, j)]))
+    fu.final.detach()
+    tb.insert(fu.final)
+    for op in fu.final.walk():
+        for n, v in enumerate(op.operands):
+            if v is l_ or v is m:
+                op.operands[n] = total if v is l_ else top
+
+
+def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> SSAValue:
     """After the key loop: the partial l and accumulators summed over the key lanes (`lanes`:
     those of one part of the head dim; every lane gets the totals); the final loop's stores
-    made by key lane 0."""
+    made by key lane 0 (returns that condition)."""
     b = Builder(InsertPoint.after(fu.key_loop))
     _combined(b, fu.key_loop.res[1], lanes=lanes)
     for d in range(fu.acc.type.get_shape()[0]):
@@ -227,3 +277,4 @@ def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> None:
     first = b.insert(arith.CmpiOp(tx, const(b, 0), "eq")).result
     first.name_hint = "lane0"
     guard_stores([fu.final], first)
+    return first

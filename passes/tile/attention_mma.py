@@ -33,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IntAttr, MemRefType
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntAttr
+from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.index import const_value
@@ -51,6 +51,7 @@ from deplo.analysis.nest import (
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import STAGE_PAD, Plan
 from deplo.lowering.torch_to_tir import LOWEST
+from deplo.passes.tile import key_slices as ks
 from deplo.passes.tile import rewrite as rw
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 
@@ -110,15 +111,12 @@ class _Rewrite:
     def run(self) -> None:
         fm, rows = self.fm, self.rows
         per_block = 16 * self.warps
+        rows.ub = IntAttr(-(-self.seq // per_block))  # (self.seq keeps the query rows)
         w = rw.thread_loop(self.warps, tile.Bind.THREAD_Y, "w")
         lanes = rw.thread_loop(32, tile.Bind.THREAD_X, "l")
-        self.split = None
-        if self.splits > 1:  # the key slices on block.z, around the warps
-            self.split = rw.thread_loop(self.splits, tile.Bind.BLOCK_Z, "ks")
-            Rewriter.insert_op(self.split, InsertPoint.before(fm.row.ops[0]))
-            Rewriter.insert_op(w, InsertPoint.before(self.split.body.block.last_op))
-        else:
-            Rewriter.insert_op(w, InsertPoint.before(fm.row.ops[0]))
+        # the key slices on block.z, around the warps
+        self.split = ks.around_slices(fm.row.ops, self.splits) if self.splits > 1 else None
+        Rewriter.insert_op(w, InsertPoint.before(fm.row.ops[0]))
         Rewriter.insert_op(lanes, InsertPoint.before(w.body.block.last_op))
         b = Builder(InsertPoint.before(lanes.body.block.last_op))
         lane = lanes.iv
@@ -138,7 +136,6 @@ class _Rewrite:
         rw.erase_ops(fm.row.ops)
         rw.compact_all(lanes)
         rw.cse(lanes.body.block, stored_buffers(self.kernel))
-        rows.ub = IntAttr(-(-self.seq // per_block))
         grid = list(self.kernel.grid_dims)
         grid[rows.binding.axis] = rows.ub.data
         if self.split is not None:
@@ -180,17 +177,12 @@ class _Rewrite:
         zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
         nd = -(-d // 8)
         inits = [kl.inits[0]] * 2 + [kl.inits[1]] * 2 + [zero] * (4 * nd)
-        span, stop, base = -(-self.keys // bk) * bk, self.stop(b), None
-        if self.split is not None:  # this block's slice: `span` keys from `base`, to the stop
-            span = -(-span // bk // self.splits) * bk
-            base = rw.mul(b, self.split.iv, span)
-            base.name_hint = "kbase"
-            stop = b.insert(arith.SubiOp(stop or rw.const(b, self.keys), base)).result
-        loop_ = tile.ForOp(0, span, tile.Bind.SERIAL, inits, None, bk, stop)
+        loop_ = tile.ForOp(0, -(-self.keys // bk) * bk, tile.Bind.SERIAL, inits, None, bk,
+                           self.stop(b))
         loop_.iv.name_hint = "k0"
         b.insert(loop_)
         kb = Builder(InsertPoint.at_end(loop_.body.block))
-        k0 = loop_.iv if base is None else rw.add(kb, loop_.iv, base)
+        k0 = loop_.iv
         m, l_, o = loop_.accs[0:2], loop_.accs[2:4], list(loop_.accs[4:])
         # K and V: this step's tiles in shared memory, or read where they are
         d_iv, pv_iv = fm.qk.loop.iv, fm.v.parent_op().iv
@@ -236,6 +228,8 @@ class _Rewrite:
                 o[4 * fd : 4 * fd + 4] = kb.insert(
                     tile.MmaOp(self.type, a, vf, o[4 * fd : 4 * fd + 4])).results
         kb.insert(tile.YieldOp(*new_m, *new_l, *o))
+        if self.split is not None:  # this block's slice of the keys
+            loop_ = ks.slice_keys(loop_, self.split, self.keys)
         for v in loop_.res:
             v.name_hint = "o"
         return loop_
@@ -291,60 +285,35 @@ class _Rewrite:
 
     def combine_slices(self, b: Builder, m: list[SSAValue], ls: list[SSAValue],
                        o: list[SSAValue]) -> tuple[Builder, list, list, list]:
-        """Split-KV: each slice stores its (m, l, O) to a scratch buffer [slice, outer block
-        loops.., row, Dp + 2] (O's columns, then m and l); the last slice of the row block to
-        arrive (tile.split_last) reads all of them, in slice order (the result does not depend
-        on which block is last), and rescales: M = max m_s, L = sum l_s e^(m_s - M),
-        O = sum O_s e^(m_s - M). Returns a builder inside its branch and the combined values."""
-        f32, n = Float32Type(), self.splits
-        dp = 8 * -(-self.d // 8)
-        outer = [lp for lp in reversed(list(rw.ancestors(self.rows))) if isinstance(lp, tile.ForOp)]
-        rows = -(-self.seq // (16 * self.warps)) * 16 * self.warps
-        part_t = MemRefType(f32, [n, *(lp.extent for lp in outer), rows, dp + 2])
-        part = rw.add_scratch(self.kernel, part_t, "slices")
+        """Split-KV (passes/tile/key_slices.py): the lane's accumulators, and one lane a quad
+        the rows' m and l (the quad's alike), to the scratch [.., warp's row, Dp + 2]; the last
+        slice combines. Returns a builder inside its branch and the combined values."""
+        n, dp = self.splits, 8 * -(-self.d // 8)
+        lanes = self.lane.owner.parent_op()
+        buf, at = ks.scratch(self.kernel, lanes, self.split, [16, dp + 2])
 
-        def at(bb: Builder, s: SSAValue, e: int, col: SSAValue) -> list[SSAValue]:
-            return [s, *(lp.iv for lp in outer), self.row_of(bb, e), col]
+        def entry(bb: Builder, s: SSAValue, e: int, col: SSAValue) -> list[SSAValue]:
+            row = rw.add(bb, self.g, rw.const(bb, 8)) if e >= 2 else self.g
+            return at(s, row, col)
 
-        ks = self.split.iv
         for i, v in enumerate(o):
-            b.insert(loop.StoreOp(v, part, at(b, ks, i % 4, self.col_of(b, i))))
-        first = Block()  # one lane of each quad stores the row's m and l (the quad's alike)
-        fb = Builder(InsertPoint.at_end(first))
-        for r in range(2):
-            for j, v in enumerate((m[r], ls[r])):
-                fb.insert(loop.StoreOp(v, part, at(fb, ks, 2 * r, rw.const(fb, dp + j))))
-        fb.insert(scf.YieldOp())
+            b.insert(loop.StoreOp(v, buf, entry(b, self.split.iv, i % 4, self.col_of(b, i))))
+        ml = [(v, entry(b, self.split.iv, 2 * r, rw.const(b, dp + j)))
+              for r in range(2) for j, v in enumerate((m[r], ls[r]))]
         quad0 = b.insert(arith.CmpiOp(self.t2, rw.const(b, 0), "eq")).result
-        b.insert(scf.IfOp(quad0, [], Region(first)))
-        last = b.insert(tile.SplitLastOp(part, ks, n)).result
-        last.name_hint = "last"
-        then = Block()
-        then.add_op(scf.YieldOp())
-        b.insert(scf.IfOp(last, [], Region(then)))
-        tb = Builder(InsertPoint.before(then.last_op))
+        rw.guard_stores([b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml], quad0)
+        tb = ks.last_slice(b, buf, self.split)
         slices = [rw.const(tb, s) for s in range(n)]
 
         def read(s: int, e: int, col: SSAValue) -> SSAValue:
-            return tb.insert(loop.LoadOp(part, at(tb, slices[s], e, col))).result
+            return tb.insert(loop.LoadOp(buf, entry(tb, slices[s], e, col))).result
 
-        weights, new_m, new_l = [], [], []
-        for r in range(2):
-            ms = [read(s, 2 * r, rw.const(tb, dp)) for s in range(n)]
-            top = rw.tree(tb, arith.MaximumfOp, ms)
-            ws = [rw.exp_minus(tb, x, top) for x in ms]
-            terms = [tb.insert(arith.MulfOp(read(s, 2 * r, rw.const(tb, dp + 1)), ws[s])).result
-                     for s in range(n)]
-            weights.append(ws)
-            new_m.append(top)
-            new_l.append(rw.tree(tb, arith.AddfOp, terms))
-        new_o = []
-        for i in range(len(o)):
-            col = self.col_of(tb, i)
-            terms = [tb.insert(arith.MulfOp(read(s, i % 4, col), weights[i % 4 // 2][s])).result
-                     for s in range(n)]
-            new_o.append(rw.tree(tb, arith.AddfOp, terms))
-        return tb, new_m, new_l, new_o
+        rows = [ks.weights(tb, [read(s, 2 * r, rw.const(tb, dp)) for s in range(n)],
+                           [read(s, 2 * r, rw.const(tb, dp + 1)) for s in range(n)])
+                for r in range(2)]
+        new_o = [ks.weighted(tb, [read(s, i % 4, self.col_of(tb, i)) for s in range(n)],
+                             rows[i % 4 // 2][2]) for i in range(len(o))]
+        return tb, [r[0] for r in rows], [r[1] for r in rows], new_o
 
     def col_of(self, b: Builder, n: int) -> SSAValue:
         """The head-dim column of accumulator n (8-column tile n // 4; columns 2t, 2t + 1)."""

@@ -99,6 +99,7 @@ from deplo.analysis.nest import (
 )
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import HOISTED_Q, Plan
+from deplo.passes.tile import key_slices as ks
 from deplo.passes.tile.attention_keys import own_keys
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 from deplo.passes.tile.rewrite import (
@@ -132,6 +133,7 @@ class TileAttentionRowsPass(KernelPass):
     stage_keys: int | None = None
     lane_keys: int | None = None
     head_parts: int | None = None
+    key_splits: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         found = [(r, row) for r in block_regions(kernel) if (row := flash_row(r))]
@@ -142,11 +144,15 @@ class TileAttentionRowsPass(KernelPass):
         grid = list(kernel.grid_dims)
         stored = stored_buffers(kernel)
         lane_keys, parts = plan.knob("lane_keys", 0), plan.knob("head_parts", 1)
+        splits = plan.knob("key_splits")
         for region, row in found:
             if not lane_keys or row.head_dim // parts <= HOISTED_Q:
                 for kl in row.key_loops:
                     hoist_query(row, kl, stored)
+            split = ks.around_slices(row.ops, splits) if splits > 1 else None
             outer = region.parent_op()
+            while isinstance(outer, tile.ForOp) and outer.extent == 1 and not outer.binding.is_block:
+                outer = outer.parent_op()  # (nest.through_unit_loops)
             if isinstance(outer, tile.ForOp) and outer.binding == tile.Bind.BLOCK_X:
                 grid[0] = split_rows(row, outer, per_block)
             if lane_keys:
@@ -156,7 +162,7 @@ class TileAttentionRowsPass(KernelPass):
                     raise PassOptionError(
                         f"{self.name}: kernel @{kernel.sym_name.data}: lane_keys needs one key "
                         "loop with one q . k and the standard online update")
-                own_keys(row, fu, t, lane_keys, parts)
+                own_keys(row, fu, t, lane_keys, parts, split)
                 threads = max(threads, t)
                 continue
             t = min(plan.knob("threads"), -(-row.head_dim // hw.WARP) * hw.WARP)
@@ -165,6 +171,8 @@ class TileAttentionRowsPass(KernelPass):
                                  for kl in row.key_loops]
             rewrite(row, t)
             threads = max(threads, t)
+        if splits > 1:
+            grid[2] = splits
         kernel.set_launch(grid=grid, block=(threads, per_block, 1))
 
 

@@ -437,10 +437,12 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     whole number of fragments. Otherwise the lanes of a row own keys (`lane_keys` 1: no shuffle
     tree between one key and the next; one key a lane: the model prefers it to two, fewer
     registers), the head dim in `_head_parts` parts, 16 lanes a row for rows of up to 128
-    keys, 8 for longer (more rows a block, sharing K and V in L1); a row that cannot (fact
-    own_keys) a group of lanes splitting the head dim (`_row_threads`). As many rows a
-    block (up to 128 threads) as still give every SM two blocks; K and V read through L1
-    (`stage_keys` 0: the model finds the rows of a block share them there as well)."""
+    keys, 8 for longer (more rows a block, sharing K and V in L1), a warp where the rows are
+    few and long (decoding); the keys in slices where the rows leave SMs idle
+    (`_lane_key_splits`); a row that cannot (fact own_keys) a group of lanes splitting the
+    head dim (`_row_threads`). As many rows a block (up to 128 threads) as still give every
+    SM two blocks; K and V read through L1 (`stage_keys` 0: the model finds the rows of a
+    block share them there as well)."""
     rows = f["rows"]
     queries, others = (rows[-1], math.prod(rows[:-1])) if rows else (1, 1)
     implied = CLASSES["attention"].implied(fixed)  # a SIMT knob given: no tensor cores
@@ -462,7 +464,9 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         f.get("own_keys", False) and bool(parts) and "threads" not in fixed
         and not fixed.get("stage_keys", 0)))
     parts = max(1, parts) if own else 1
-    lanes = 16 if f["keys"] <= 128 else 8  # short rows: more lanes; long: more rows a block
+    # short rows: more lanes; long: more rows a block; few rows (decoding): a warp a row
+    few = math.prod(rows) <= SMS
+    lanes = 32 if few and f["keys"] >= 1024 else 16 if f["keys"] <= 128 or few else 8
     threads = fixed.get("threads", min(hw.WARP, max(lanes, 2 * parts),  # two keys a step
                                        _pow2_ceil(f["keys"]) * parts) if own
                         else _row_threads(f["head_dim"], others * queries))
@@ -474,9 +478,25 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         options = [r for r in (32, 16, 8, 4, 2, 1) if r * threads <= 128 and r <= queries]
         full = [r for r in options if r * threads >= hw.WARP] or options[:1]
         per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
-    return row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
-                                     "stage_keys": 0, "lane_keys": own, "head_parts": parts}
-                     | fixed)
+    knobs = row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
+                                      "stage_keys": 0, "lane_keys": own, "head_parts": parts}
+                      | fixed)
+    if "key_splits" not in knobs:
+        knobs["key_splits"] = _lane_key_splits(f, knobs) if own else 1
+    return knobs
+
+
+def _lane_key_splits(f: dict, knobs: dict) -> int:
+    """Split-KV for rows whose lanes own keys: where the rows fill less than four blocks an SM
+    (decoding: one query row a head), as many slices (up to 16) as keep within that, each of 8
+    steps or more. The model, one decoded token over 2048 keys (a warp a row): TinyLlama's
+    attention 357 -> 14 us with 16 slices, Qwen2.5's 24 us; prefill's rows fill the SMs."""
+    rows = f["rows"]
+    if knobs["grid_dims"] != len(rows) or not 1 <= len(rows) <= 2:
+        return 1
+    blocks = math.prod(rows[:-1]) * -(-rows[-1] // knobs["rows"])
+    steps = -(-f["keys"] // (knobs["threads"] // knobs["head_parts"] * knobs["lane_keys"]))
+    return next((s for s in (16, 8, 4, 2) if blocks * s <= 4 * SMS and steps >= 8 * s), 1)
 
 
 def _key_splits(f: dict, knobs: dict) -> int:

@@ -7,10 +7,10 @@
 // Split-KV (`key_splits` 2) of causal GQA sdpa in bf16 (S = 20, D = 16, 16 keys a step): the
 // keys in two slices of 16 on block.z. Each slice walks its keys from %kbase to the causal
 // stop, stores its accumulator, m and l (one lane a quad) to the host's scratch buffer
-// [slice, batch, head, row, D + 2], and arrives; the last slice of the row block reads both
+// [slice, batch, head, row block, warp, row of the warp, D + 2], and arrives; the last slice of the row block reads both
 // slices' m, rescales by exp(m_s - max) and finishes the rows (the epilogue's divide by l).
 // CHECK-LABEL: tile.kernel @sdpa(
-// CHECK-SAME:      %slices: memref<2x1x2x32x18xf32>) grid(2, 2, 2) block(32, 1, 1)
+// CHECK-SAME:      %slices: memref<2x1x2x2x1x16x18xf32>) grid(2, 2, 2) block(32, 1, 1)
 // CHECK-SAME:      key_splits = 2
 // CHECK:         tile.for %a2 = 0 to 2 bind(block.x) {
 // CHECK-NEXT:      tile.for %ks = 0 to 2 bind(block.z) {
@@ -21,20 +21,21 @@
 // CHECK-NEXT:            {{.*}} = tile.for %k0 = 0 to min(%[[STOP]], 16) step 16 bind(serial)
 // CHECK-NEXT:              {{.*}} = arith.addi %k0, %kbase : index
 // CHECK:                 tile.combine add %{{.*}} over thread.x lanes 4 : f32
-// CHECK:                 loop.store %{{.*}}, %slices[%ks, %a0, %a1, %{{.*}}, %{{.*}}] : memref<2x1x2x32x18xf32>
+// CHECK:                 loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %{{.*}}] : memref<2x1x2x2x1x16x18xf32>
 // CHECK:                 %[[QUAD0:.*]] = arith.cmpi eq, %t2, %c0
 // CHECK-NEXT:            scf.if %[[QUAD0]] {
-// CHECK-NEXT:              loop.store %{{.*}}, %slices[%ks, %a0, %a1, %{{.*}}, %c16]
-// CHECK:                 %last = tile.split_last %slices[%ks] of 2 : memref<2x1x2x32x18xf32>
+// CHECK-NEXT:              loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %c16]
+// CHECK-NEXT:              loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %c17]
+// CHECK:                 %last = tile.split_last %slices[%ks] of 2 : memref<2x1x2x2x1x16x18xf32>
 // CHECK-NEXT:            scf.if %last {
-// CHECK-NEXT:              %[[M0:.*]] = loop.load %slices[%c0, %a0, %a1, %[[ROW:.*]], %c16]
-// CHECK-NEXT:              %[[M1:.*]] = loop.load %slices[%c1, %a0, %a1, %[[ROW]], %c16]
-// CHECK-NEXT:              %[[M:.*]] = arith.maximumf %[[M0]], %[[M1]] : f32
+// CHECK-NEXT:              %[[M0:.*]] = loop.load %slices[%c0, %a0, %a1, %a2, %w, %g, %c16]
+// CHECK-NEXT:              %[[M1:.*]] = loop.load %slices[%c1, %a0, %a1, %a2, %w, %g, %c16]
+// CHECK:                   %[[M:.*]] = arith.maximumf %[[M0]], %[[M1]] : f32
 // CHECK:                   arith.divf
 // CHECK:                   loop.store %{{.*}}, %out[%a0, %a1, %{{.*}}, %{{.*}}] : memref<1x2x20x16xbf16>
 // CHECK:         func.func @main(
 // CHECK-NEXT:      %sdpa = memref.alloc() : memref<1x2x20x16xbf16>
-// CHECK-NEXT:      %slices = memref.alloc() : memref<2x1x2x32x18xf32>
+// CHECK-NEXT:      %slices = memref.alloc() : memref<2x1x2x2x1x16x18xf32>
 // CHECK-NEXT:      tile.launch @sdpa(%x0, %x1, %x2, %sdpa, %slices)
 
 // One launch; the slices of a row block count their arrivals (kernel.arrive_last).

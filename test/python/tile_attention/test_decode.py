@@ -49,3 +49,45 @@ def test_one_query_row_is_a_flash_row(dtype) -> None:
     k = _plans(c)["attention"]
     assert not k.the_plan.knob("mma") and k.the_plan.knob("lane_keys")
     assert c.check(seed=2).ok
+
+
+@pytest.mark.parametrize("threads,rows,parts,splits,keys", [
+    (8, 4, 2, 4, 300),  # a ragged last step of the last slice
+    (32, 1, 2, 16, 512),
+    (16, 2, 1, 2, 64),
+    (4, 8, 4, 8, 257),  # one key lane of four parts; slices of 9 steps, the last of 5
+])
+def test_key_splits_of_lanes_owning_keys(threads, rows, parts, splits, keys) -> None:
+    """Split-KV on the SIMT rows (fp32): slices on block.z, the last one combining."""
+    from test_attention_rows import _flash_kernels, _with_rows_options
+
+    c = deplo.compile(_gqa, _decode_qkv(8, 2, keys, 32))
+    _with_rows_options(c, f"threads={threads} rows={rows} lane-keys=1 head-parts={parts} "
+                          f"key-splits={splits}")
+    (k,) = _flash_kernels(c)
+    assert k.grid_dims[2] == splits
+    assert any(isinstance(op, tile.SplitLastOp) for op in k.walk())
+    assert c.check(seed=3).ok
+
+
+def test_heuristic_splits_a_long_decoded_row() -> None:
+    """One token over 2048 keys: a warp a row, 16 slices (32 heads: 512 blocks)."""
+    c = deplo.compile(_gqa, [x.to("meta") for x in _decode_qkv(32, 4, 2048, 64)])
+    plan = _plans(c)["attention"].the_plan
+    assert (plan.knob("threads"), plan.knob("key_splits")) == (32, 16)
+
+
+def test_prefill_keeps_one_slice() -> None:
+    c = deplo.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                      [torch.randn(1, 8, 256, 32, device="meta")] * 3)
+    assert _plans(c)["attention"].the_plan.knob("key_splits") == 1
+
+
+def test_key_splits_need_lanes_that_own_keys() -> None:
+    from test_attention_rows import _with_rows_options
+
+    from deplo.passes.tile.kernel_pass import PassOptionError
+
+    c = deplo.compile(_gqa, _decode_qkv(8, 2, 64, 32))
+    with pytest.raises(PassOptionError, match="knob key_splits: slices of the keys need lanes"):
+        _with_rows_options(c, "threads=8 lane-keys=0 key-splits=2")

@@ -20,7 +20,7 @@ RMSNorm and softmax are not contractions (their cell holds a free loop after the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as xmath
@@ -287,30 +287,66 @@ def combine_kinds(lp: tile.ForOp) -> list[K] | None:
     return kinds
 
 
+def online_pair(lp: tile.ForOp) -> bool:
+    """A loop carrying an online softmax's (m, l) and nothing else, from -inf and 0:
+    `m' = max(m, x)`, `l' = l exp(m - m') + exp(x - m')`, x independent of both (a softmax or
+    logsumexp row after loop-online-softmax). Threads' shares combine as the max, then the
+    sum of each share's l rescaled by exp(m_t - max); a share of masked (-inf) elements only
+    has l = 0, weight 0."""
+    if len(lp.accs) != 2:
+        return False
+    m, l_ = lp.accs
+    m_new, l_new = lp.body.block.last_op.operands
+    upd = m_new.owner
+    if not isinstance(upd, arith.MaximumfOp) or m not in upd.operands \
+            or not is_identity_pair(lp) or not l_.has_one_use():
+        return False
+    x = upd.rhs if upd.lhs is m else upd.lhs
+    p, alpha = _exp_of(x, m_new), _exp_of(m, m_new)
+    if p is None or alpha is None or depends_on(x, {m, l_}, lp.body.block):
+        return False
+    if any(o.regions or isinstance(o, loop.StoreOp) for o in lp.body.block.ops) \
+            or not (alpha.has_one_use() and p.has_one_use()):
+        return False  # a flash row's accumulator also rescales: not a plain pair
+    return len(list(m.uses)) == 2 and _sum_of(l_new, _prod_pair(l_, alpha), p)
+
+
+def is_identity_pair(lp: tile.ForOp) -> bool:
+    """Inits -inf or the lowest float (max; loop-online-softmax's) and 0 (add)."""
+    vals = [v.owner.value.value.data if isinstance(v.owner, arith.ConstantOp)
+            and isinstance(v.owner.value, FloatAttr) else None for v in lp.inits]
+    return vals[0] is not None and vals[0] <= MASKED and vals[1] == 0.0
+
+
 @dataclass
 class RowReduction:
     """A block region whose ops (after its last stage) run on the block's threads: its
-    top-level reduce loops, each with its combiners, and the longest one's extent."""
+    top-level reduce loops, each with its combiners, and the longest one's extent; `online`
+    those of them carrying an online softmax's (m, l) (kinds max, add; `online_pair`)."""
 
     ops: list[Operation]
     reduces: list[tuple[tile.ForOp, list[K]]]
     extent: int
+    online: list[tile.ForOp] = field(default_factory=list)
 
 
 def row_reduction(region: Block) -> RowReduction | None:
     ops = [op for op in region.ops if not isinstance(op, tile.YieldOp)]
     stages = [i for i, op in enumerate(ops) if isinstance(op, tile.StageOp)]
     ops = ops[stages[-1] + 1 :] if stages else ops
-    reduces = []
+    reduces, online = [], []
     for op in ops:
         if isinstance(op, tile.ForOp) and op.binding == tile.Bind.SERIAL and op.inits:
             kinds = combine_kinds(op)
+            if kinds is None and online_pair(op):
+                kinds = [K.MAX, K.ADD]
+                online.append(op)
             if kinds is None or op.static_lb is None:
                 return None
             reduces.append((op, kinds))
     if not reduces:
         return None
-    return RowReduction(ops, reduces, max(lp.extent or 0 for lp, _ in reduces))
+    return RowReduction(ops, reduces, max(lp.extent or 0 for lp, _ in reduces), online)
 
 
 @dataclass

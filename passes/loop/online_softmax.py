@@ -23,14 +23,19 @@ value columns:
 
 The running max `m`, running sum `l` and the output row `acc` are rescaled by
 `alpha = exp(m_old - m_new)` whenever the max grows; at the end `acc / l` is the weighted sum.
+`m` starts at the lowest finite float, not -inf: a -inf score (a mask) then adds
+exp(-inf - m) = 0 wherever it comes, where from -inf its exp(-inf + inf) would be NaN (a row
+whose first scores are masked, or a thread's share of a row that is all masked). The max
+loop's -inf init is kept where the max is read on its own.
 X(s) — the attention score — is now read once per (row, s), which is what lets a second
 `loop-fuse` compute the scores' own reduction (q·k) right there: the S×S scores are never
 written. The PV accumulator is float32 (f16/bf16 values are extended, the result rounded once;
 a probability rounded to f16/bf16 before P·V, as eager attention does, stays float32).
 
 Which rows: every attention row (`flash=true`); a plain softmax row (max and sum only) when the
-row has at least `min-extent` elements — for short rows the two-pass form keeps both reductions
-recognizable to `tile-cooperative-reduce`, which does not combine the (m, l) pair yet.
+row has at least `min-extent` elements (shorter rows keep the two passes, whose reductions
+tile-cooperative-reduce shares as they are; it combines the (m, l) pair too,
+nest.online_pair).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo.dialects import loop
+from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.loop.merge_reductions import _defined_before, _outside_values, same_range
 
 # ---------------------------------------------------------------------------------------------
@@ -225,7 +231,9 @@ def _free_nest(extents: list[int], names: list[str | None]) -> tuple[list[loop.F
 def rewrite(sm: Softmax, ws: WeightedSum | None, rewriter: PatternRewriter) -> None:
     mx, sl = sm.max_loop, sm.sum_loop
     before_max = _fits_before_max(sm, ws)  # decided before anything moves
-    new = loop.ForOp(mx.lb.data, mx.ub.data, loop.LoopKind.REDUCE, [mx.inits[0], sl.inits[0]],
+    lowest = arith.ConstantOp(FloatAttr(LOWEST[str(mx.inits[0].type)], mx.inits[0].type))
+    rewriter.insert(lowest, InsertPoint.before(mx))
+    new = loop.ForOp(mx.lb.data, mx.ub.data, loop.LoopKind.REDUCE, [lowest.result, sl.inits[0]],
                      step=mx.step.data)
     new.iv.name_hint = sl.iv.name_hint
     m_acc, l_acc = new.accs

@@ -218,11 +218,16 @@ def _has_plan(kind: str, facts: Facts) -> bool:
 
 def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
     f = dict(facts)
-    if kind == "matmul":
-        splits = _splits(f)
-        return splits > 1 or _matmul_sized(f, splits)
-    if kind == "row_reduce":  # a long reduction, and not one per output of a small matmul
-        return f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None
+    if kind == "matmul":  # not a matrix-vector product (decoding's projections: the rows
+        # of a row reduction read each weight row once, coalesced; the model, one token through
+        # a 2048 x 256 projection: 245 -> 4 us), nor outputs too few for tiles (matmul_knobs
+        # would not split them: one block walking all of K)
+        return f["chain"][-2] > 1 and _matmul_sized(f, 1)
+    if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
+        # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
+        # would walk 256+ of K alone
+        return f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None \
+            or f["extent"] >= 256 and nest.find_contraction(kernel) is not None
     return True
 
 
@@ -244,17 +249,6 @@ LAST_BLOCK_BYTES = 32 * 1024  # split-K partials a warp of the last block adds u
 
 def _pow2_ceil(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
-
-
-def _splits(f: dict) -> int:
-    if not f["splittable"]:
-        return 1
-    outputs, k = math.prod(f["chain"]), f["k"]
-    tiles = max(1, outputs // (64 * 64))
-    if tiles >= 32 or k < 1024:
-        return 1
-    limit = min(128 // tiles, k // 256)
-    return max((s for s in range(2, limit + 1) if k % s == 0), default=1)
 
 
 def _matmul_sized(f: dict, splits: int) -> bool:

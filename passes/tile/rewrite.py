@@ -487,12 +487,27 @@ def on_threads(ops: Sequence[Operation], threads: int) -> tile.ForOp:
     return outer
 
 
-def share_reductions(reduces, t: SSAValue, threads: int, sliced: bool = False) -> None:
+def share_reductions(reduces, t: SSAValue, threads: int, sliced: bool = False,
+                     online: Sequence[tile.ForOp] = ()) -> None:
     """Each reduce loop (with its combiners) becomes thread `t`'s strided share (`sliced`: as
     `slice_loop`), started from the combiner's identity, followed by a `tile.combine` per
     accumulator (a non-identity init is folded in after it); uses of the loop's results read
-    the combined values."""
+    the combined values. An `online` loop's (m, l) (nest.online_pair): the max of the m, then
+    the sum of each thread's l times exp(m_t - max)."""
     for lp, kinds in reduces:
+        if lp in online:
+            new = slice_loop(lp, t, threads) if sliced else \
+                stride_loop(lp, t, threads, Builder(InsertPoint.before(lp)))
+            m, l_ = new.res
+            uses = [list(m.uses), list(l_.uses)]
+            after = Builder(InsertPoint.after(new))
+            top = after.insert(tile.CombineOp(K.MAX, m)).result
+            mine = after.insert(arith.MulfOp(l_, exp_minus(after, m, top))).result
+            total = after.insert(tile.CombineOp(K.ADD, mine)).result
+            for value, found in zip((top, total), uses):
+                for use in found:
+                    use.operation.operands[use.index] = value
+            continue
         b = Builder(InsertPoint.before(lp))
         inits = list(lp.inits)
         for i, (kind, init) in enumerate(zip(kinds, inits)):

@@ -2,9 +2,11 @@
 // RUN: deplo-opt %s --split-input-file -p "loop-online-softmax{min-extent=4}" | filecheck %s --check-prefix=SHORT
 
 // A long softmax row: max and sum of exp become one pass with a running max m and a running
-// sum l rescaled by exp(m - m_new).
+// sum l rescaled by exp(m - m_new). m starts at the lowest finite float: a leading -inf (a
+// mask) adds exp(-inf - lowest) = 0, where exp(-inf + inf) would be NaN.
 // CHECK-LABEL: loop.kernel @long_row(
-// CHECK:         %[[M:.*]], %[[L:.*]] = loop.for %[[S:.*]] = 0 to 2048 reduce iter(%[[A:.*]] = %{{.*}}, %[[B:.*]] = %{{.*}}) -> (f32, f32) {
+// CHECK:         %[[LOW:.*]] = arith.constant -3.40282347e+38 : f32
+// CHECK:         %[[M:.*]], %[[L:.*]] = loop.for %[[S:.*]] = 0 to 2048 reduce iter(%[[A:.*]] = %[[LOW]], %[[B:.*]] = %{{.*}}) -> (f32, f32) {
 // CHECK-NEXT:      %[[X:.*]] = loop.load %x[%{{.*}}, %[[S]]]
 // CHECK-NEXT:      %[[MN:.*]] = arith.maximumf %[[A]], %[[X]] : f32
 // CHECK-NEXT:      %[[D:.*]] = arith.subf %[[X]], %[[MN]] : f32
@@ -50,6 +52,7 @@ loop.kernel @long_row(%x: memref<2x2048xf32>, %out: memref<2x2048xf32>) {
 // are now read once per key, whatever the row length.
 // CHECK-LABEL: loop.kernel @attention(
 // CHECK:         loop.for %[[I:.*]] = 0 to 3 free {
+// CHECK-NEXT:      %[[LOW:.*]] = arith.constant -3.40282347e+38 : f32
 // CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:      %[[ACC:.*]] = loop.private : memref<4xf32>
 // CHECK-NEXT:      loop.for %[[J0:.*]] = 0 to 4 free {

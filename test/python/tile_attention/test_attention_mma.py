@@ -208,3 +208,15 @@ def test_heuristic_splits_long_rows(s, splits) -> None:
     c = deplo.compile(_sdpa(True), [x.to("meta") for x in _inputs(32, 4, s, s, 64)])
     (k,) = _mma_kernels(c)
     assert k.the_plan.knob("key_splits") == splits
+
+
+def test_leading_keys_masked_with_minus_infinity() -> None:
+    """Left padding (-inf) over the first key steps of every row, on tensor cores."""
+    fn = _sdpa(False, mask=True)
+    c = _compile_with(fn, _inputs(2, 2, 64, 64, 32, mask=True), {"key_block": 16})
+    xs = random_inputs(c.program, seed=1)
+    xs[3][..., :40] = 0xFF80  # bf16 -inf
+    (got,) = c.executable("cpu").run(xs)
+    want = _float64(fn, xs)
+    assert not np.isnan(_as_float(got)).any()
+    assert np.max(np.abs(_as_float(got) - want)) / np.max(np.abs(want)) <= 1e-2

@@ -1,0 +1,85 @@
+"""Rows the grid used to give one thread: an online softmax row shared by a block's threads
+(its (m, l) pair combined: max, then each share's l rescaled), masked scores (-inf) at the start
+of a row or filling a thread's whole share, and matrix-vector products (decoding's
+projections) as row reductions. Checked on the CPU runtime against PyTorch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import deplo
+from deplo.runtime.cpu import cpu_runtime_available
+
+pytestmark = pytest.mark.skipif(not cpu_runtime_available(), reason="no g++ for the CPU runtime")
+
+
+def _kind(c) -> str:
+    (plan,) = c.plans()["kernels"].values()
+    return plan["kind"]
+
+
+def _masked(rows: int, n: int) -> torch.Tensor:
+    x = torch.randn(rows, n)
+    x[:, n // 2:] = float("-inf")  # whole shares of the threads masked
+    x[0, :5] = float("-inf")  # a row whose first scores are masked
+    return x
+
+
+def _run(c, x: torch.Tensor) -> np.ndarray:
+    (got,) = c.executable("cpu").run([x.numpy()])
+    return got
+
+
+@pytest.mark.parametrize("kind", ["row_reduce", "pointwise"])
+def test_masked_softmax_rows(kind) -> None:
+    """-inf scores add exp(-inf - m) = 0 wherever they are (the running max starts at the
+    lowest float, not -inf: exp(-inf + inf) was NaN), shared or one thread a row."""
+    fn = lambda x: torch.softmax(x, -1)  # noqa: E731
+    x = _masked(4, 2048)
+    c = deplo.compile(fn, [x])
+    key = next(iter(c.plans()["kernels"]))
+    pinned = json.dumps({"format": "deplo-plans/1", "kernels": {key: {"kind": kind, "knobs": {}}}})
+    c = deplo.compile(fn, [x], schedule=pinned)
+    assert _kind(c) == kind
+    got = _run(c, x)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, fn(x).numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda x: torch.softmax(x, -1), (32, 2048)),
+    (lambda x: torch.softmax(x, -1), (1, 8, 1, 1500)),
+    (lambda x: torch.logsumexp(x, -1), (16, 1200)),
+], ids=["softmax", "softmax-unit-dims", "logsumexp"])
+def test_online_rows_are_shared(fn, shape) -> None:
+    c = deplo.compile(fn, [torch.randn(*shape)])
+    assert _kind(c) == "row_reduce"
+    assert c.check(seed=1).ok
+
+
+def test_attention_with_leading_masked_keys() -> None:
+    """Left padding as an additive -inf mask: the flash row's first key steps are all masked
+    (NaN before the running max started at the lowest float)."""
+    q, k, v = (torch.randn(1, 2, 64, 16) for _ in range(3))
+    mask = torch.zeros(1, 1, 64, 64)
+    mask[..., :40] = float("-inf")
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
+    c = deplo.compile(fn, [q, k, v, mask])
+    (got,) = c.executable("cpu").run([t.numpy() for t in (q, k, v, mask)])
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, fn(q, k, v, mask).numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("m,n", [(1, 256), (1, 2048), (2, 256)])
+def test_matrix_vector_products_are_row_reductions(m, n) -> None:
+    """One token through a projection: a block's threads share each output's dot product
+    (each weight row read once, coalesced), not a 2-D tile walking all of K."""
+    c = deplo.compile(lambda x, w: F.linear(x, w), [torch.randn(m, 2048), torch.randn(n, 2048)])
+    assert _kind(c) == "row_reduce"
+    assert c.check(seed=2).ok

@@ -20,6 +20,7 @@ RMSNorm and softmax are not contractions (their cell holds a free loop after the
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -164,17 +165,21 @@ def _sum_terms(e) -> list:
 
 def free_loop_chain(kernel: tile.KernelOp) -> list[tile.ForOp]:
     """The outer free loops that enclose everything in the kernel, outermost first."""
-    chain: list[tile.ForOp] = []
-    block = kernel.body.block
+    return list(_lone_free_loops(kernel.body.block))
+
+
+def _lone_free_loops(block: Block, unit_only: bool = False) -> Iterator[tile.ForOp]:
+    """The free loops (of one iteration, `unit_only`) each alone in the one before, beside
+    scalar code only, from `block` in."""
     while True:
         loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
         others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
         if len(loops) != 1 or not all(is_scalar(op) for op in others):
-            return chain
+            return
         (lp,) = loops
-        if not lp.is_free or lp.static_lb is None:
-            return chain
-        chain.append(lp)
+        if not lp.is_free or lp.static_lb is None or unit_only and lp.extent != 1:
+            return
+        yield lp
         block = lp.body.block
 
 
@@ -198,15 +203,8 @@ def through_unit_loops(block: Block) -> Block:
     """The body of the free loops of one iteration that `block` holds alone (the grid skips
     them): decoding's single query row, [1, heads, 1, D], is the same flash or reduction row
     as prefill's, one loop deeper."""
-    while True:
-        loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
-        others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
-        if len(loops) != 1 or not all(is_scalar(op) for op in others):
-            return block
-        (lp,) = loops
-        if not lp.is_free or lp.static_lb is None or lp.extent != 1:
-            return block
-        block = lp.body.block
+    loops = list(_lone_free_loops(block, unit_only=True))
+    return loops[-1].body.block if loops else block
 
 
 def innermost_free_loops(block: Block) -> list[tile.ForOp]:

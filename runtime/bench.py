@@ -55,7 +55,10 @@ TINYLLAMA = ModelShape("tinyllama-1.1b", 2048, 5632, 32, 4, 64, eps=1e-5)
 QWEN25_7B = ModelShape("qwen2.5-7b", 3584, 18944, 28, 4, 128, eps=1e-6, qkv_bias=True)
 TINY = ModelShape("tiny", 64, 96, 4, 2, 16, eps=1e-6, qkv_bias=True)  # tests and smoke runs
 MODELS = {m.name: m for m in (TINYLLAMA, QWEN25_7B, TINY)}
-SUITES = {"llm": ((TINYLLAMA, QWEN25_7B), (32, 128, 512)), "tiny": ((TINY,), (8,))}
+SUITES = {"llm": ((TINYLLAMA, QWEN25_7B), (32, 128, 512)), "tiny": ((TINY,), (8,)),
+          "decode": ((TINYLLAMA, QWEN25_7B), (512, 2048))}
+"""(models, sequence lengths). `decode`: one token a step, its attention over a cache of `seq`
+keys (the lengths are the cache's)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,11 @@ def sdpa_causal_gqa(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
 
+def sdpa_gqa(q, k, v):
+    """A decoded token's attention: its one query row sees the whole cache (no causal mask)."""
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
 def attention_naive(q, k, v, mask):
     """transformers' eager attention: repeat_kv, QKᵀ·scale + mask, softmax in fp32, ·V."""
     b, kv_heads, s, d = k.shape
@@ -188,12 +196,16 @@ class _DecoderLayer:
 KERNELS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
            "o_proj_residual", "rmsnorm", "softmax", "silu_mul", "silu_mul_down",
            "sdpa_causal_gqa", "attention_naive", "decoder_layer")
+DECODE_KERNELS = (*KERNELS[:12], "sdpa_gqa", "attention_naive")
+"""The decode suite's: the layer's kernels at one token, attention without a causal mask (a
+whole decoder layer needs its cache written: `deplo generate` runs that)."""
 
 
 def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list[Case]:
     """The 14 kernels of one decoder layer of `m`, and the whole layer, at batch 1 and
-    sequence `seq`."""
-    h, i, s = m.hidden, m.intermediate, seq
+    sequence `seq`; `decode`: DECODE_KERNELS at one token over `seq` cached keys."""
+    decode = suite == "decode"
+    h, i, s, keys = m.hidden, m.intermediate, 1 if decode else seq, seq
     q_dim, kv_dim = m.heads * m.head_dim, m.kv_heads * m.head_dim
     x = Arg("x", (1, s, h))
 
@@ -202,8 +214,8 @@ def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list
         return (linear_bias, (*args, Arg("b", (out_dim,)))) if bias else (linear, args)
 
     q = Arg("q", (1, m.heads, s, m.head_dim))
-    k = Arg("k", (1, m.kv_heads, s, m.head_dim))
-    v = Arg("v", (1, m.kv_heads, s, m.head_dim))
+    k = Arg("k", (1, m.kv_heads, keys, m.head_dim))
+    v = Arg("v", (1, m.kv_heads, keys, m.head_dim))
     gate, up = Arg("gate", (1, s, i)), Arg("up", (1, s, i))
     table: dict[str, tuple[Callable, tuple[Arg, ...]]] = {
         "q_proj": proj(q_dim, m.qkv_bias),
@@ -216,11 +228,12 @@ def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list
         "o_proj_residual": (linear_residual, (Arg("attn", (1, s, q_dim)), Arg("w", (h, q_dim)),
                                               Arg("residual", (1, s, h)))),
         "rmsnorm": (_RmsNorm(m.eps), (x, Arg("w", (h,)))),
-        "softmax": (softmax, (Arg("scores", (1, m.heads, s, s)),)),
+        "softmax": (softmax, (Arg("scores", (1, m.heads, s, keys)),)),
         "silu_mul": (silu_mul, (gate, up)),
         "silu_mul_down": (silu_mul_down, (gate, up, Arg("w", (h, i)))),
         "sdpa_causal_gqa": (sdpa_causal_gqa, (q, k, v)),
-        "attention_naive": (attention_naive, (q, k, v, Arg("mask", (1, 1, s, s), "causal_mask"))),
+        "attention_naive": (attention_naive, (q, k, v, Arg("mask", (1, 1, s, keys),
+                                                           "randn" if decode else "causal_mask"))),
         "decoder_layer": (_DecoderLayer(m), (
             x, Arg("ln1", (h,)), Arg("wq", (q_dim, h)), Arg("wk", (kv_dim, h)),
             Arg("wv", (kv_dim, h)), Arg("wo", (h, q_dim)), Arg("ln2", (h,)), Arg("wg", (i, h)),
@@ -230,12 +243,16 @@ def model_cases(m: ModelShape, seq: int, dtype: str, suite: str = "llm") -> list
               if m.qkv_bias else ()))),
     }
     assert tuple(table) == KERNELS
+    if decode:
+        table["sdpa_gqa"] = (sdpa_gqa, (q, k, v))
+        table = {name: table[name] for name in DECODE_KERNELS}
     return [Case(suite, m.name, name, seq, dtype, fn, args) for name, (fn, args) in table.items()]
 
 
 def llm_suite(dtypes: Sequence[str] = ("fp32", "bf16"), seqs: Sequence[int] | None = None,
               models: Sequence[ModelShape] | None = None, suite: str = "llm") -> list[Case]:
-    """Every case of a suite: models × seqs × dtypes × KERNELS (`llm`: 2 × 3 × 2 × 15 = 180)."""
+    """Every case of a suite: models × seqs × dtypes × KERNELS (`llm`: 2 × 3 × 2 × 15 = 180;
+    `decode`: 2 × 2 × 2 × 14 = 112)."""
     default_models, default_seqs = SUITES[suite]
     for d in dtypes:
         if d not in DTYPES:

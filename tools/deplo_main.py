@@ -169,11 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = add_parser("bench", help="the kernel benchmark suite: static figures without a GPU, "
                                  "timings against PyTorch eager and torch.compile with one")
-    b.add_argument("--suite", choices=["llm", "tiny"], default="llm",
-                   help="llm: TinyLlama-1.1B and Qwen2.5-7B layer kernels; tiny: small shapes")
+    b.add_argument("--suite", choices=["llm", "decode", "tiny"], default="llm",
+                   help="llm: TinyLlama-1.1B and Qwen2.5-7B layer kernels; decode: the same "
+                        "at one token over a cache of --seq keys; tiny: small shapes")
     b.add_argument("--dtype", default="fp32,bf16", help="comma-separated: fp32, bf16, fp16")
     b.add_argument("--seq", type=_positive_ints, default=None,
-                   help="comma-separated sequence lengths (llm: 32,128,512)")
+                   help="comma-separated sequence lengths (llm: 32,128,512; decode: the "
+                        "cache's, 512,2048)")
     b.add_argument("--model", default=None, help="comma-separated model names (default: the suite's)")
     b.add_argument("--kernel", default=None, help="comma-separated kernel names (default: all)")
     b.add_argument("-o", "--output", type=_output_path, default=None,
@@ -289,7 +291,7 @@ def cmd_compile(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from deplo.runtime.bench import KERNELS, MODELS, llm_suite
+    from deplo.runtime.bench import DECODE_KERNELS, KERNELS, MODELS, llm_suite
     from deplo.tools.bench import format_table, print_progress, run_bench, write_json
 
     def csv(text: str | None) -> list[str]:
@@ -310,9 +312,10 @@ def cmd_bench(args) -> int:
         print(f"deplo: error: {e}", file=sys.stderr)
         return 1
     if args.kernel:
-        if unknown := [k for k in csv(args.kernel) if k not in KERNELS]:
+        names = DECODE_KERNELS if args.suite == "decode" else KERNELS
+        if unknown := [k for k in csv(args.kernel) if k not in names]:
             print(f"deplo: error: unknown kernel {unknown[0]!r}; choose from "
-                  f"{', '.join(KERNELS)}", file=sys.stderr)
+                  f"{', '.join(names)}", file=sys.stderr)
             return 1
         cases = [c for c in cases if c.kernel in csv(args.kernel)]
     if args.schedule:

@@ -17,6 +17,7 @@ import torch
 
 import deplo
 from deplo.runtime.bench import (
+    DECODE_KERNELS,
     KERNELS,
     QWEN25_7B,
     SUITES,
@@ -75,6 +76,31 @@ def test_llm_suite_shapes() -> None:
     assert shapes("qwen2.5-7b/silu_mul_down/s32/bf16") == [(1, 32, 18944), (1, 32, 18944),
                                                           (3584, 18944)]
     assert llm_suite(["bf16"], [128], [TINYLLAMA])[0].example_inputs()[0].dtype == torch.bfloat16
+
+
+def test_decode_suite_is_one_token_over_a_cache() -> None:
+    cases = llm_suite(suite="decode")
+    assert len(cases) == 2 * 2 * 2 * len(DECODE_KERNELS) == 112
+    cases = by_name(cases)
+
+    def shapes(name: str) -> list[tuple[int, ...]]:
+        return [a.shape for a in cases[name].args]
+
+    assert shapes("tinyllama-1.1b/k_proj/s512/fp32") == [(1, 1, 2048), (256, 2048)]
+    assert shapes("qwen2.5-7b/sdpa_gqa/s2048/bf16") == [(1, 28, 1, 128), (1, 4, 2048, 128),
+                                                       (1, 4, 2048, 128)]
+    assert shapes("tinyllama-1.1b/attention_naive/s512/fp32")[-1] == (1, 1, 1, 512)
+    assert shapes("tinyllama-1.1b/softmax/s2048/bf16") == [(1, 32, 1, 2048)]
+    assert not any(c.kernel in ("decoder_layer", "sdpa_causal_gqa") for c in cases.values())
+
+
+def test_decode_attention_compiles_to_split_rows() -> None:
+    """A decoded token's attention: lanes owning keys, the cache in slices (split-KV)."""
+    (case,) = [c for c in llm_suite(["fp32"], [512], [TINYLLAMA], suite="decode")
+               if c.kernel == "sdpa_gqa"]
+    c = deplo.compile(case.fn, case.example_inputs())
+    (plan,) = c.plans()["kernels"].values()
+    assert plan["kind"] == "attention" and plan["knobs"]["key_splits"] > 1
 
 
 def test_cli_suite_choices_are_the_suites() -> None:

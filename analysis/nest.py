@@ -286,7 +286,8 @@ def combine_kinds(lp: tile.ForOp) -> list[K] | None:
 
 
 def online_pair(lp: tile.ForOp) -> bool:
-    """A loop carrying an online softmax's (m, l) and nothing else, from -inf and 0:
+    """A loop carrying an online softmax's (m, l) and nothing else, from the lowest float (or
+    -inf) and 0:
     `m' = max(m, x)`, `l' = l exp(m - m') + exp(x - m')`, x independent of both (a softmax or
     logsumexp row after loop-online-softmax). Threads' shares combine as the max, then the
     sum of each share's l rescaled by exp(m_t - max); a share of masked (-inf) elements only
@@ -310,10 +311,11 @@ def online_pair(lp: tile.ForOp) -> bool:
 
 
 def is_identity_pair(lp: tile.ForOp) -> bool:
-    """Inits -inf or the lowest float (max; loop-online-softmax's) and 0 (add)."""
+    """Inits -inf or a type's lowest float (max; loop-online-softmax's: f16's is -65504) and 0
+    (add)."""
     vals = [v.owner.value.value.data if isinstance(v.owner, arith.ConstantOp)
             and isinstance(v.owner.value, FloatAttr) else None for v in lp.inits]
-    return vals[0] is not None and vals[0] <= MASKED and vals[1] == 0.0
+    return vals[0] is not None and vals[0] <= -65504.0 and vals[1] == 0.0
 
 
 @dataclass

@@ -131,9 +131,10 @@ KNOBS: dict[str, Knob] = {
         Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
-        Knob("key_splits", int, "attention on tensor cores: the keys in this many slices on "
-                                "block.z, each a partial (m, l, O) in a scratch buffer; the "
-                                "last slice of a row block to finish combines them (split-KV)",
+        Knob("key_splits", int, "attention (tensor cores, or lanes that own keys): the keys "
+                                "in this many slices on block.z, each a partial (m, l, O) in a "
+                                "scratch buffer; the last slice of a row block to finish "
+                                "combines them (split-KV)",
              default=1),
         Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
                             "(0: none)"),
@@ -300,8 +301,8 @@ class KernelClass:
     def step_names(self) -> list[str]:
         return [step for step, _ in self.steps]
 
-    def owner(self, knob: str) -> str | None:
-        """The tile pass that carries out `knob` in this class."""
+    def owner(self, knob: str, knobs: dict | None = None) -> str | None:
+        """The tile pass that carries out `knob` in this class (in the mode of `knobs`)."""
         return next((step for step, ks in self.steps if knob in ks), None)
 
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
@@ -414,21 +415,30 @@ def _split_violations(facts: dict, knobs: dict, step: int) -> list[tuple[str, st
     splits, rows = knobs.get("key_splits", 1), facts["rows"]
     if splits not in (1, 2, 4, 8, 16):
         return [("key_splits", f"expected 1, 2, 4, 8 or 16 slices of the keys, got {splits}")]
-    if splits > 1 and (not 1 <= len(rows) <= 2 or knobs["grid_dims"] != len(rows)):
+    if splits > 1 and not rows_on_grid(facts, knobs):
         return [("key_splits", "slices of the keys go on block.z: the query rows and at most "
                                "one loop around them on the grid (grid_dims), not "
                                f"{len(rows)} loops with grid_dims {knobs['grid_dims']}")]
-    if splits > -(-facts["keys"] // step):
+    if not _slices_fill(facts["keys"], step, splits):
         return [("key_splits", f"{splits} slices of {facts['keys']} keys, {step} a step: a "
                                "slice without a step")]
     return []
 
 
+def rows_on_grid(facts: dict, knobs: dict) -> bool:
+    """The query rows and at most one loop around them on the grid: block.z is free."""
+    return 1 <= len(facts["rows"]) <= 2 and knobs["grid_dims"] == len(facts["rows"])
+
+
+def _slices_fill(keys: int, step: int, splits: int) -> bool:
+    """Every one of `splits` slices of whole steps has a step (the last is the shortest)."""
+    steps = -(-keys // step)
+    return (splits - 1) * -(-steps // splits) < steps
+
+
 def _splits_domain(facts: dict, knobs: dict, step: int) -> tuple[int, ...]:
-    rows = facts["rows"]
-    on_grid = 1 <= len(rows) <= 2 and knobs["grid_dims"] == len(rows)
-    return tuple(s for s in (1, 2, 4, 8, 16)
-                 if s == 1 or on_grid and s <= -(-facts["keys"] // step))
+    return tuple(s for s in (1, 2, 4, 8, 16) if s == 1 or rows_on_grid(facts, knobs)
+                 and _slices_fill(facts["keys"], step, s))
 
 
 @dataclass(frozen=True)
@@ -454,6 +464,11 @@ class AttentionClass(RowClass):
     def active_steps(self, knobs: dict[str, Value]) -> list[str]:
         steps = super().active_steps(knobs)
         return [s for s in steps if s != "tile-attention-rows"] if knobs.get("mma") else steps
+
+    def owner(self, knob: str, knobs: dict | None = None) -> str | None:
+        if knob == "key_splits" and knobs is not None and not knobs.get("mma"):
+            return "tile-attention-rows"  # (both passes carry it out, each in its mode)
+        return super().owner(knob)
 
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
         if knobs["mma"]:
@@ -496,7 +511,7 @@ class AttentionClass(RowClass):
             bad.append(("lane_keys", "the row is not one key loop with one q . k and the "
                                      "standard online update its lanes can own keys of "
                                      "(fact own_keys)"))
-        elif knobs.get("key_splits", 1) > 1 and not own:
+        elif knobs.get("key_splits", 1) != 1 and not own:
             bad.append(("key_splits", "slices of the keys need lanes that own keys (lane_keys) "
                                       "or tensor cores"))
         elif own and t >= 1 and not bad:

@@ -25,8 +25,9 @@ The running max `m`, running sum `l` and the output row `acc` are rescaled by
 `alpha = exp(m_old - m_new)` whenever the max grows; at the end `acc / l` is the weighted sum.
 `m` starts at the lowest finite float, not -inf: a -inf score (a mask) then adds
 exp(-inf - m) = 0 wherever it comes, where from -inf its exp(-inf + inf) would be NaN (a row
-whose first scores are masked, or a thread's share of a row that is all masked). The max
-loop's -inf init is kept where the max is read on its own.
+whose first scores are masked, or a thread's share of a row that is all masked). The one
+difference it makes to a result: a row of -inf only whose max the program also returns gets
+the lowest float for it, not -inf (its softmax is NaN either way, as PyTorch's).
 X(s) — the attention score — is now read once per (row, s), which is what lets a second
 `loop-fuse` compute the scores' own reduction (q·k) right there: the S×S scores are never
 written. The PV accumulator is float32 (f16/bf16 values are extended, the result rounded once;

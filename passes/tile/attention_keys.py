@@ -46,6 +46,7 @@ from deplo.analysis.nest import FlashRow, FlashUpdate
 from deplo.dialects import kernel, loop, tile
 from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.tile import key_slices as ks
+from deplo.passes.tile.kernel_pass import PassOptionError
 from deplo.passes.tile.rewrite import (
     add,
     below,
@@ -243,7 +244,8 @@ def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
     l_ = combined[0].results[0] if combined else fu.key_loop.res[1]
     lane0 = b.insert(arith.CmpiOp(threads.iv, const(b, 0), "eq")).result
     ml = [(v, at(split.iv, const(b, d + j))) for j, v in enumerate((m, l_))]
-    guard_stores([b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml], lane0)
+    ml = [b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml]
+    guard_stores(ml, lane0)
     tb = ks.last_slice(b, buf, split)
     slices = [const(tb, s) for s in range(split.extent or 1)]
 
@@ -261,6 +263,12 @@ def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
         for n, v in enumerate(op.operands):
             if v is l_ or v is m:
                 op.operands[n] = total if v is l_ else top
+    here = set(tb.insertion_point.block.walk()) | set(ml)
+    late = [u.operation for v in (l_, m) for u in v.uses
+            if u.operation not in here and not fu.key_loop.is_ancestor(u.operation)]
+    if late:  # (flash_row allows scalar code between the key loop and the final loop)
+        raise PassOptionError(f"tile-attention-rows: key_splits: '{late[0].name}' reads the "
+                              "row's l or m outside its final loop: no slice combine for it")
 
 
 def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> SSAValue:

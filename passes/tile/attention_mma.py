@@ -87,14 +87,8 @@ class TileAttentionMmaPass(KernelPass):
                                   "plan has mma on, but its loops are not one f16/bf16 flash "
                                   "row with its query rows on a block axis")
         rows, fm = found[0]
-        splits = plan.knob("key_splits")
-        if splits > 1 and any(isinstance(lp, tile.ForOp) and lp.binding == tile.Bind.SERIAL
-                              and lp.extent != 1 for lp in rw.ancestors(rows)):
-            raise PassOptionError(f"{self.name}: kernel @{kernel.sym_name.data}: key_splits "
-                                  f"{splits}: a serial loop around the query rows would arrive "
-                                  "at the slices' counters more than once (map it to the grid)")
         _Rewrite(kernel, rows, fm, plan.knob("warps"), plan.knob("key_block"),
-                 plan.knob("stage"), splits).run()
+                 plan.knob("stage"), plan.knob("key_splits")).run()
 
 
 class _Rewrite:
@@ -115,7 +109,8 @@ class _Rewrite:
         w = rw.thread_loop(self.warps, tile.Bind.THREAD_Y, "w")
         lanes = rw.thread_loop(32, tile.Bind.THREAD_X, "l")
         # the key slices on block.z, around the warps
-        self.split = ks.around_slices(fm.row.ops, self.splits) if self.splits > 1 else None
+        self.split = ks.around_slices(fm.row.ops, self.splits, "tile-attention-mma") \
+            if self.splits > 1 else None
         Rewriter.insert_op(w, InsertPoint.before(fm.row.ops[0]))
         Rewriter.insert_op(lanes, InsertPoint.before(w.body.block.last_op))
         b = Builder(InsertPoint.before(lanes.body.block.last_op))

@@ -149,7 +149,7 @@ class TileAttentionRowsPass(KernelPass):
             if not lane_keys or row.head_dim // parts <= HOISTED_Q:
                 for kl in row.key_loops:
                     hoist_query(row, kl, stored)
-            split = ks.around_slices(row.ops, splits) if splits > 1 else None
+            split = ks.around_slices(row.ops, splits, self.name) if splits > 1 else None
             outer = region.parent_op()
             while isinstance(outer, tile.ForOp) and outer.extent == 1 and not outer.binding.is_block:
                 outer = outer.parent_op()  # (nest.through_unit_loops)

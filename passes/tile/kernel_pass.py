@@ -92,13 +92,14 @@ class KernelPass(ModulePass):
             if self.name in kernel.done_steps:
                 raise PlanError(name, first, f"{self.name} has already carried out this plan")
             for k, v in opts.items():  # what an option implies may undo a step already done
-                owner = plan.cls.owner(k)
+                owner = plan.cls.owner(k, plan.knob_dict)
                 if k not in values and owner in kernel.done_steps and plan.knob(k) != v:
                     raise PlanError(name, first, f"needs {k} = {_text(v)}, but {owner} has "
                                                  f"already carried out {k} = {_text(plan.knob(k))}")
             steps = plan.cls.step_names()
             earlier = steps[: steps.index(self.name)]
-            keep = {k: v for k, v in plan.knobs if plan.cls.owner(k) in earlier and k not in opts}
+            keep = {k: v for k, v in plan.knobs
+                    if plan.cls.owner(k, plan.knob_dict) in earlier and k not in opts}
             names = plan.cls.knob_names(keep | opts)
             keep = {k: v for k, v in keep.items() if k in names}  # a mode switch drops the rest
             new = planner.complete(name, plan.kind, plan.facts, keep | opts, prefer=set(values))

@@ -6,7 +6,7 @@ all N, in slice order, and finishing the row:
 
     M = max_s m_s      w_s = exp(m_s - M)      L = sum_s l_s w_s      O = sum_s O_s w_s
 
-A slice past a causal stop runs no step: m = -inf, l = 0, weight 0. Keys a slice masks for
+A slice past a causal stop runs no step: m keeps its init (the lowest float), l = 0, weight 0. Keys a slice masks for
 some of its rows (a score of -big) also weigh 0 next to a slice where the row has a real key.
 The sums read every slice from the buffer in slice order, so the result does not depend on
 which block arrives last. One launch; the combine costs a store and N reads of each row's
@@ -25,10 +25,17 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.dialects import tile
 from deplo.passes.tile import rewrite as rw
+from deplo.passes.tile.kernel_pass import PassOptionError
 
 
-def around_slices(ops: list[Operation], splits: int) -> tile.ForOp:
-    """`ops` (one block's row, consecutive) moved into a new block.z loop of `splits`."""
+def around_slices(ops: list[Operation], splits: int, step: str) -> tile.ForOp:
+    """`ops` (one block's row, consecutive) moved into a new block.z loop of `splits`. A serial
+    loop around them would arrive at the slices' counters more than once: an error of `step`."""
+    if any(isinstance(lp, tile.ForOp) and lp.binding == tile.Bind.SERIAL and lp.extent != 1
+           for lp in rw.ancestors(ops[0])):
+        raise PassOptionError(f"{step}: key_splits {splits}: a serial loop around the query "
+                              "rows would arrive at the slices' counters more than once (map "
+                              "it to the grid)")
     split = rw.thread_loop(splits, tile.Bind.BLOCK_Z, "ks")
     Rewriter.insert_op(split, InsertPoint.before(ops[0]))
     for op in ops:
@@ -46,7 +53,9 @@ def slice_keys(kl: tile.ForOp, split: tile.ForOp, keys: int) -> tile.ForOp:
     b = Builder(InsertPoint.before(kl))
     base = rw.mul(b, split.iv, span)
     base.name_hint = "kbase"
-    stop = kl.dyn_ub if kl.dyn_ub is not None else rw.const(b, keys)
+    stop = rw.const(b, keys)  # a causal stop may pass the last key (more queries than keys)
+    if kl.dyn_ub is not None:
+        stop = b.insert(arith.MinSIOp(kl.dyn_ub, stop)).result
     stop = b.insert(arith.SubiOp(stop, base)).result
     uses = list(kl.iv.uses)
     key = rw.add(Builder(InsertPoint.at_start(kl.body.block)), kl.iv, base)

@@ -55,6 +55,7 @@ from deplo.dialects.tile_plan import (
     batched,
     block_tile,
     reduce_length,
+    rows_on_grid,
     slab_parts,
     staged_slabs,
 )
@@ -218,17 +219,24 @@ def _has_plan(kind: str, facts: Facts) -> bool:
 
 def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
     f = dict(facts)
-    if kind == "matmul":  # not a matrix-vector product (decoding's projections: the rows
-        # of a row reduction read each weight row once, coalesced; the model, one token through
-        # a 2048 x 256 projection: 245 -> 4 us), nor outputs too few for tiles (matmul_knobs
-        # would not split them: one block walking all of K)
-        return f["chain"][-2] > 1 and _matmul_sized(f, 1)
+    if kind == "matmul":  # not a matrix-vector product over [n][k] weights (decoding's
+        # projections: the rows of a row reduction read each weight row once, coalesced; the
+        # model, one token through a 2048 x 256 projection: 245 -> 4 us), nor outputs too few
+        # for tiles (matmul_knobs would not split them: one block walking all of K)
+        return not (f["chain"][-2] == 1 and _k_rows(f)) and _matmul_sized(f, 1)
     if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
         # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
-        # would walk 256+ of K alone
-        return f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None \
-            or f["extent"] >= 256 and nest.find_contraction(kernel) is not None
+        # would walk 256+ of K alone, K contiguous in the weight
+        if f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None:
+            return True
+        mm = matmul_facts(kernel) if f["extent"] >= 256 else None
+        return mm is not None and _k_rows(dict(mm))
     return True
+
+
+def _k_rows(f: dict) -> bool:
+    """A contraction's weight is [n][k] (a linear layer's): a row of K is contiguous."""
+    return any(slab_parts(code)[0] == "jk" for code in f["slabs"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,7 +494,7 @@ def _lane_key_splits(f: dict, knobs: dict) -> int:
     steps or more. The model, one decoded token over 2048 keys (a warp a row): TinyLlama's
     attention 357 -> 14 us with 16 slices, Qwen2.5's 24 us; prefill's rows fill the SMs."""
     rows = f["rows"]
-    if knobs["grid_dims"] != len(rows) or not 1 <= len(rows) <= 2:
+    if not rows_on_grid(f, knobs):
         return 1
     blocks = math.prod(rows[:-1]) * -(-rows[-1] // knobs["rows"])
     steps = -(-f["keys"] // (knobs["threads"] // knobs["head_parts"] * knobs["lane_keys"]))
@@ -502,7 +510,7 @@ def _key_splits(f: dict, knobs: dict) -> int:
     fragments (D / 4), the scores (key_block / 2) and ~40 more (ptxas: 121 at D 64, 162 at
     128)."""
     steps = -(-f["keys"] // knobs["key_block"])
-    if knobs["grid_dims"] != len(f["rows"]) or not 1 <= len(f["rows"]) <= 2 or steps < 8:
+    if not rows_on_grid(f, knobs) or steps < 8:
         return 1
     queries = f.get("queries", 1)  # (on whichever of the grid's loops)
     blocks = -(-queries // (16 * knobs["warps"])) * (math.prod(f["rows"]) // queries)

@@ -6,7 +6,7 @@
 
 // Split-KV (`key_splits` 2) of causal GQA sdpa in bf16 (S = 20, D = 16, 16 keys a step): the
 // keys in two slices of 16 on block.z. Each slice walks its keys from %kbase to the causal
-// stop, stores its accumulator, m and l (one lane a quad) to the host's scratch buffer
+// stop (capped at the last key), stores its accumulator, m and l (one lane a quad) to the host's scratch buffer
 // [slice, batch, head, row block, warp, row of the warp, D + 2], and arrives; the last slice of the row block reads both
 // slices' m, rescales by exp(m_s - max) and finishes the rows (the epilogue's divide by l).
 // CHECK-LABEL: tile.kernel @sdpa(
@@ -17,7 +17,8 @@
 // CHECK-NEXT:        tile.for %w = 0 to 1 bind(thread.y) {
 // CHECK-NEXT:          tile.for %l = 0 to 32 bind(thread.x) {
 // CHECK:                 %kbase = arith.muli %ks, %c16 : index
-// CHECK-NEXT:            %[[STOP:.*]] = arith.subi %kub, %kbase : index
+// CHECK:                 %[[CAP:.*]] = arith.minsi %kub, %c20 : index
+// CHECK-NEXT:            %[[STOP:.*]] = arith.subi %[[CAP]], %kbase : index
 // CHECK-NEXT:            {{.*}} = tile.for %k0 = 0 to min(%[[STOP]], 16) step 16 bind(serial)
 // CHECK-NEXT:              {{.*}} = arith.addi %k0, %kbase : index
 // CHECK:                 tile.combine add %{{.*}} over thread.x lanes 4 : f32

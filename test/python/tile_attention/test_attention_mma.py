@@ -164,19 +164,21 @@ def test_tiny_llama_bf16_attention_on_tensor_cores(tmp_path) -> None:
 
 SPLITS = [  # (shape as SHAPES, knobs): slices on block.z, the last one combining
     ((4, 2, 20, 20, 16, True), {"warps": 1, "key_block": 16, "stage": True, "key_splits": 2}),
-    ((2, 2, 37, 70, 64, False), {"warps": 2, "key_block": 16, "stage": False, "key_splits": 4}),
+    ((2, 2, 37, 70, 64, False), {"warps": 2, "key_block": 16, "stage": False, "key_splits": 2}),
     ((4, 1, 50, 50, 32, True), {"warps": 1, "key_block": 16, "stage": True, "key_splits": 4,
                                 "copy": "cp_async"}),
     ((2, 2, 33, 33, 40, True), {"warps": 2, "key_block": 16, "stage": False, "key_splits": 2}),
     ((2, 1, 70, 70, 32, True), {"warps": 4, "key_block": 16, "stage": True, "key_splits": 2}),
+    # more queries than keys: the causal stop passes the last key, a slice must not
+    ((2, 2, 96, 80, 32, True), {"warps": 1, "key_block": 16, "stage": False, "key_splits": 2}),
 ]
 
 
 @pytest.mark.parametrize("shape,knobs", SPLITS, ids=lambda v: "x".join(map(str, v[:5]))
                          if isinstance(v, tuple) else f"s{v['key_splits']}w{v['warps']}")
 def test_key_splits_on_cpu(shape, knobs) -> None:
-    """Split-KV: a causal row block's later slices are empty for its first rows (m = -inf,
-    l = 0: weight 0 in the combine), ragged last slices, GQA, a ragged head dim."""
+    """Split-KV: a causal row block's later slices are empty for its first rows (m at its
+    init, l = 0: weight 0 in the combine), ragged last slices, GQA, a ragged head dim."""
     hq, hk, sq, sk, d, causal = shape
     fn = _sdpa(causal)
     c = _compile_with(fn, _inputs(hq, hk, sq, sk, d), knobs)

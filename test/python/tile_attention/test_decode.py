@@ -70,6 +70,28 @@ def test_key_splits_of_lanes_owning_keys(threads, rows, parts, splits, keys) -> 
     assert c.check(seed=3).ok
 
 
+def test_causal_slices_stop_at_the_last_key() -> None:
+    """More queries than keys: the causal stop passes the last key; the last slice must not."""
+    from test_attention_rows import _with_rows_options
+
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    c = deplo.compile(fn, [torch.randn(1, 2, 96, 32), torch.randn(1, 2, 80, 32),
+                           torch.randn(1, 2, 80, 32)])
+    _with_rows_options(c, "threads=8 rows=4 lane-keys=1 head-parts=1 key-splits=2")
+    assert c.check(seed=4).ok
+
+
+def test_rows_options_replan_the_slices() -> None:
+    """key_splits is tile-attention-rows' knob off tensor cores: other options of that pass
+    re-plan it (lane_keys 0 drops the slices), as they re-plan its other knobs."""
+    from test_attention_rows import _flash_kernels, _with_rows_options
+
+    c = deplo.compile(_gqa, _decode_qkv(32, 4, 2048, 64))
+    _with_rows_options(c, "lane-keys=0")
+    (k,) = _flash_kernels(c)
+    assert k.the_plan.knob("key_splits") == 1 and k.grid_dims[2] == 1
+
+
 def test_heuristic_splits_a_long_decoded_row() -> None:
     """One token over 2048 keys: a warp a row, 16 slices (32 heads: 512 blocks)."""
     c = deplo.compile(_gqa, [x.to("meta") for x in _decode_qkv(32, 4, 2048, 64)])

@@ -836,7 +836,8 @@ CLASSES: dict[str, KernelClass] = {
             "flash-attention rows on blocks, `rows` a block: each row's threads share the head "
             "dim (q.k combined per key, the accumulator split across them); or (f16/bf16, "
             "mma) warps of 16 rows on tensor cores, `key_block` keys a step; causal key loops "
-            "stop at the block's (warp's) last row",
+            "stop at the block's (warp's) last row; `key_splits` slices of the keys on block.z "
+            "(split-KV)",
             ("rows", "head_dim", "keys"),
             (
                 ("tile-map-grid", ("grid_dims",)),

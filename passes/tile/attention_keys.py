@@ -227,36 +227,20 @@ def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
     accumulator, lane 0 the row's m and l, to the scratch [.., row, D + 2]; the last slice of
     the block reads every slice's, rescales them into the accumulator and l, and runs the
     final loop."""
-    kernel = threads
-    while not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
     size = fu.acc.type.get_shape()[0]
     b = Builder(InsertPoint.before(fu.final))
-    buf, at = ks.scratch(kernel, threads, split, [d + 2])
+    buf, at = ks.scratch(tile.enclosing_kernel(threads), threads, split, [d + 2])
     first = const(b, 0) if part is None else b.insert(arith.MuliOp(part, const(b, size))).result
-    cols = [add(b, first, const(b, j)) for j in range(size)]
-    accs = [b.insert(loop.LoadOp(fu.acc, [const(b, j)])).result for j in range(size)]
-    stores = [b.insert(loop.StoreOp(v, buf, at(split.iv, c))) for v, c in zip(accs, cols)]
-    if key_lane0 is not None:
-        guard_stores(stores, key_lane0)
+    accs = [(b.insert(loop.LoadOp(fu.acc, [const(b, j)])).result, 0,
+             lambda bb, j=j: add(bb, first, const(bb, j))) for j in range(size)]
     m = fu.key_loop.res[0]
     combined = [u.operation for u in fu.key_loop.res[1].uses if isinstance(u.operation, tile.CombineOp)]
     l_ = combined[0].results[0] if combined else fu.key_loop.res[1]
     lane0 = b.insert(arith.CmpiOp(threads.iv, const(b, 0), "eq")).result
-    ml = [(v, at(split.iv, const(b, d + j))) for j, v in enumerate((m, l_))]
-    ml = [b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml]
-    guard_stores(ml, lane0)
-    tb = ks.last_slice(b, buf, split)
-    slices = [const(tb, s) for s in range(split.extent or 1)]
-
-    def read(s: SSAValue, col: SSAValue) -> SSAValue:
-        return tb.insert(loop.LoadOp(buf, at(s, col))).result
-
-    top, total, ws = ks.weights(tb, [read(s, const(tb, d)) for s in slices],
-                                [read(s, const(tb, d + 1)) for s in slices])
-    for j, c in enumerate(cols):
-        tb.insert(loop.StoreOp(ks.weighted(tb, [read(s, c) for s in slices], ws), fu.acc,
-                               [const(tb, j)]))
+    row = ks.SliceRow(m, l_, lambda bb, s, col: at(s, col))
+    tb, ((top, total),), new, ml = ks.combine(b, buf, split, d + 2, [row], accs, key_lane0, lane0)
+    for j, v in enumerate(new):
+        tb.insert(loop.StoreOp(v, fu.acc, [const(tb, j)]))
     fu.final.detach()
     tb.insert(fu.final)
     for op in fu.final.walk():

@@ -22,6 +22,9 @@ does it: each warp owns 16 query rows and walks the keys `key_block` at a time.
       }}
     }
 
+With the plan's `key_splits` N > 1 the keys are N slices on block.z and the last slice of a
+row block combines the slices' (O, m, l) (split-KV, passes/tile/key_slices.py).
+
 A lane's registers: D / 2 accumulators, D / 8 Q fragments, B / 2 scores. Causal key loops stop
 after the warp's last row (each warp its own bound: nothing here synchronizes the block); keys
 past the end of a partial last step are masked, rows past the end compute and do not store.
@@ -283,32 +286,19 @@ class _Rewrite:
         """Split-KV (passes/tile/key_slices.py): the lane's accumulators, and one lane a quad
         the rows' m and l (the quad's alike), to the scratch [.., warp's row, Dp + 2]; the last
         slice combines. Returns a builder inside its branch and the combined values."""
-        n, dp = self.splits, 8 * -(-self.d // 8)
+        dp = 8 * -(-self.d // 8)
         lanes = self.lane.owner.parent_op()
         buf, at = ks.scratch(self.kernel, lanes, self.split, [16, dp + 2])
 
-        def entry(bb: Builder, s: SSAValue, e: int, col: SSAValue) -> list[SSAValue]:
-            row = rw.add(bb, self.g, rw.const(bb, 8)) if e >= 2 else self.g
-            return at(s, row, col)
+        def row(r: int) -> ks.SliceRow:  # rows g and g + 8 of the warp
+            return ks.SliceRow(m[r], ls[r], lambda bb, s, col: at(
+                s, rw.add(bb, self.g, rw.const(bb, 8)) if r else self.g, col))
 
-        for i, v in enumerate(o):
-            b.insert(loop.StoreOp(v, buf, entry(b, self.split.iv, i % 4, self.col_of(b, i))))
-        ml = [(v, entry(b, self.split.iv, 2 * r, rw.const(b, dp + j)))
-              for r in range(2) for j, v in enumerate((m[r], ls[r]))]
+        accs = [(v, i % 4 // 2, lambda bb, i=i: self.col_of(bb, i)) for i, v in enumerate(o)]
         quad0 = b.insert(arith.CmpiOp(self.t2, rw.const(b, 0), "eq")).result
-        rw.guard_stores([b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml], quad0)
-        tb = ks.last_slice(b, buf, self.split)
-        slices = [rw.const(tb, s) for s in range(n)]
-
-        def read(s: int, e: int, col: SSAValue) -> SSAValue:
-            return tb.insert(loop.LoadOp(buf, entry(tb, slices[s], e, col))).result
-
-        rows = [ks.weights(tb, [read(s, 2 * r, rw.const(tb, dp)) for s in range(n)],
-                           [read(s, 2 * r, rw.const(tb, dp + 1)) for s in range(n)])
-                for r in range(2)]
-        new_o = [ks.weighted(tb, [read(s, i % 4, self.col_of(tb, i)) for s in range(n)],
-                             rows[i % 4 // 2][2]) for i in range(len(o))]
-        return tb, [r[0] for r in rows], [r[1] for r in rows], new_o
+        tb, stats, new_o, _ = ks.combine(b, buf, self.split, dp + 2, [row(0), row(1)], accs,
+                                         None, quad0)
+        return tb, [s[0] for s in stats], [s[1] for s in stats], new_o
 
     def col_of(self, b: Builder, n: int) -> SSAValue:
         """The head-dim column of accumulator n (8-column tile n // 4; columns 2t, 2t + 1)."""

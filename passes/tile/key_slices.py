@@ -16,6 +16,7 @@ D + 2 floats, which the model weighs against the shorter key loop (planner: `_ke
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
@@ -23,7 +24,7 @@ from xdsl.dialects.builtin import Float32Type, IntAttr, MemRefType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from deplo.dialects import tile
+from deplo.dialects import loop, tile
 from deplo.passes.tile import rewrite as rw
 from deplo.passes.tile.kernel_pass import PassOptionError
 
@@ -87,6 +88,45 @@ def weighted(b: Builder, values: list[SSAValue], ws: list[SSAValue]) -> SSAValue
     """sum_s values_s w_s."""
     return rw.tree(b, arith.AddfOp, [b.insert(arith.MulfOp(v, w)).result
                                      for v, w in zip(values, ws)])
+
+
+@dataclass
+class SliceRow:
+    """A row a thread finishes: its m and l after the key loop, and where its entries are:
+    (builder, slice, column) -> the scratch's indices."""
+
+    m: SSAValue
+    l: SSAValue
+    at: Callable[[Builder, SSAValue, SSAValue], list[SSAValue]]
+
+
+def combine(b: Builder, buf: SSAValue, split: tile.ForOp, width: int, rows: list[SliceRow],
+            accs: list[tuple[SSAValue, int, Callable[[Builder], SSAValue]]],
+            acc_guard: SSAValue | None, ml_guard: SSAValue):
+    """Each accumulator (value, its row, its column) stored (where `acc_guard`), each row's m
+    and l at columns width - 2 and width - 1 (where `ml_guard`: one thread a row); then the
+    last slice's branch reads every slice's and rescales them. Returns (a builder inside the
+    branch, each row's (M, L), the accumulators combined, the m and l stores)."""
+    at = [rows[r].at(b, split.iv, col(b)) for _, r, col in accs]
+    stores = [b.insert(loop.StoreOp(v, buf, idx)) for (v, _, _), idx in zip(accs, at)]
+    if acc_guard is not None:
+        rw.guard_stores(stores, acc_guard)
+    ml = [(v, row.at(b, split.iv, rw.const(b, width - 2 + j)))
+          for row in rows for j, v in enumerate((row.m, row.l))]
+    ml = [b.insert(loop.StoreOp(v, buf, idx)) for v, idx in ml]  # adjacent: one guard
+    rw.guard_stores(ml, ml_guard)
+    tb = last_slice(b, buf, split)
+    slices = [rw.const(tb, s) for s in range(split.extent or 1)]
+
+    def read(s: SSAValue, r: int, col: SSAValue) -> SSAValue:
+        return tb.insert(loop.LoadOp(buf, rows[r].at(tb, s, col))).result
+
+    stats = [weights(tb, [read(s, r, rw.const(tb, width - 2)) for s in slices],
+                     [read(s, r, rw.const(tb, width - 1)) for s in slices])
+             for r in range(len(rows))]
+    new = [weighted(tb, [read(s, r, col(tb)) for s in slices], stats[r][2])
+           for _, r, col in accs]
+    return tb, [(m, total) for m, total, _ in stats], new, ml
 
 
 def last_slice(b: Builder, buf: SSAValue, split: tile.ForOp) -> Builder:

@@ -22,9 +22,9 @@
 // CHECK-NEXT:            {{.*}} = tile.for %k0 = 0 to min(%[[STOP]], 16) step 16 bind(serial)
 // CHECK-NEXT:              {{.*}} = arith.addi %k0, %kbase : index
 // CHECK:                 tile.combine add %{{.*}} over thread.x lanes 4 : f32
-// CHECK:                 loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %{{.*}}] : memref<2x1x2x2x1x16x18xf32>
 // CHECK:                 %[[QUAD0:.*]] = arith.cmpi eq, %t2, %c0
-// CHECK-NEXT:            scf.if %[[QUAD0]] {
+// CHECK:                 loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %{{.*}}] : memref<2x1x2x2x1x16x18xf32>
+// CHECK:                 scf.if %[[QUAD0]] {
 // CHECK-NEXT:              loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %c16]
 // CHECK-NEXT:              loop.store %{{.*}}, %slices[%ks, %a0, %a1, %a2, %w, %g, %c17]
 // CHECK:                 %last = tile.split_last %slices[%ks] of 2 : memref<2x1x2x2x1x16x18xf32>

@@ -6,8 +6,9 @@ all N, in slice order, and finishing the row:
 
     M = max_s m_s      w_s = exp(m_s - M)      L = sum_s l_s w_s      O = sum_s O_s w_s
 
-A slice past a causal stop runs no step: m keeps its init (the lowest float), l = 0, weight 0. Keys a slice masks for
-some of its rows (a score of -big) also weigh 0 next to a slice where the row has a real key.
+A slice past a causal stop runs no step: m keeps its init (the lowest float), l = 0, weight 0.
+Keys a slice masks for some of its rows (a score of -big) also weigh 0 next to a slice where
+the row has a real key.
 The sums read every slice from the buffer in slice order, so the result does not depend on
 which block arrives last. One launch; the combine costs a store and N reads of each row's
 D + 2 floats, which the model weighs against the shorter key loop (planner: `_key_splits`).

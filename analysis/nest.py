@@ -298,7 +298,7 @@ def online_pair(lp: tile.ForOp) -> bool:
     m_new, l_new = lp.body.block.last_op.operands
     upd = m_new.owner
     if not isinstance(upd, arith.MaximumfOp) or m not in upd.operands \
-            or not is_identity_pair(lp) or not l_.has_one_use():
+            or not _identity_pair(lp) or not l_.has_one_use():
         return False
     x = upd.rhs if upd.lhs is m else upd.lhs
     p, alpha = _exp_of(x, m_new), _exp_of(m, m_new)
@@ -310,12 +310,14 @@ def online_pair(lp: tile.ForOp) -> bool:
     return len(list(m.uses)) == 2 and _sum_of(l_new, _prod_pair(l_, alpha), p)
 
 
-def is_identity_pair(lp: tile.ForOp) -> bool:
-    """Inits -inf or a type's lowest float (max; loop-online-softmax's: f16's is -65504) and 0
-    (add)."""
+F16_LOWEST = -65504.0  # the least negative of the float types' lowest values
+
+
+def _identity_pair(lp: tile.ForOp) -> bool:
+    """Inits -inf or a type's lowest float (max; loop-online-softmax's) and 0 (add)."""
     vals = [v.owner.value.value.data if isinstance(v.owner, arith.ConstantOp)
             and isinstance(v.owner.value, FloatAttr) else None for v in lp.inits]
-    return vals[0] is not None and vals[0] <= -65504.0 and vals[1] == 0.0
+    return vals[0] is not None and vals[0] <= F16_LOWEST and vals[1] == 0.0
 
 
 @dataclass

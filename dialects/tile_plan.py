@@ -425,6 +425,11 @@ def _split_violations(facts: dict, knobs: dict, step: int) -> list[tuple[str, st
     return []
 
 
+def lane_step(knobs: dict) -> int:
+    """Keys a step of rows whose lanes own keys: lane_keys for each key lane of a part."""
+    return max(1, knobs["threads"] // knobs.get("head_parts", 1)) * knobs.get("lane_keys", 0)
+
+
 def rows_on_grid(facts: dict, knobs: dict) -> bool:
     """The query rows and at most one loop around them on the grid: block.z is free."""
     return 1 <= len(facts["rows"]) <= 2 and knobs["grid_dims"] == len(facts["rows"])
@@ -515,7 +520,7 @@ class AttentionClass(RowClass):
             bad.append(("key_splits", "slices of the keys need lanes that own keys (lane_keys) "
                                       "or tensor cores"))
         elif own and t >= 1 and not bad:
-            bad += _split_violations(facts, knobs, max(1, t // knobs.get("head_parts", 1)) * own)
+            bad += _split_violations(facts, knobs, lane_step(knobs))
         return bad
 
     def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
@@ -554,9 +559,8 @@ class AttentionClass(RowClass):
         if knob == "key_splits":
             if knobs["mma"]:
                 return _splits_domain(facts, knobs, knobs["key_block"])
-            own = knobs.get("lane_keys", 0)
-            return _splits_domain(facts, knobs, knobs["threads"] // knobs["head_parts"] * own) \
-                if own else (1,)
+            return _splits_domain(facts, knobs, lane_step(knobs)) \
+                if knobs.get("lane_keys", 0) else (1,)
         if knob == "stage":
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
         if knob == "threads":

@@ -116,9 +116,9 @@ def own_keys(row: FlashRow, fu: FlashUpdate, lanes: int, per_lane: int, parts: i
         _widen(lp)
     if split is not None:
         kl = fu.key_loop = ks.slice_keys(kl, split, keys)
-    key_lane0 = _sum_lanes(fu, tx, group) if lanes > 1 else None
+    key_lane0, l_row = _sum_lanes(fu, tx, group) if lanes > 1 else (None, fu.key_loop.res[1])
     if split is not None:
-        _finish_slices(fu, threads, split, part, row.head_dim, key_lane0)
+        _finish_slices(fu, threads, split, part, row.head_dim, key_lane0, l_row)
     drop_dead(threads)
     for lp in threads.walk():  # loops over the head dim: unrolled whatever the plan's
         if isinstance(lp, tile.ForOp) and lp is not kl and lp.binding == tile.Bind.SERIAL:
@@ -212,17 +212,19 @@ def _split_head(row: FlashRow, fu: FlashUpdate, part: SSAValue, parts: int) -> N
     fu.acc = arrays[fu.acc]
 
 
-def _combined(b: Builder, value: SSAValue, **where) -> None:
+def _combined(b: Builder, value: SSAValue, **where) -> SSAValue:
     """`tile.combine add` of `value` over the lanes `where` names, at `b`; every other use of
-    `value` reads the sum instead."""
+    `value` reads the sum instead (returned)."""
     total = b.insert(tile.CombineOp(tile.CombineKind.ADD, value, **where)).result
     for use in list(value.uses):
         if use.operation is not total.owner:
             use.operation.operands[use.index] = total
+    return total
 
 
 def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
-                   part: SSAValue | None, d: int, key_lane0: SSAValue | None) -> None:
+                   part: SSAValue | None, d: int, key_lane0: SSAValue | None,
+                   l_: SSAValue) -> None:
     """Split-KV (passes/tile/key_slices.py): key lane 0 of each part stores its part of the
     accumulator, lane 0 the row's m and l, to the scratch [.., row, D + 2]; the last slice of
     the block reads every slice's, rescales them into the accumulator and l, and runs the
@@ -234,8 +236,6 @@ def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
     accs = [(b.insert(loop.LoadOp(fu.acc, [const(b, j)])).result, 0,
              lambda bb, j=j: add(bb, first, const(bb, j))) for j in range(size)]
     m = fu.key_loop.res[0]
-    combined = [u.operation for u in fu.key_loop.res[1].uses if isinstance(u.operation, tile.CombineOp)]
-    l_ = combined[0].results[0] if combined else fu.key_loop.res[1]
     lane0 = b.insert(arith.CmpiOp(threads.iv, const(b, 0), "eq")).result
     row = ks.SliceRow(m, l_, lambda bb, s, col: at(s, col))
     tb, ((top, total),), new, ml = ks.combine(b, buf, split, d + 2, [row], accs, key_lane0, lane0)
@@ -255,12 +255,12 @@ def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
                               "row's l or m outside its final loop: no slice combine for it")
 
 
-def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> SSAValue:
+def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> tuple[SSAValue, SSAValue]:
     """After the key loop: the partial l and accumulators summed over the key lanes (`lanes`:
     those of one part of the head dim; every lane gets the totals); the final loop's stores
-    made by key lane 0 (returns that condition)."""
+    made by key lane 0. Returns (that condition, the row's l)."""
     b = Builder(InsertPoint.after(fu.key_loop))
-    _combined(b, fu.key_loop.res[1], lanes=lanes)
+    total = _combined(b, fu.key_loop.res[1], lanes=lanes)
     for d in range(fu.acc.type.get_shape()[0]):
         at = const(b, d)
         part = b.insert(loop.LoadOp(fu.acc, [at])).result
@@ -269,4 +269,4 @@ def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> SSAValue:
     first = b.insert(arith.CmpiOp(tx, const(b, 0), "eq")).result
     first.name_hint = "lane0"
     guard_stores([fu.final], first)
-    return first
+    return first, total

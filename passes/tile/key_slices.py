@@ -34,7 +34,7 @@ def around_slices(ops: list[Operation], splits: int, step: str) -> tile.ForOp:
     """`ops` (one block's row, consecutive) moved into a new block.z loop of `splits`. A serial
     loop around them would arrive at the slices' counters more than once: an error of `step`."""
     if any(isinstance(lp, tile.ForOp) and lp.binding == tile.Bind.SERIAL and lp.extent != 1
-           for lp in rw.ancestors(ops[0])):
+           for lp in tile.enclosing_loops(ops[0])):
         raise PassOptionError(f"{step}: key_splits {splits}: a serial loop around the query "
                               "rows would arrive at the slices' counters more than once (map "
                               "it to the grid)")
@@ -71,8 +71,7 @@ def scratch(kernel: tile.KernelOp, lanes: Operation, split: tile.ForOp,
             dims: list[int]) -> tuple[SSAValue, Callable[..., list[SSAValue]]]:
     """The slices' buffer, fp32 [slice, one dim a loop around `lanes` (blocks, rows), *dims],
     and a function from (slice, *indices in dims) to the indices of an entry."""
-    around = [lp for lp in reversed(list(rw.ancestors(lanes)))
-              if isinstance(lp, tile.ForOp) and lp is not split]
+    around = [lp for lp in reversed(tile.enclosing_loops(lanes)) if lp is not split]
     t = MemRefType(Float32Type(), [split.extent or 1, *(lp.extent or 1 for lp in around), *dims])
     buf = rw.add_scratch(kernel, t, "slices")
     return buf, lambda s, *idx: [s, *(lp.iv for lp in around), *idx]

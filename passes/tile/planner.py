@@ -54,6 +54,7 @@ from deplo.dialects.tile_plan import (
     attention_stage_bytes,
     batched,
     block_tile,
+    lane_step,
     reduce_length,
     rows_on_grid,
     slab_parts,
@@ -497,7 +498,7 @@ def _lane_key_splits(f: dict, knobs: dict) -> int:
     if not rows_on_grid(f, knobs):
         return 1
     blocks = math.prod(rows[:-1]) * -(-rows[-1] // knobs["rows"])
-    steps = -(-f["keys"] // (knobs["threads"] // knobs["head_parts"] * knobs["lane_keys"]))
+    steps = -(-f["keys"] // lane_step(knobs))
     return next((s for s in (16, 8, 4, 2) if blocks * s <= 4 * SMS and steps >= 8 * s), 1)
 
 

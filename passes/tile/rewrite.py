@@ -596,14 +596,6 @@ def map_batch_to_z(c, rows: tile.ForOp) -> int:
     return 1
 
 
-def ancestors(op: Operation) -> Iterable[Operation]:
-    """The ops around `op`, innermost first, up to (not including) its tile.kernel."""
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, tile.KernelOp):
-        yield parent
-        parent = parent.parent_op()
-
-
 def add_scratch(kernel: tile.KernelOp, t: MemRefType, hint: str) -> SSAValue:
     """A buffer of type `t` the host function allocates for `kernel` (split partial sums): a
     new last argument of the kernel and of each of its launches."""

@@ -24,8 +24,13 @@ MAX_GRID = (2**31 - 1, 65535, 65535)
 """Grid size per axis (x, y, z)."""
 
 SHARED_MEMORY_BYTES = 48 * 1024
-"""Static shared memory per block. More (up to 227 KB on sm_90) needs dynamic shared memory and
-an opt-in attribute at launch; emitted kernels use static arrays only."""
+"""Static shared memory per block. A kernel that declares more gets it as dynamic shared memory
+(kernel-to-cuda) with the opt-in attribute at launch (runtime/gpu/driver.py)."""
+
+MAX_SHARED_MEMORY_BYTES = 227 * 1024
+"""Shared memory per block with the opt-in attribute on sm_90 (CUDA C++ Programming Guide,
+technical specifications: 227 KB; sm_80 163 KB, sm_86/89 99 KB, where a launch past it fails
+with the driver's error)."""
 
 
 @dataclass(frozen=True)

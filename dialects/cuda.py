@@ -609,17 +609,25 @@ class AddressOp(_AccessOp):
 
 @irdl_op_definition
 class SharedOp(IRDLOperation):
-    """`__shared__ __align__(16) float buf[256];`: `%buf = cuda.shared : !cuda.array<256xf32>`"""
+    """`__shared__ __align__(16) float buf[256];`: `%buf = cuda.shared : !cuda.array<256xf32>`.
+    With a byte offset the array is a part of the kernel's dynamic shared memory (the launch's
+    `smem` bytes; past the 48 KB a kernel may declare statically): `%buf = cuda.shared
+    dynamic(1024) : ...` is `float* const buf = (float*)(kc_dyn_smem + 1024);`."""
 
     name = "cuda.shared"
     result = result_def(ArrayType)
-    assembly_format = "attr-dict `:` type($result)"
+    offset = opt_prop_def(IntegerAttr[I64])
+    assembly_format = "(`dynamic` `(` $offset^ `)`)? attr-dict `:` type($result)"
 
-    def __init__(self, t: ArrayType):
-        super().__init__(result_types=[t])
+    def __init__(self, t: ArrayType, offset: int | None = None):
+        props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        super().__init__(result_types=[t], properties=props)
 
     def verify_(self) -> None:
         _verify_in_kernel(self)
+        if self.offset is not None and self.offset.value.data % 16:
+            raise VerifyException(f"expected a dynamic offset aligned to 16 bytes, got "
+                                  f"{self.offset.value.data}")
 
 
 @irdl_op_definition

@@ -78,7 +78,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from deplo.dialects.loop import INDEX_LIMIT
 from deplo.dialects.tile import PackHalves
-from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
+from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, MAX_SHARED_MEMORY_BYTES, WARP
 
 SHARED_SPACE = 3  # memref memory space of shared memory (`3 : i64`), as in NVVM
 CP_ASYNC_BYTES = (4, 16)  # kc_cp_async4 / kc_cp_async16 of the prelude
@@ -208,10 +208,14 @@ class FuncOp(IRDLOperation):
             elif not isinstance(a.type, IntegerType | IndexType | AnyFloat):
                 raise VerifyException(
                     f"argument #{a.index}: expected a memref or a scalar, got {a.type}")
-        smem = sum(_shared_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
-        if smem > SHARED_MEMORY_BYTES:
+        if (smem := self.shared_bytes()) > MAX_SHARED_MEMORY_BYTES:
             raise VerifyException(
-                f"expected at most {SHARED_MEMORY_BYTES} bytes of static shared memory, got {smem}")
+                f"expected at most {MAX_SHARED_MEMORY_BYTES} bytes of shared memory, got {smem}")
+
+    def shared_bytes(self) -> int:
+        """The bytes of its shared buffers: static arrays up to SHARED_MEMORY_BYTES, else the
+        launch's dynamic shared memory (kernel-to-cuda)."""
+        return sum(shared_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -282,7 +286,8 @@ class GridDimOp(_IdOp):
     name = "kernel.grid_dim"
 
 
-def _shared_bytes(op: SharedOp) -> int:
+def shared_bytes(op: SharedOp) -> int:
+    """The bytes of one shared buffer."""
     t = op.result.type
     n = 1
     for d in t.get_shape():

@@ -117,8 +117,8 @@ from deplo.dialects.loop import (
     verify_launch,
     verify_loop_body,
 )
-from deplo.dialects.tile_plan import Plan, PlanAttr, parse_plan
-from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
+from deplo.dialects.tile_plan import MAX_BUFFERS, Plan, PlanAttr, parse_plan
+from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, MAX_SHARED_MEMORY_BYTES, WARP
 
 SHARED_SPACE = IntegerAttr(3, 64)
 """The memory space of shared memory buffers (`memref<...xf32, 3 : i64>`)."""
@@ -326,10 +326,10 @@ class KernelOp(IRDLOperation):
                 f"{where}: expected at most {MAX_BLOCK_THREADS} threads per block, "
                 f"got {bx * by * bz}"
             )
-        if (smem := self.staged_bytes()) > SHARED_MEMORY_BYTES:
+        if (smem := self.staged_bytes()) > MAX_SHARED_MEMORY_BYTES:
             raise VerifyException(
                 f"{where}: staged buffers take {smem} bytes of shared memory, more than "
-                f"{SHARED_MEMORY_BYTES}"
+                f"{MAX_SHARED_MEMORY_BYTES}"
             )
         plan = self.the_plan
         if plan is not None:
@@ -641,9 +641,10 @@ class StageOp(IRDLOperation):
     Offsets are ints or `index` values (uniform over the block), sizes are ints. Elements of a
     slab with a dynamic offset that fall past the end of the source read as zero (the tile of
     the last block may overhang the buffer, or be larger than it). The result drops the unit dims of the slab and
-    pads its innermost dim by `pad` elements. `buffers(2)` double
-    buffers a stage inside a loop (no barrier before the next copy); `copy(cp_async)` copies with
-    `cp.async`."""
+    pads its innermost dim by `pad` elements. `buffers(n)`, n > 1, gives a stage inside a loop n
+    buffers that its iterations take in turn (no barrier before the next copy; with
+    `copy(cp_async)` the copies of the next n - 1 iterations are in flight: a pipeline);
+    `copy(cp_async)` copies with `cp.async`."""
 
     name = "tile.stage"
     source = operand_def(MemRefType)
@@ -732,9 +733,9 @@ class StageOp(IRDLOperation):
                 raise VerifyException(f"{where}: size {s} of dim {d} is not in [1, {n}]")
             if o != DYNAMIC and not 0 <= o <= n - s:
                 raise VerifyException(f"{where}: slab [{o}, {o + s}) of dim {d} is out of bounds")
-        if self.buffers.data not in (1, 2):
+        if not 1 <= self.buffers.data <= MAX_BUFFERS:
             raise VerifyException(
-                f"{where}: expected buffers(1) or buffers(2), got {self.buffers.data}"
+                f"{where}: expected buffers(1) to buffers({MAX_BUFFERS}), got {self.buffers.data}"
             )
         if self.pad.data < 0:
             raise VerifyException(f"{where}: expected a non-negative pad, got {self.pad.data}")
@@ -743,10 +744,10 @@ class StageOp(IRDLOperation):
         want = staged_type(src, sizes, self.pad.data, self.is_transposed)
         if self.result.type != want:
             raise VerifyException(f"{where}: expected result type {want}, got {self.result.type}")
-        if self.smem_bytes > SHARED_MEMORY_BYTES:
+        if self.smem_bytes > MAX_SHARED_MEMORY_BYTES:
             raise VerifyException(
                 f"{where}: the staged slab takes {self.smem_bytes} bytes, more than the "
-                f"{SHARED_MEMORY_BYTES} of shared memory"
+                f"{MAX_SHARED_MEMORY_BYTES} of shared memory"
             )
         _verify_collective(self, where)
 

@@ -35,7 +35,18 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, SHARED_MEMORY_BYTES, WARP
+from deplo.hardware import (
+    MAX_BLOCK,
+    MAX_BLOCK_THREADS,
+    MAX_GRID,
+    MAX_SHARED_MEMORY_BYTES,
+    SHARED_MEMORY_BYTES,
+    WARP,
+)
+
+MAX_BUFFERS = 4
+"""Shared buffers a stage may cycle through (`buffers`): a pipeline of up to 3 copies in
+flight, the depth multistage GEMMs on sm_80/sm_90 use (CUTLASS takes 3 to 5)."""
 
 Value = int | bool | str | tuple
 """A fact or knob value: an int, a bool, an identifier, or a tuple of ints / identifiers."""
@@ -107,8 +118,8 @@ KNOBS: dict[str, Knob] = {
         Knob("stage_inputs", ("none", "reused", "all"),
              "input slabs copied to shared memory: those read twice or more, or all"),
         Knob("pad", int, "elements added to each row of 2-D shared buffers (bank conflicts)"),
-        Knob("buffers", int, "shared buffers per staged input (2: the next chunk is copied "
-                             "while this one is read)"),
+        Knob("buffers", int, "shared buffers per staged input, taken in turn (n > 1: with "
+                             "cp_async the next n - 1 chunks are copied while this one is read)"),
         Knob("copy", ("sync", "cp_async"), "how stages copy: loads and stores, or cp.async"),
         Knob("grid_dims", int, "outer free loops mapped to block.x/y/z (at most 3)"),
         Knob("leave_innermost", bool, "the innermost of 2+ outer loops is left for the threads "
@@ -665,14 +676,16 @@ class MatmulClass(KernelClass):
                     bad.append((name, f"{knobs[name]} needs stage = true"))
         elif not kc:
             bad.append(("stage", "staging needs K chunks (k_chunk > 0)"))
-        elif knobs["buffers"] == 2 and kk // kc < 2:
-            bad.append(("buffers", f"one K chunk of {kc} (K = {kk}): nothing to double-buffer"))
-        if knobs["pad"] < 0 or knobs["buffers"] not in (1, 2):
+        elif knobs["buffers"] > 1 and -(-kk // kc) < knobs["buffers"]:
+            bad.append(("buffers", f"{knobs['buffers']} buffers for {-(-kk // kc)} K chunk(s) "
+                                   f"of {kc} (K = {kk}): more buffers than chunks"))
+        if knobs["pad"] < 0 or not 1 <= knobs["buffers"] <= MAX_BUFFERS:
             bad.append(("pad" if knobs["pad"] < 0 else "buffers",
-                        "expected pad >= 0 and buffers 1 or 2"))
-        if not bad and (smem := shared_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
+                        f"expected pad >= 0 and buffers 1 to {MAX_BUFFERS}"))
+        if not bad and (smem := shared_bytes(facts, knobs)) > MAX_SHARED_MEMORY_BYTES:
             bad.append(("k_chunk", f"the staged chunks take {smem} bytes of shared memory, more "
-                                   f"than {SHARED_MEMORY_BYTES} (k_chunk, tile, buffers and pad)"))
+                                   f"than {MAX_SHARED_MEMORY_BYTES} (k_chunk, tile, buffers and "
+                                   "pad)"))
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
@@ -720,8 +733,8 @@ class MatmulClass(KernelClass):
             eb = min((slab_parts(s)[1] for s in facts["slabs"]), default=4)
             return (0, 16 // eb) if knobs["stage"] else (0,)
         if knob == "buffers":
-            chunks = reduce_length(facts, knobs) // max(1, knobs["k_chunk"])
-            return (1, 2) if knobs["stage"] and chunks >= 2 else (1,)
+            chunks = -(-reduce_length(facts, knobs) // max(1, knobs["k_chunk"]))
+            return tuple(range(1, min(MAX_BUFFERS, chunks) + 1)) if knobs["stage"] else (1,)
         if knob == "unroll":
             return (0, 32)
         return super().domain(knob, facts, knobs)

@@ -227,6 +227,10 @@ class CudaEmitter:
             self.line(f"// {k.sym_name.data} reads the weights of {', '.join(source)}")
         self.line(f'extern "C" __global__ void __launch_bounds__({k.launch_bounds.value.data}) '
                   f"{k.sym_name.data}({params}) {{")
+        if any(isinstance(op, cuda.SharedOp) and op.offset is not None for op in k.walk()):
+            self.depth += 1
+            self.line("extern __shared__ __align__(16) unsigned char kc_dyn_smem[];")
+            self.depth -= 1
         self.block(k.body.block)
         self.line("}")
 
@@ -259,7 +263,12 @@ class CudaEmitter:
 
     def s_shared(self, op: cuda.SharedOp) -> None:
         t = op.result.type
-        self.line(f"__shared__ __align__(16) {cuda.c_type(t)} {self.name(op.result)}[{t.size.data}];")
+        if op.offset is None:
+            self.line(f"__shared__ __align__(16) {cuda.c_type(t)} {self.name(op.result)}"
+                      f"[{t.size.data}];")
+        else:  # a part of the launch's dynamic shared memory (kernel-to-cuda)
+            self.line(f"{cuda.c_type(t)}* const {self.name(op.result)} = reinterpret_cast<"
+                      f"{cuda.c_type(t)}*>(kc_dyn_smem + {op.offset.value.data});")
 
     def s_local(self, op: cuda.LocalOp) -> None:
         t = op.result.type

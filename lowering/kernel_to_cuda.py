@@ -6,7 +6,11 @@ Each `kernel.func` becomes one `cuda.kernel`, op by op through a value map:
     %s = arith.addf %a, %v : f32                        ->  %s = cuda.binary add %a, %v : f32
     %e = math.exp %s : f32                              ->  %e = cuda.call "expf"(%s) : (f32) -> f32
     scf.for / scf.if / scf.yield                        ->  cuda.for / cuda.if / cuda.yield
-    kernel.launch @k(...)                               ->  cuda.launch @k(...) grid(..) block(..) smem(0)
+    kernel.launch @k(...)                               ->  cuda.launch @k(...) grid(..) block(..) smem(N)
+
+`N`, the launch's dynamic shared bytes, is 0 unless the kernel's shared buffers are more than
+SHARED_MEMORY_BYTES (48 KB, what it may declare statically): then each is a part of the dynamic
+shared memory (`cuda.shared dynamic(offset)`) and N their total.
 
 `index` becomes `int` (i32); memref indices are linearized row-major with the static shape;
 buffers never stored to become `const T* __restrict__` parameters; f16/bf16 arithmetic is done in
@@ -48,8 +52,10 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from deplo import hardware as hw
 from deplo import origin
 from deplo.dialects import cuda, kernel
+from deplo.dialects.kernel import shared_bytes as kernel_shared_bytes
 from deplo.lowering.legality import ConversionError, check_converted
 
 F32 = Float32Type()
@@ -148,6 +154,7 @@ class _Translator:
         self.block: Block | None = None
         self.written = {op.memref for op in func.walk()
                         if isinstance(op, memref.StoreOp | kernel.VectorStoreOp)}
+        self.dynamic = 0  # dynamic shared bytes handed out so far
 
     def run(self) -> cuda.KernelOp:
         params = [self.param_type(a) for a in self.func.args]
@@ -354,9 +361,14 @@ class _Translator:
         self.emit(cuda.YieldOp(*(self.v(a) for a in op.arguments)))
 
     def op_kernel_shared(self, op: kernel.SharedOp) -> None:
+        """A static `__shared__` array, or past SHARED_MEMORY_BYTES in all a part of the
+        launch's dynamic shared memory, each at the next 16-byte boundary."""
         t = op.result.type
         arr = cuda.ArrayType(max(1, pymath.prod(t.get_shape())), self.ctype(t.element_type, op))
-        self.bind(op.results, [self.emit(cuda.SharedOp(arr))])
+        offset = None
+        if self.func.shared_bytes() > hw.SHARED_MEMORY_BYTES:
+            offset, self.dynamic = self.dynamic, _aligned(self.dynamic + kernel_shared_bytes(op))
+        self.bind(op.results, [self.emit(cuda.SharedOp(arr, offset))])
 
     def op_memref_alloca(self, op: memref.AllocaOp) -> None:
         """A thread's own array (a `loop.private` buffer): `float acc[64];`"""
@@ -460,14 +472,27 @@ class LowerKernelFunc(RewritePattern):
 
 @dataclass
 class LowerLaunch(RewritePattern):
-    """kernel.launch @k(%a) : T -> cuda.launch @k(%a) grid(..) block(..) smem(0) : T"""
+    """kernel.launch @k(%a) : T -> cuda.launch @k(%a) grid(..) block(..) smem(N) : T"""
 
     dims: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.LaunchOp, rewriter: PatternRewriter) -> None:
-        grid, block = self.dims[op.callee.string_value()]
-        rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, 0))
+        grid, block, smem = self.dims[op.callee.string_value()]
+        rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, smem))
+
+
+def dynamic_smem(func: kernel.FuncOp) -> int:
+    """The dynamic shared bytes a launch of `func` asks for: its buffers, 16-byte aligned each,
+    where they are more than a kernel may declare statically; else 0."""
+    if func.shared_bytes() <= hw.SHARED_MEMORY_BYTES:
+        return 0
+    return sum(_aligned(kernel_shared_bytes(op)) for op in func.walk()
+               if isinstance(op, kernel.SharedOp))
+
+
+def _aligned(n: int) -> int:
+    return -(-n // 16) * 16
 
 
 def _c_safe_names(module: ModuleOp) -> None:
@@ -497,7 +522,7 @@ class KernelToCudaPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _c_safe_names(op)
-        dims = {k.sym_name.data: (k.grid_dims, k.block_dims)
+        dims = {k.sym_name.data: (k.grid_dims, k.block_dims, dynamic_smem(k))
                 for k in op.walk() if isinstance(k, kernel.FuncOp)}
         PatternRewriteWalker(
             GreedyRewritePatternApplier([LowerKernelFunc(), LowerLaunch(dims)], dce_enabled=False),

@@ -16,7 +16,8 @@ Barriers are reached by every thread of the block: the tile verifier keeps `tile
 thread-bound loops and puts `tile.combine` only in thread loops that cover the whole block, so
 no barrier ends up under a thread guard. A `loop.store` outside every thread-bound loop of a
 multi-thread block is done by thread 0 only. A stage inside a loop waits (a barrier) before
-overwriting its buffer, unless it is double buffered (`buffers(2)`: iterations alternate halves).
+overwriting its buffer, unless it has several (`buffers(n)`: iteration t fills buffer t mod n;
+with cp.async the copies of the next n - 1 iterations are in flight, lower_prefetched_stage).
 """
 
 from __future__ import annotations
@@ -471,7 +472,7 @@ class _KernelLowering:
             return self.lower_prefetched_stage(op, buf, loops[0])
         prefix: list[SSAValue] = []
         if op.buffers.data > 1:
-            prefix = [self.parity(loops[0]) if loops else self.const(0)]
+            prefix = [self.slot(loops[0], op.buffers.data) if loops else self.const(0)]
         elif loops and not isinstance(op.prev_op, tile.StageOp):
             self.emit(kernel.BarrierOp())  # the previous iteration may still read the buffer
         self.staged[op.result] = (buf, prefix)
@@ -485,26 +486,32 @@ class _KernelLowering:
             self.emit(kernel.BarrierOp())
 
     def lower_prefetched_stage(self, op: tile.StageOp, buf: SSAValue, lp: tile.ForOp) -> None:
-        """A double-buffered cp.async stage of loop `lp`: iteration t reads the half its previous
-        iteration (or the prologue, see prefetch_prologue) filled. The first such stage of the
-        body waits for every stage's refill (barrier: t-1 read that half), issues iteration
-        t+1's copies into the other half (unless t is the last), commits, waits for all but
-        that group, and waits at a barrier for the copies of every thread."""
-        self.staged[op.result] = (buf, [self.parity(lp)])
+        """A cp.async stage of loop `lp` with n buffers, a pipeline n - 1 iterations deep:
+        iteration t reads buffer t mod n, which the prologue (see prefetch_prologue) or
+        iteration t - n + 1 filled. The first such stage of the body waits for every stage's
+        refill (barrier: t - 1 read buffer (t + n - 1) mod n), issues iteration t + n - 1's
+        copies into it (unless past the last), commits (a group every iteration, empty or
+        not), waits for all but the n - 1 newest groups (t's is then complete), and waits at
+        a barrier for the copies of every thread."""
+        n = op.buffers.data
+        self.staged[op.result] = (buf, [self.slot(lp, n)])
         if isinstance(op.prev_op, tile.StageOp) and _prefetched(op.prev_op):
             return
         self.emit(kernel.BarrierOp())
-        iv = self.vmap[lp.iv]
-        nxt = self.emit(arith.AddiOp(iv, self.const(lp.step.data)))
-        more = self.emit(arith.CmpiOp(nxt, self.upper_bound(lp), "slt"))
+        ahead = self.emit(arith.AddiOp(self.vmap[lp.iv], self.const((n - 1) * lp.step.data)))
+        self.issue_if_in_range(lp, ahead)
+        self.emit(kernel.CpAsyncCommitOp())
+        self.emit(kernel.CpAsyncWaitOp(n - 1))
+        self.emit(kernel.BarrierOp())
+
+    def issue_if_in_range(self, lp: tile.ForOp, iv: SSAValue) -> None:
+        """The copies of `lp`'s iteration at `iv`, where it is one (below the upper bound)."""
+        more = self.emit(arith.CmpiOp(iv, self.upper_bound(lp), "slt"))
         then = Block()
         self.emit(scf.IfOp(more, [], Region(then)))
         with self.nested(then):
-            self.issue_iteration(lp, nxt)
+            self.issue_iteration(lp, iv)
             self.emit(scf.YieldOp())
-        self.emit(kernel.CpAsyncCommitOp())
-        self.emit(kernel.CpAsyncWaitOp(1))
-        self.emit(kernel.BarrierOp())
 
     def upper_bound(self, lp: tile.ForOp) -> SSAValue:
         if lp.dyn_ub is None:
@@ -512,9 +519,18 @@ class _KernelLowering:
         return self.emit(arith.MinSIOp(self.vmap[lp.dyn_ub], self.const(lp.ub.data)))
 
     def prefetch_prologue(self, lp: tile.ForOp) -> None:
-        """Before a loop with prefetched stages: the copies of its first iteration, one group."""
-        if any(_prefetched(o) for o in lp.body.block.ops if isinstance(o, tile.StageOp)):
-            self.issue_iteration(lp, self.const(lp.static_lb))
+        """Before a loop with prefetched stages of n buffers: the copies of its first n - 1
+        iterations, a group each (empty past the loop's end, so that every wait in the loop
+        counts the same groups)."""
+        stages = [o for o in lp.body.block.ops if isinstance(o, tile.StageOp) and _prefetched(o)]
+        if not stages:
+            return
+        for t in range(stages[0].buffers.data - 1):
+            iv = self.const(lp.static_lb + t * lp.step.data)
+            if t == 0 or (lp.dyn_ub is None and t < (lp.extent or 0)):
+                self.issue_iteration(lp, iv)
+            else:
+                self.issue_if_in_range(lp, iv)
             self.emit(kernel.CpAsyncCommitOp())
 
     def issue_iteration(self, lp: tile.ForOp, iv: SSAValue) -> None:
@@ -528,8 +544,8 @@ class _KernelLowering:
                     self.const(x) if isinstance(x, int) else self.vmap[x]
                     for x in o.mixed_offsets()
                 ]
-                half = [self.parity(lp, iv)]
-                self.issue_copy(o, self.stage_buffer(o), half, offsets)
+                at = [self.slot(lp, o.buffers.data, iv)]
+                self.issue_copy(o, self.stage_buffer(o), at, offsets)
             elif o.dialect_name() == "arith" and not o.regions:
                 self.lower(o)
         self.vmap = saved
@@ -632,14 +648,14 @@ class _KernelLowering:
         """Elements per cp.async (4, 8 or 16 bytes, aligned on both sides), 0 for a plain copy."""
         return next((v for nbytes in (16, 4) if (v := stage_vector(op, nbytes))), 0)
 
-    def parity(self, lp: tile.ForOp, iv: SSAValue | None = None) -> SSAValue:
-        """((iv - lb) / step) % 2 of a serial loop: which half a double-buffered stage fills."""
+    def slot(self, lp: tile.ForOp, n: int, iv: SSAValue | None = None) -> SSAValue:
+        """((iv - lb) / step) % n of a serial loop: which of a stage's n buffers it fills."""
         iv = self.vmap[lp.iv] if iv is None else iv
         lb = self.vmap[lp.dyn_lb] if lp.dyn_lb is not None else self.const(lp.static_lb)
         k = self.emit(arith.SubiOp(iv, lb))
         if lp.step.data != 1:
             k = self.emit(arith.DivSIOp(k, self.const(lp.step.data)))
-        return self.emit(arith.RemSIOp(k, self.const(2)))
+        return self.emit(arith.RemSIOp(k, self.const(n)))
 
     def lower_combine(self, op: tile.CombineOp) -> None:
         kind = op.kind.data
@@ -711,14 +727,14 @@ def copy_order(op: tile.StageOp, pieces: list[int], step: int) -> list[tuple[int
 
 
 def _prefetched(op: tile.StageOp) -> bool:
-    """A double-buffered cp.async stage at the top level of a serial loop with static bounds
-    whose offsets come from scalar ops of that body or from outside it: its loop prefetches the
-    next iteration's copy (lower_prefetched_stage)."""
+    """A cp.async stage of several buffers at the top level of a serial loop with a static lower
+    bound whose offsets come from scalar ops of that body or from outside it: its loop
+    prefetches the copies of the iterations ahead (lower_prefetched_stage)."""
     lp = op.parent_op()
     if not (
         isinstance(lp, tile.ForOp)
         and op.copy.data == tile.CopyKind.CP_ASYNC
-        and op.buffers.data == 2
+        and op.buffers.data > 1
         and lp.binding in (tile.Bind.SERIAL, tile.Bind.UNROLL)
         and lp.static_lb is not None
         and (lp.extent or 0) > 1

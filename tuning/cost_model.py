@@ -655,8 +655,10 @@ def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
     """One kernel.func with its ptxas report's registers and shared memory, where there is one
     (else 32 registers a thread and the shared buffers it declares); `w`: its work if known
     (`program_works`: with what earlier launches left in L2)."""
+    # ptxas reports static shared memory only: a kernel past 48 KB has its buffers dynamic
+    smem = max(ptxas.smem_bytes, f.shared_bytes()) if ptxas else f.shared_bytes()
     return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
-                   ptxas.smem_bytes if ptxas else _static_smem(f), gpu)
+                   smem, gpu)
 
 
 def reading_l2(w: Work, in_l2: frozenset[str]) -> Work:
@@ -737,15 +739,6 @@ def predict_module(module: ModuleOp, ptxas: dict | None = None,
     return {f.sym_name.data: predict_func(f, (ptxas or {}).get(f.sym_name.data), gpu,
                                           works[f.sym_name.data])
             for f in module.ops if isinstance(f, kernel.FuncOp)}
-
-
-def _static_smem(func: kernel.FuncOp) -> int:
-    total = 0
-    for op in func.walk():
-        if isinstance(op, kernel.SharedOp):
-            t = op.result.type
-            total += math.prod(t.get_shape()) * max(1, getattr(t.element_type, "bitwidth", 32) // 8)
-    return total
 
 
 # --------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from deplo.dialects.tile_plan import (
     lane_step,
     reduce_length,
     rows_on_grid,
+    shared_bytes,
     slab_parts,
     staged_slabs,
 )
@@ -421,7 +422,9 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         trial["unroll"] = fixed.get("unroll", 32)
         if not trial["stage"] and "transpose" in trial and "transpose" not in fixed:
             trial["transpose"] = False  # (nothing staged to store k-major)
-        if not CLASSES["matmul"].violations(f, trial):
+        # (the heuristic keeps to static shared memory; plans past it are the tuner's)
+        if not CLASSES["matmul"].violations(f, trial) \
+                and shared_bytes(f, trial) <= hw.SHARED_MEMORY_BYTES:
             return trial
     return trial
 

@@ -100,6 +100,12 @@ cuda.kernel @k(%x: !cuda.ptr<f32>, %i: i32) launch_bounds(1) {
 }
 
 // -----
+// CHECK: expected a dynamic offset aligned to 16 bytes, got 12
+cuda.kernel @k() launch_bounds(1) {
+  %a = cuda.shared dynamic(12) : !cuda.array<4xf32>
+}
+
+// -----
 // CHECK: 'cuda.shared' expected inside a cuda.kernel, got none around it
 func.func @f() {
   %a = cuda.shared : !cuda.array<4xf32>

@@ -22,6 +22,7 @@
 // CHECK-NEXT:    %e = cuda.call "expf"(%m) : (f32) -> f32
 // CHECK-NEXT:    cuda.call "kc_cp_async_commit"() : () -> ()
 // CHECK-NEXT:    %buf = cuda.shared : !cuda.array<256xf32>
+// CHECK-NEXT:    %dyn = cuda.shared dynamic(1024) : !cuda.array<64xf16>
 // CHECK-NEXT:    %p = cuda.address %buf[%t] : !cuda.array<256xf32>
 // CHECK-NEXT:    %q = cuda.address %x[%t] : !cuda.ptr<f32, const, restrict>
 // CHECK-NEXT:    cuda.call "kc_cp_async16"(%p, %q) : (!cuda.ptr<f32>, !cuda.ptr<f32, const>) -> ()
@@ -69,6 +70,7 @@ cuda.kernel @all_ops(%x: !cuda.ptr<f32, const, restrict>, %y: !cuda.ptr<f32, res
   %e = cuda.call "expf"(%m) : (f32) -> f32
   cuda.call "kc_cp_async_commit"() : () -> ()
   %buf = cuda.shared : !cuda.array<256xf32>
+  %dyn = cuda.shared dynamic(1024) : !cuda.array<64xf16>
   %p = cuda.address %buf[%t] : !cuda.array<256xf32>
   %q = cuda.address %x[%t] : !cuda.ptr<f32, const, restrict>
   cuda.call "kc_cp_async16"(%p, %q) : (!cuda.ptr<f32>, !cuda.ptr<f32, const>) -> ()

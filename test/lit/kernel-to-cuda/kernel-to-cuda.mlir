@@ -166,6 +166,30 @@ func.func @main(%h: memref<64xf16>, %x: memref<2x64xf32>, %n: index) {
 }
 
 // -----
+// Past 48 KB (what a kernel may declare statically) the shared buffers are parts of the dynamic
+// shared memory, each at a 16-byte boundary (a 36-byte buffer takes 48), and the launch asks
+// for their total: 48 + 32768 + 16384 = 49200 bytes.
+
+// CHECK-LABEL: cuda.kernel @dynamic(
+// CHECK:         %small = cuda.shared dynamic(0) : !cuda.array<9xf32>
+// CHECK:         %big = cuda.shared dynamic(48) : !cuda.array<8192xf32>
+// CHECK:         %half = cuda.shared dynamic(32816) : !cuda.array<8192xf16>
+// CHECK:         cuda.launch @dynamic(%x) grid(1, 1, 1) block(32, 1, 1) smem(49200) : memref<32xf32>
+kernel.func @dynamic(%x: memref<32xf32>) grid(1, 1, 1) block(32, 1, 1) {
+  %t = kernel.thread_id x
+  %small = kernel.shared : memref<9xf32, 3 : i64>
+  %big = kernel.shared : memref<8192xf32, 3 : i64>
+  %half = kernel.shared : memref<8192xf16, 3 : i64>
+  %v = memref.load %x[%t] : memref<32xf32>
+  memref.store %v, %big[%t] : memref<8192xf32, 3 : i64>
+  memref.store %v, %small[%t] : memref<9xf32, 3 : i64>
+}
+func.func @main(%x: memref<32xf32>) {
+  kernel.launch @dynamic(%x) : memref<32xf32>
+  func.return
+}
+
+// -----
 // An op without a C translation is an error that names it.
 
 // CHECK: kernel-to-cuda: no C translation for 'math.ctpop' in @bad

@@ -40,10 +40,10 @@ kernel.func @k(%x: memref<4xcomplex<f32>>) grid(1, 1, 1) block(1, 1, 1) {
 }
 
 // -----
-// CHECK: expected at most 49152 bytes of static shared memory, got 65536
+// CHECK: expected at most 232448 bytes of shared memory, got 262144
 kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1, 1, 1) {
-  %a = kernel.shared : memref<8192xf32, 3 : i64>
-  %b = kernel.shared : memref<8192xf32, 3 : i64>
+  %a = kernel.shared : memref<32768xf32, 3 : i64>
+  %b = kernel.shared : memref<32768xf32, 3 : i64>
 }
 
 // -----

@@ -31,10 +31,10 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(64, 32) {
 
 // -----
 
-// CHECK: tile.kernel @k: staged buffers take 65536 bytes of shared memory, more than 49152
-tile.kernel @k(%x: memref<2x8192xf32>) grid(1) block(1) {
-  %a = tile.stage %x[0, 0] [1, 8192] into shared : memref<2x8192xf32> -> memref<8192xf32, 3 : i64>
-  %b = tile.stage %x[1, 0] [1, 8192] into shared : memref<2x8192xf32> -> memref<8192xf32, 3 : i64>
+// CHECK: tile.kernel @k: staged buffers take 262144 bytes of shared memory, more than 232448
+tile.kernel @k(%x: memref<2x32768xf32>) grid(1) block(1) {
+  %a = tile.stage %x[0, 0] [1, 32768] into shared : memref<2x32768xf32> -> memref<32768xf32, 3 : i64>
+  %b = tile.stage %x[1, 0] [1, 32768] into shared : memref<2x32768xf32> -> memref<32768xf32, 3 : i64>
 }
 
 // -----
@@ -181,9 +181,9 @@ tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
 
 // -----
 
-// CHECK: tile.stage of memref<4x8xf32>: expected buffers(1) or buffers(2), got 3
+// CHECK: tile.stage of memref<4x8xf32>: expected buffers(1) to buffers(4), got 5
 tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
-  %s = tile.stage %x[0, 0] [1, 8] into shared buffers(3) : memref<4x8xf32> -> memref<8xf32, 3 : i64>
+  %s = tile.stage %x[0, 0] [1, 8] into shared buffers(5) : memref<4x8xf32> -> memref<8xf32, 3 : i64>
 }
 
 // -----
@@ -216,9 +216,9 @@ tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
 
 // -----
 
-// CHECK: tile.stage of memref<16384xf32>: the staged slab takes 65536 bytes, more than the 49152 of shared memory
-tile.kernel @k(%x: memref<16384xf32>) grid(1) block(1) {
-  %s = tile.stage %x[0] [16384] into shared : memref<16384xf32> -> memref<16384xf32, 3 : i64>
+// CHECK: tile.stage of memref<65536xf32>: the staged slab takes 262144 bytes, more than the 232448 of shared memory
+tile.kernel @k(%x: memref<65536xf32>) grid(1) block(1) {
+  %s = tile.stage %x[0] [65536] into shared : memref<65536xf32> -> memref<65536xf32, 3 : i64>
 }
 
 // -----

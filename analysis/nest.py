@@ -443,6 +443,56 @@ MASKED = -1e30
 """A score at or below this is a masked one: its exp is 0 next to any real score."""
 
 
+def kv_group(row: FlashRow, head: SSAValue) -> int:
+    """G where the row's keys and values are read at `head floordiv G`: grouped-query
+    attention, G query heads of one K/V head (the head iv `head`); 1 where they are read at
+    `head` or in any other way, or the row's loads that read by the key disagree."""
+    groups: set[int] = set()
+    for kl in row.key_loops:
+        for ld in kl.walk():
+            if not isinstance(ld, loop.LoadOp) or head not in ld.indices:
+                continue
+            used_dims = ld.access_map().used_dims()
+            if not any(_depends_on(ld.indices[n], kl.iv) for n in used_dims):
+                continue  # (read by the query alone: the row's q)
+            dims = {n for n, v in enumerate(ld.indices) if v is head}
+            for e in ld.access_map().results:
+                used = {d for d in dims if _uses_dim(e, d)}
+                if not used:
+                    continue
+                if isinstance(e, AffineDimExpr):
+                    groups.add(1)
+                elif (isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.FloorDiv
+                      and isinstance(e.lhs, AffineDimExpr) and e.lhs.position in used
+                      and isinstance(e.rhs, AffineConstantExpr) and e.rhs.value > 1):
+                    groups.add(e.rhs.value)
+                else:
+                    groups.add(0)
+    return next(iter(groups)) if len(groups) == 1 and 0 not in groups else 1
+
+
+def _depends_on(v: SSAValue, iv: SSAValue) -> bool:
+    """`v` is `iv` or computed from it by scalar ops."""
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        if x is iv:
+            return True
+        if x in seen or not isinstance(x, OpResult) or x.op.regions:
+            continue
+        seen.add(x)
+        todo.extend(x.op.operands)
+    return False
+
+
+def _uses_dim(e, d: int) -> bool:
+    if isinstance(e, AffineDimExpr):
+        return e.position == d
+    if isinstance(e, AffineBinaryOpExpr):
+        return _uses_dim(e.lhs, d) or _uses_dim(e.rhs, d)
+    return False
+
+
 def causal_limit(key_loop: tile.ForOp) -> tuple[SSAValue, int] | None:
     """Where a flash row's key loop may stop: its scores are `select(key <= X, s, -big)`
     (`key < X`), X defined outside the loop, so every key past X masks out — it adds 0 to l

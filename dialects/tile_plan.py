@@ -139,6 +139,10 @@ KNOBS: dict[str, Knob] = {
         Knob("head_parts", int, "attention rows with lane_keys: the head dim in this many "
                                 "parts, each a lane's (the lanes of a key add their q . k)",
              default=1),
+        Knob("group_heads", int, "attention rows (SIMT): query heads of one K/V head a block "
+                                 "runs together (thread.z), their rows reading each key's K and "
+                                 "V at the same time (grouped-query attention; fact kv_group)",
+             default=1),
         Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
@@ -404,7 +408,8 @@ class RowClass(KernelClass):
 
 
 ATTENTION_MMA = ("warps", "key_block", "stage")
-ATTENTION_SIMT = ("threads", "rows", "stage_keys", "lane_keys", "head_parts", "stage_inputs")
+ATTENTION_SIMT = ("threads", "group_heads", "rows", "stage_keys", "lane_keys", "head_parts",
+                  "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
 """lane_keys: the most of the head dim (its part, with head_parts) whose q a lane keeps in
@@ -444,6 +449,24 @@ def lane_step(knobs: dict) -> int:
 def rows_on_grid(facts: dict, knobs: dict) -> bool:
     """The query rows and at most one loop around them on the grid: block.z is free."""
     return 1 <= len(facts["rows"]) <= 2 and knobs["grid_dims"] == len(facts["rows"])
+
+
+def _group_violations(facts: dict, knobs: dict) -> list[tuple[str, str]]:
+    """group_heads g > 1: g divides the query heads a K/V head serves, every grid loop (the
+    heads among them) on the grid, a row's lanes within a warp, K and V read where they are,
+    one slice of the keys."""
+    g, group = knobs.get("group_heads", 1), facts.get("kv_group", 1)
+    if g == 1:
+        return []
+    if g < 1 or group % g:
+        return [("group_heads", f"expected a divisor of the {group} query head(s) a K/V head "
+                                f"serves (fact kv_group), got {g}")]
+    why = ("the heads' loop must be on the grid (grid_dims)"
+           if knobs["grid_dims"] != len(facts["rows"]) else
+           "a row's lanes must be one warp's at most" if knobs["threads"] > WARP else
+           "K and V are read where they are (stage_keys 0)" if knobs.get("stage_keys", 0) else
+           "one slice of the keys (key_splits 1)" if knobs.get("key_splits", 1) != 1 else "")
+    return [("group_heads", f"{g} heads a block: {why}")] if why else []
 
 
 def _slices_fill(keys: int, step: int, splits: int) -> bool:
@@ -489,15 +512,16 @@ class AttentionClass(RowClass):
     def violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
         if knobs["mma"]:
             return self.mma_violations(facts, knobs)
-        t, rows = knobs["threads"], knobs["rows"]
+        t, rows, heads = knobs["threads"], knobs["rows"], knobs.get("group_heads", 1)
         lanes = t < WARP and t >= 1 and not t & (t - 1)
         bad = super().violations(facts, {**knobs, "threads": WARP} if lanes else knobs)
-        if not bad and t * rows > MAX_BLOCK_THREADS:
-            bad.append(("rows", f"{rows} rows of {t} threads: more than {MAX_BLOCK_THREADS} "
-                                "threads a block"))
-        elif not bad and t * rows > WARP and t * rows % WARP:
-            bad.append(("rows", f"{rows} rows of {t} threads: a block past one warp must be "
-                                "whole warps (the shuffles name every lane)"))
+        block = t * rows * heads
+        if not bad and block > MAX_BLOCK_THREADS:
+            bad.append(("rows", f"{rows} rows of {t} threads ({heads} head(s)): more than "
+                                f"{MAX_BLOCK_THREADS} threads a block"))
+        elif not bad and block > WARP and block % WARP:
+            bad.append(("rows", f"{rows} rows of {t} threads ({heads} head(s)): a block past "
+                                "one warp must be whole warps (the shuffles name every lane)"))
         if rows < 1 or rows > max(1, (facts["rows"] or (1,))[-1]):
             bad.append(("rows", f"expected 1 to {(facts['rows'] or (1,))[-1]} query rows a "
                                 f"block, got {rows}"))
@@ -532,9 +556,12 @@ class AttentionClass(RowClass):
                                       "or tensor cores"))
         elif own and t >= 1 and not bad:
             bad += _split_violations(facts, knobs, lane_step(knobs))
-        return bad
+        return bad or _group_violations(facts, knobs)
 
     def mma_violations(self, facts: dict, knobs: dict) -> list[tuple[str, str]]:
+        if knobs.get("group_heads", 1) != 1:
+            return [("group_heads", "query heads grouped in a block are rows' (SIMT); on "
+                                    "tensor cores expected 1")]
         bad = _common_violations(knobs)
         queries = facts.get("queries", 1)
         if not facts.get("tensor_cores"):
@@ -587,8 +614,13 @@ class AttentionClass(RowClass):
                 facts, {**knobs, "stage_keys": k}) <= SHARED_MEMORY_BYTES)
         if knob == "rows":
             top = (facts["rows"] or (1,))[-1]
+            per = knobs["threads"] * knobs.get("group_heads", 1)
             return tuple(r for r in (1, 2, 4, 8, 16, 32, 64)
-                         if r <= top and r * knobs["threads"] <= MAX_BLOCK_THREADS)
+                         if r <= top and r * per <= MAX_BLOCK_THREADS)
+        if knob == "group_heads":
+            g = facts.get("kv_group", 1)
+            ok = knobs["threads"] <= WARP and knobs["grid_dims"] == len(facts["rows"])
+            return tuple(d for d in range(1, g + 1) if g % d == 0) if ok else (1,)
         return super().domain(knob, facts, knobs)
 
 
@@ -859,13 +891,13 @@ CLASSES: dict[str, KernelClass] = {
             (
                 ("tile-map-grid", ("grid_dims",)),
                 ("tile-attention-mma", ("mma", "warps", "key_block", "stage", "key_splits")),
-                ("tile-attention-rows", ("threads", "rows", "stage_keys", "lane_keys",
-                                         "head_parts", "key_splits")),
+                ("tile-attention-rows", ("threads", "group_heads", "rows", "stage_keys",
+                                         "lane_keys", "head_parts", "key_splits")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
-            optional_facts=("own_keys", "tensor_cores", "queries"),
+            optional_facts=("own_keys", "tensor_cores", "queries", "kv_group"),
             limit="head_dim",
         ),
         PointwiseClass(

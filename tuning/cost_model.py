@@ -33,7 +33,7 @@ import numpy as np
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from deplo.dialects import kernel
 from deplo.hardware import GPUS, H100_SXM, WARP, Gpu  # noqa: F401 (re-exported)
@@ -265,11 +265,37 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
 
 def _free(op: Operation) -> bool:
     """Ops that cost no issue slot of their own once compiled: integer index arithmetic (folded
-    into addressing and strength-reduced by nvcc), constants, ids, and a multiply fused into
-    the add that uses it (FFMA)."""
+    into addressing and strength-reduced by nvcc), constants, ids, a multiply fused into the
+    add that uses it (FFMA), and a thread's array element that is a register."""
     return (type(op) in _INT_OPS or isinstance(op, arith.ConstantOp | kernel.ThreadIdOp
                                                     | kernel.BlockIdOp | kernel.SharedOp)
-            or _fused(op))
+            or _fused(op) or _in_register(op))
+
+
+def _in_register(op: Operation) -> bool:
+    """A load or store of a thread's array (`memref.alloca`) at an index known once nvcc has
+    unrolled the loops around it (constants and the ivs of loops marked `unroll`, through
+    index arithmetic): the element is a register, read or renamed in place, no instruction."""
+    if not isinstance(op, memref.LoadOp | memref.StoreOp) or not _is_private(op.memref):
+        return False
+    todo, seen = list(op.indices), set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, BlockArgument):
+            loop_op = v.owner.parent_op()
+            if not (isinstance(loop_op, scf.ForOp) and v is loop_op.body.block.args[0]
+                    and "unroll" in loop_op.attributes):
+                return False
+        elif isinstance(v.owner, arith.ConstantOp):
+            continue
+        elif type(v.owner) in _INT_OPS:
+            todo.extend(v.owner.operands)
+        else:
+            return False
+    return True
 
 
 def _fused(op: Operation) -> bool:

@@ -94,6 +94,7 @@ from deplo.analysis.nest import (
     defined_inside,
     flash_row,
     flash_update,
+    kv_group,
     stored_buffers,
     tail_coords,
 )
@@ -134,6 +135,7 @@ class TileAttentionRowsPass(KernelPass):
     lane_keys: int | None = None
     head_parts: int | None = None
     key_splits: int | None = None
+    group_heads: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         found = [(r, row) for r in block_regions(kernel) if (row := flash_row(r))]
@@ -144,8 +146,11 @@ class TileAttentionRowsPass(KernelPass):
         grid = list(kernel.grid_dims)
         stored = stored_buffers(kernel)
         lane_keys, parts = plan.knob("lane_keys", 0), plan.knob("head_parts", 1)
-        splits = plan.knob("key_splits")
+        splits, heads = plan.knob("key_splits"), plan.knob("group_heads", 1)
         for region, row in found:
+            if heads > 1:
+                axis, extent = group_heads(row, region, heads)
+                grid[axis] = extent
             if not lane_keys or row.head_dim // parts <= HOISTED_Q:
                 for kl in row.key_loops:
                     hoist_query(row, kl, stored)
@@ -173,7 +178,36 @@ class TileAttentionRowsPass(KernelPass):
             threads = max(threads, t)
         if splits > 1:
             grid[2] = splits
-        kernel.set_launch(grid=grid, block=(threads, per_block, 1))
+        kernel.set_launch(grid=grid, block=(threads, per_block, heads))
+
+
+def group_heads(row: FlashRow, region: Block, heads: int) -> tuple[int, int]:
+    """Run `heads` query heads of one K/V head in a block, on thread.z (grouped-query
+    attention: the grid loop whose iv reads K and V at `h floordiv G`, G a multiple of
+    `heads`): their rows read each key's K and V at the same time, once through L1 for all of
+    them. The heads' loop walks groups; inside, `h = hb heads + tz`. Returns (the grid axis of
+    that loop, its new extent)."""
+    grid = [lp for lp in tile.enclosing_loops(row.ops[0]) if lp.binding.is_block]
+    lp = next((lp for lp in grid[1:] if kv_group(row, lp.iv) > 1
+               and kv_group(row, lp.iv) % heads == 0), None)  # (grid[0]: the query rows)
+    if lp is None or lp.extent is None or lp.extent % heads:
+        raise PassOptionError(f"tile-attention-rows: group_heads {heads}: no grid loop over "
+                              f"query heads reads K and V by groups of {heads}")
+    tz = thread_loop(heads, tile.Bind.THREAD_Z, "tz")
+    Rewriter.insert_op(tz, InsertPoint.before(row.ops[0]))
+    end = tz.body.block.last_op
+    for op in row.ops:
+        op.detach()
+        tz.body.block.insert_op_before(op, end)
+    b = Builder(InsertPoint.at_start(tz.body.block))
+    head = add(b, mul(b, lp.iv, heads), tz.iv)
+    head.name_hint = lp.iv.name_hint
+    for use in list(lp.iv.uses):
+        if use.operation in row.ops or _inside(use.operation, row.ops):
+            use.operation.operands[use.index] = head
+    lp.ub = IntAttr(lp.extent // heads)
+    axis = {tile.Bind.BLOCK_X: 0, tile.Bind.BLOCK_Y: 1, tile.Bind.BLOCK_Z: 2}[lp.binding]
+    return axis, lp.ub.data
 
 
 def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:

@@ -180,9 +180,12 @@ def attention_facts(kernel: tile.KernelOp) -> Facts | None:
     if mma is not None and mma.row_iv.owner.parent_op() not in loops:
         mma = None  # one query row (decoding): nothing for a warp's 16 rows
     queries = mma.row_iv.owner.parent_op().extent if mma else None
+    # (not the innermost grid loop: the query rows tile-attention-rows puts rows of on a block)
+    group = max((nest.kv_group(f, lp.iv) for lp in loops[1:]), default=1)
     return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys),
             *((("own_keys", True),) if nest.flash_update(f) else ()),
-            *((("tensor_cores", True), ("queries", queries)) if mma else ()))
+            *((("tensor_cores", True), ("queries", queries)) if mma else ()),
+            *((("kv_group", group),) if group > 1 else ()))
 
 
 def pointwise_facts(kernel: tile.KernelOp) -> Facts:
@@ -485,11 +488,29 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         full = [r for r in options if r * threads >= hw.WARP] or options[:1]
         per = next((r for r in full if others * -(-queries // r) >= 2 * SMS), full[-1])
     knobs = row_knobs(f, "head_dim", {"mma": False, "threads": threads, "rows": per,
-                                      "stage_keys": 0, "lane_keys": own, "head_parts": parts}
-                      | fixed)
+                                      "stage_keys": 0, "lane_keys": own, "head_parts": parts,
+                                      "group_heads": 1} | fixed)
     if "key_splits" not in knobs:
         knobs["key_splits"] = _lane_key_splits(f, knobs) if own else 1
+    if "group_heads" not in fixed and "rows" not in fixed:
+        knobs |= _grouped_heads(f, knobs)
     return knobs
+
+
+def _grouped_heads(f: dict, knobs: dict) -> dict:
+    """Grouped-query attention (fact kv_group G): the G query heads of a K/V head in one block
+    (the largest divisor of G that keeps the block within 512 threads), a warp of rows each,
+    so that the rows of every head read each key's K and V at the same time, once through L1;
+    where the rows are one slice of the keys (not decoding's split-KV) and a row's lanes are
+    one warp's at most. The model: fp32 attention at 512 tokens 1.2-1.3x faster (TinyLlama's
+    49.5 -> 38.9 us, Qwen2.5's 85.9 -> 70.6), the same or better at 32 and 128."""
+    group, t = f.get("kv_group", 1), knobs["threads"]
+    if group == 1 or knobs["key_splits"] != 1 or knobs["stage_keys"] or t > hw.WARP \
+            or knobs["grid_dims"] != len(f["rows"]):
+        return {}
+    rows = max(1, min(hw.WARP // t, f["rows"][-1]))
+    heads = max(g for g in range(1, group + 1) if group % g == 0 and t * rows * g <= 512)
+    return {"group_heads": heads, "rows": rows} if heads > 1 else {}
 
 
 def _lane_key_splits(f: dict, knobs: dict) -> int:

@@ -4,7 +4,7 @@
 // fp32 attention has no tensor-core plan: pinning one is an error naming the fact; the
 // heuristic's plan says mma = false and has no tensor_cores fact.
 // CHECK: tile-attention-mma{mma=true}: kernel @sdpa: knob mma: the row is not an f16/bf16 flash row tensor cores can run (fact tensor_cores)
-// PLAN: plan attention(rows = [4], head_dim = 8, keys = 4, own_keys = true) {grid_dims = 1, mma = false, threads = 4, rows = 4, stage_keys = 0, lane_keys = 1,
+// PLAN: plan attention(rows = [4], head_dim = 8, keys = 4, own_keys = true) {grid_dims = 1, mma = false, threads = 4, group_heads = 1, rows = 4, stage_keys = 0, lane_keys = 1,
 
 builtin.module {
   loop.kernel @sdpa(%x0: memref<1x1x4x8xf32>, %x1: memref<1x1x4x8xf32>, %x2: memref<1x1x4x8xf32>, %out: memref<1x1x4x8xf32>) attributes {origin = ["scaled_dot_product_attention: aten.scaled_dot_product_attention at the expression"]} {

@@ -11,7 +11,7 @@
 // (scale, causal select, the mask of keys past 20) runs on each score, the row
 // max is a lane's own then 4 lanes', the probabilities are packed to an A fragment in
 // registers, O += P V on two 8-column tiles of V. The key loop stops after the block's last row.
-// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20) {grid_dims = 2, mma = true, warps = 2, key_block = 16, stage = true, key_splits = 1, copy = sync, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
+// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20, kv_group = 2) {grid_dims = 2, mma = true, warps = 2, key_block = 16, stage = true, key_splits = 1, copy = sync, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
 // CHECK:         tile.for %a2 = 0 to 1 bind(block.x) {
 // CHECK-NEXT:      tile.for %w = 0 to 2 bind(thread.y) {
 // CHECK-NEXT:        tile.for %l = 0 to 32 bind(thread.x) {

@@ -7,7 +7,7 @@
 // dim on a warp of threads. The q . k dot is a strided partial per thread + tile.combine, every
 // thread runs the (m, l) update, and each thread owns its slice of the accumulator (one
 // register: memref<1xf32>). Causal: the key loop stops after the query row (min(%kub, 7)).
-// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(7, 4, 1) block(32, 1, 1) key "{{.*}}" plan attention(rows = [4, 7], head_dim = 16, keys = 7, own_keys = true) {grid_dims = 2, mma = false, threads = 32, rows = 1, {{.*}}} done ["tile-map-grid", "tile-attention-rows"] {
+// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(7, 4, 1) block(32, 1, 1) key "{{.*}}" plan attention(rows = [4, 7], head_dim = 16, keys = 7, own_keys = true, kv_group = 2) {grid_dims = 2, mma = false, threads = 32, group_heads = 1, rows = 1, {{.*}}} done ["tile-map-grid", "tile-attention-rows"] {
 // CHECK:         tile.for %a2 = 0 to 7 bind(block.x) {
 // CHECK:           %kub = arith.addi %a2, %{{.*}} : index
 // CHECK-NEXT:      tile.for %[[T:.*]] = 0 to 32 bind(thread.x) {
@@ -29,8 +29,10 @@
 // The heuristic: a head dim up to 64, so a row's lanes own keys (lane_keys = 1: 8 lanes, each
 // scoring one key a step with the whole head dim), four query rows a block on thread.y (7
 // rows: two blocks, the last row clamped and its store guarded), each lane holding the whole
-// accumulator row; lane 0 stores.
-// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 4, 1) block(8, 4, 1) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, mma = false, threads = 8, rows = 4, stage_keys = 0, lane_keys = 1, {{.*}}}
+// accumulator row; lane 0 stores. The two query heads of each K/V head (kv_group = 2) run in
+// one block on thread.z (group_heads = 2): block.y walks the K/V heads.
+// AUTO-LABEL: tile.kernel @sdpa({{.*}}) grid(2, 2, 1) block(8, 4, 2) key "{{.*}}" plan attention({{.*}}) {grid_dims = 2, mma = false, threads = 8, group_heads = 2, rows = 4, stage_keys = 0, lane_keys = 1, {{.*}}}
+// AUTO:         tile.for %tz = 0 to 2 bind(thread.z) {
 // AUTO:         tile.for %ty = 0 to 4 bind(thread.y) {
 // AUTO:           %in = arith.cmpi ult, %{{.*}}, %{{.*}} : index
 // AUTO:           tile.for %t = 0 to 8 bind(thread.x) {

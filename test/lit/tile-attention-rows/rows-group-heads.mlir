@@ -1,7 +1,7 @@
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma,tile-attention-rows{threads=4 rows=2 lane-keys=1 head-parts=1 group-heads=2}" | filecheck %s
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma,tile-attention-rows{threads=4 rows=2 lane-keys=1 head-parts=1 group-heads=2}" | deplo-opt | filecheck %s
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma,tile-attention-rows" | filecheck %s --check-prefix=HEURISTIC
-// RUN: not deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma,tile-attention-rows{threads=4 lane-keys=1 group-heads=3}" 2>&1 | filecheck %s --check-prefix=DIVISOR
+// RUN: not deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma,tile-attention-rows{threads=8 rows=4 lane-keys=1 group-heads=3}" 2>&1 | filecheck %s --check-prefix=DIVISOR
 // RUN: not deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma,tile-attention-rows{threads=4 lane-keys=1 group-heads=2 key-splits=2}" 2>&1 | filecheck %s --check-prefix=SPLIT
 
 // Grouped-query attention (4 query heads on 2 K/V heads: K and V read at head floordiv 2, the

@@ -612,7 +612,7 @@ class SharedOp(IRDLOperation):
     """`__shared__ __align__(16) float buf[256];`: `%buf = cuda.shared : !cuda.array<256xf32>`.
     With a byte offset the array is a part of the kernel's dynamic shared memory (the launch's
     `smem` bytes; past the 48 KB a kernel may declare statically): `%buf = cuda.shared
-    dynamic(1024) : ...` is `float* const buf = (float*)(kc_dyn_smem + 1024);`."""
+    dynamic(1024) : ...` is `float* const buf = reinterpret_cast<float*>(kc_dyn_smem + 1024);`."""
 
     name = "cuda.shared"
     result = result_def(ArrayType)

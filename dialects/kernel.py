@@ -78,9 +78,17 @@ from xdsl.utils.str_enum import StrEnum
 
 from deplo.dialects.loop import INDEX_LIMIT
 from deplo.dialects.tile import PackHalves
-from deplo.hardware import MAX_BLOCK, MAX_BLOCK_THREADS, MAX_GRID, MAX_SHARED_MEMORY_BYTES, WARP
+from deplo.hardware import (
+    MAX_BLOCK,
+    MAX_BLOCK_THREADS,
+    MAX_GRID,
+    MAX_SHARED_MEMORY_BYTES,
+    SHARED_MEMORY_BYTES,
+    WARP,
+)
 
 SHARED_SPACE = 3  # memref memory space of shared memory (`3 : i64`), as in NVVM
+PRELUDE_SHARED_BYTES = 16  # static shared data of kc_prelude.cuh: kc_arrive_last's flag
 CP_ASYNC_BYTES = (4, 16)  # kc_cp_async4 / kc_cp_async16 of the prelude
 
 
@@ -213,9 +221,19 @@ class FuncOp(IRDLOperation):
                 f"expected at most {MAX_SHARED_MEMORY_BYTES} bytes of shared memory, got {smem}")
 
     def shared_bytes(self) -> int:
-        """The bytes of its shared buffers: static arrays up to SHARED_MEMORY_BYTES, else the
-        launch's dynamic shared memory (kernel-to-cuda)."""
+        """The bytes of its shared buffers (see dynamic_shared_bytes)."""
         return sum(shared_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
+
+    def dynamic_shared_bytes(self) -> int:
+        """The launch's dynamic shared memory: 0 where the shared buffers and the prelude's own
+        static shared data (kc_arrive_last's flag, PRELUDE_SHARED_BYTES) fit the 48 KB a
+        kernel may declare statically; else every buffer, each at a 16-byte boundary
+        (kernel-to-cuda gives them their offsets in this order)."""
+        prelude = PRELUDE_SHARED_BYTES if any(isinstance(op, ArriveLastOp)
+                                              for op in self.walk()) else 0
+        if self.shared_bytes() + prelude <= SHARED_MEMORY_BYTES:
+            return 0
+        return sum(dynamic_part_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -284,6 +302,12 @@ class GridDimOp(_IdOp):
     """`gridDim`: `%n = kernel.grid_dim x`"""
 
     name = "kernel.grid_dim"
+
+
+def dynamic_part_bytes(op: SharedOp) -> int:
+    """The bytes one shared buffer takes of dynamic shared memory: the next buffer starts at a
+    16-byte boundary (16-byte vector and cp.async accesses)."""
+    return -(-shared_bytes(op) // 16) * 16
 
 
 def shared_bytes(op: SharedOp) -> int:

@@ -708,9 +708,9 @@ class MatmulClass(KernelClass):
                     bad.append((name, f"{knobs[name]} needs stage = true"))
         elif not kc:
             bad.append(("stage", "staging needs K chunks (k_chunk > 0)"))
-        elif knobs["buffers"] > 1 and -(-kk // kc) < knobs["buffers"]:
-            bad.append(("buffers", f"{knobs['buffers']} buffers for {-(-kk // kc)} K chunk(s) "
-                                   f"of {kc} (K = {kk}): more buffers than chunks"))
+        elif knobs["buffers"] > 1 and kk // kc < knobs["buffers"]:
+            bad.append(("buffers", f"{knobs['buffers']} buffers for {kk // kc} whole K "
+                                   f"chunk(s) of {kc} (K = {kk}): more buffers than chunks"))
         if knobs["pad"] < 0 or not 1 <= knobs["buffers"] <= MAX_BUFFERS:
             bad.append(("pad" if knobs["pad"] < 0 else "buffers",
                         f"expected pad >= 0 and buffers 1 to {MAX_BUFFERS}"))
@@ -765,7 +765,7 @@ class MatmulClass(KernelClass):
             eb = min((slab_parts(s)[1] for s in facts["slabs"]), default=4)
             return (0, 16 // eb) if knobs["stage"] else (0,)
         if knob == "buffers":
-            chunks = -(-reduce_length(facts, knobs) // max(1, knobs["k_chunk"]))
+            chunks = reduce_length(facts, knobs) // max(1, knobs["k_chunk"])  # (whole: staged)
             return tuple(range(1, min(MAX_BUFFERS, chunks) + 1)) if knobs["stage"] else (1,)
         if knob == "unroll":
             return (0, 32)

@@ -52,10 +52,9 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from deplo import hardware as hw
 from deplo import origin
 from deplo.dialects import cuda, kernel
-from deplo.dialects.kernel import shared_bytes as kernel_shared_bytes
+from deplo.dialects.kernel import dynamic_part_bytes
 from deplo.lowering.legality import ConversionError, check_converted
 
 F32 = Float32Type()
@@ -361,13 +360,13 @@ class _Translator:
         self.emit(cuda.YieldOp(*(self.v(a) for a in op.arguments)))
 
     def op_kernel_shared(self, op: kernel.SharedOp) -> None:
-        """A static `__shared__` array, or past SHARED_MEMORY_BYTES in all a part of the
+        """A static `__shared__` array, or (kernel.FuncOp.dynamic_shared_bytes) a part of the
         launch's dynamic shared memory, each at the next 16-byte boundary."""
         t = op.result.type
         arr = cuda.ArrayType(max(1, pymath.prod(t.get_shape())), self.ctype(t.element_type, op))
         offset = None
-        if self.func.shared_bytes() > hw.SHARED_MEMORY_BYTES:
-            offset, self.dynamic = self.dynamic, _aligned(self.dynamic + kernel_shared_bytes(op))
+        if self.func.dynamic_shared_bytes():
+            offset, self.dynamic = self.dynamic, self.dynamic + dynamic_part_bytes(op)
         self.bind(op.results, [self.emit(cuda.SharedOp(arr, offset))])
 
     def op_memref_alloca(self, op: memref.AllocaOp) -> None:
@@ -482,17 +481,7 @@ class LowerLaunch(RewritePattern):
         rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, smem))
 
 
-def dynamic_smem(func: kernel.FuncOp) -> int:
-    """The dynamic shared bytes a launch of `func` asks for: its buffers, 16-byte aligned each,
-    where they are more than a kernel may declare statically; else 0."""
-    if func.shared_bytes() <= hw.SHARED_MEMORY_BYTES:
-        return 0
-    return sum(_aligned(kernel_shared_bytes(op)) for op in func.walk()
-               if isinstance(op, kernel.SharedOp))
 
-
-def _aligned(n: int) -> int:
-    return -(-n // 16) * 16
 
 
 def _c_safe_names(module: ModuleOp) -> None:
@@ -522,7 +511,7 @@ class KernelToCudaPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _c_safe_names(op)
-        dims = {k.sym_name.data: (k.grid_dims, k.block_dims, dynamic_smem(k))
+        dims = {k.sym_name.data: (k.grid_dims, k.block_dims, k.dynamic_shared_bytes())
                 for k in op.walk() if isinstance(k, kernel.FuncOp)}
         PatternRewriteWalker(
             GreedyRewritePatternApplier([LowerKernelFunc(), LowerLaunch(dims)], dce_enabled=False),

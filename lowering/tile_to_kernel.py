@@ -399,6 +399,12 @@ class _KernelLowering:
             new = scf.ForOp(lb, self.upper_bound(lp), self.const(lp.step.data), inits, Region(body))
             if bind == tile.Bind.UNROLL:
                 new.attributes["unroll"] = UnitAttr()  # `#pragma unroll`
+            if repeating_loops(lp) and any(isinstance(o, tile.StageOp) and o.buffers.data > 1
+                                           for o in lp.body.block.ops):
+                # run again by a loop around it: its first copies (the prologue's, or the first
+                # iteration's into buffer 0) must wait for every thread's last read of the run
+                # before, in whichever buffer it ended
+                self.emit(kernel.BarrierOp())
             self.prefetch_prologue(lp)
             self.emit(new)
             for old, arg in zip(lp.body.block.args, body.args):
@@ -499,19 +505,15 @@ class _KernelLowering:
             return
         self.emit(kernel.BarrierOp())
         ahead = self.emit(arith.AddiOp(self.vmap[lp.iv], self.const((n - 1) * lp.step.data)))
-        self.issue_if_in_range(lp, ahead)
-        self.emit(kernel.CpAsyncCommitOp())
-        self.emit(kernel.CpAsyncWaitOp(n - 1))
-        self.emit(kernel.BarrierOp())
-
-    def issue_if_in_range(self, lp: tile.ForOp, iv: SSAValue) -> None:
-        """The copies of `lp`'s iteration at `iv`, where it is one (below the upper bound)."""
-        more = self.emit(arith.CmpiOp(iv, self.upper_bound(lp), "slt"))
+        more = self.emit(arith.CmpiOp(ahead, self.upper_bound(lp), "slt"))
         then = Block()
         self.emit(scf.IfOp(more, [], Region(then)))
         with self.nested(then):
-            self.issue_iteration(lp, iv)
+            self.issue_iteration(lp, ahead)
             self.emit(scf.YieldOp())
+        self.emit(kernel.CpAsyncCommitOp())
+        self.emit(kernel.CpAsyncWaitOp(n - 1))
+        self.emit(kernel.BarrierOp())
 
     def upper_bound(self, lp: tile.ForOp) -> SSAValue:
         if lp.dyn_ub is None:
@@ -526,11 +528,8 @@ class _KernelLowering:
         if not stages:
             return
         for t in range(stages[0].buffers.data - 1):
-            iv = self.const(lp.static_lb + t * lp.step.data)
-            if t == 0 or (lp.dyn_ub is None and t < (lp.extent or 0)):
-                self.issue_iteration(lp, iv)
-            else:
-                self.issue_if_in_range(lp, iv)
+            if t < (lp.extent or 0):  # (_prefetched: static bounds)
+                self.issue_iteration(lp, self.const(lp.static_lb + t * lp.step.data))
             self.emit(kernel.CpAsyncCommitOp())
 
     def issue_iteration(self, lp: tile.ForOp, iv: SSAValue) -> None:
@@ -553,7 +552,7 @@ class _KernelLowering:
     def issue_copy(
         self, op: tile.StageOp, buf: SSAValue, prefix: list[SSAValue], offsets: list[SSAValue]
     ) -> int:
-        """The block's copy of the slab into `buf` (half `prefix`): a loop strided over the
+        """The block's copy of the slab into `buf` (its buffer `prefix`): a loop strided over the
         threads, in pieces of 16 bytes where aligned; cp.async pieces when `copy(cp_async)`
         (returns their element count, 0 for loads and stores). Pieces past the end of the
         source (a dynamic offset) are zero-filled instead."""
@@ -727,14 +726,17 @@ def copy_order(op: tile.StageOp, pieces: list[int], step: int) -> list[tuple[int
 
 
 def _prefetched(op: tile.StageOp) -> bool:
-    """A cp.async stage of several buffers at the top level of a serial loop with a static lower
-    bound whose offsets come from scalar ops of that body or from outside it: its loop
-    prefetches the copies of the iterations ahead (lower_prefetched_stage)."""
+    """A cp.async stage of several buffers at the top level of a serial loop with static bounds,
+    whose offsets come from scalar ops of that body or from outside it, and whose loop's other
+    such stages have as many buffers: its loop prefetches the copies of the iterations ahead
+    (lower_prefetched_stage: one pipeline, one count of groups)."""
     lp = op.parent_op()
     if not (
         isinstance(lp, tile.ForOp)
         and op.copy.data == tile.CopyKind.CP_ASYNC
         and op.buffers.data > 1
+        and all(o.buffers.data in (1, op.buffers.data) for o in lp.body.block.ops
+                if isinstance(o, tile.StageOp) and o.copy.data == tile.CopyKind.CP_ASYNC)
         and lp.binding in (tile.Bind.SERIAL, tile.Bind.UNROLL)
         and lp.static_lb is not None
         and (lp.extent or 0) > 1

@@ -682,7 +682,8 @@ def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
     (else 32 registers a thread and the shared buffers it declares); `w`: its work if known
     (`program_works`: with what earlier launches left in L2)."""
     # ptxas reports static shared memory only: a kernel past 48 KB has its buffers dynamic
-    smem = max(ptxas.smem_bytes, f.shared_bytes()) if ptxas else f.shared_bytes()
+    dynamic = f.dynamic_shared_bytes()
+    smem = (ptxas.smem_bytes if ptxas else 0 if dynamic else f.shared_bytes()) + dynamic
     return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
                    smem, gpu)
 

@@ -7,7 +7,7 @@ LDGSTS on sm_80+) instead of loads and stores, when the plan's `copy` is `cp_asy
 
 tile-to-kernel copies 16-byte pieces where the slab, the rows and the offset are multiples of
 16 bytes (offsets proven by analysis/index.py, `known_multiple`), else 4-byte pieces, then
-commits and waits for the group (with buffers(2): one chunk ahead). A stage whose elements are
+commits and waits for the group (with buffers(n): n - 1 chunks ahead). A stage whose elements are
 not a whole number of 4-byte pieces in line (e.g. an odd fp16 row) keeps its plain copy. The
 heuristic uses cp.async for stages in loops (the K chunks of a matmul), where the copy of the
 next chunk overlaps the compute of this one; a one-off stage would wait at once.

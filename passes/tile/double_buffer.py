@@ -1,14 +1,16 @@
-"""tile-double-buffer: a stage inside a loop alternates between two buffers (a matmul plan's
-`buffers = 2`), so filling the next one does not wait for the threads still reading the last.
+"""tile-double-buffer: a stage inside a loop takes `buffers` buffers in turn (a matmul plan's
+`buffers`, 1 to 4; the name is its first use, two), so filling the next one does not wait for
+the threads still reading the last.
 
     tile.for %k0 = 0 to 96 step 32 bind(serial) iter(...) {
       %xs = tile.stage %x[%o, %k0] [64, 32] into shared copy(sync) buffers(1) pad(0) : ...
     ->
       %xs = tile.stage %x[%o, %k0] [64, 32] into shared copy(sync) buffers(2) pad(0) : ...
 
-tile-to-kernel indexes the halves by the loop's iteration parity and drops the barrier that a
-single buffer needs before each refill; with `copy(cp_async)` it also issues the next
-iteration's copy before waiting for this one (a prefetch). Stages outside loops keep one buffer.
+tile-to-kernel indexes the buffers by the loop's iteration number modulo n and drops the
+barrier that a single buffer needs before each refill; with `copy(cp_async)` it also issues the
+copies of the next n - 1 iterations before waiting for this one's (a pipeline). Stages outside
+loops keep one buffer.
 """
 
 from __future__ import annotations

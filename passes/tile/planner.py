@@ -417,6 +417,10 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         elif any(b % 64 == 0 for b in rows_bytes):
             pad = 16 // eb
     fits = [(2, pad, stage), (1, pad, stage), (1, 0, stage), (1, 0, False)]
+    # the heuristic keeps to static shared memory; past it a plan's pinned stages only (or the
+    # tuner's)
+    budget = hw.MAX_SHARED_MEMORY_BYTES if fixed.keys() & {"k_chunk", "stage", "pad", "buffers"} \
+        else hw.SHARED_MEMORY_BYTES
     for buffers, pad_, stage_ in fits:
         trial = {**knobs, "stage": stage_, "pad": pad_, "buffers": buffers}
         trial = {**trial, **{k: v for k, v in fixed.items() if k in ("stage", "pad", "buffers")}}
@@ -425,9 +429,7 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         trial["unroll"] = fixed.get("unroll", 32)
         if not trial["stage"] and "transpose" in trial and "transpose" not in fixed:
             trial["transpose"] = False  # (nothing staged to store k-major)
-        # (the heuristic keeps to static shared memory; plans past it are the tuner's)
-        if not CLASSES["matmul"].violations(f, trial) \
-                and shared_bytes(f, trial) <= hw.SHARED_MEMORY_BYTES:
+        if not CLASSES["matmul"].violations(f, trial) and shared_bytes(f, trial) <= budget:
             return trial
     return trial
 

@@ -8,7 +8,7 @@
 // THREE-COUNT-3:     buffers(3)
 // An illegal option names the pass, the option, the kernel and the knob: four buffers for
 // three chunks.
-// ERR: deplo-opt: error: tile-double-buffer{buffers=4}: kernel @scaled: knob buffers: 4 buffers for 3 K chunk(s) of 32 (K = 96): more buffers than chunks
+// ERR: deplo-opt: error: tile-double-buffer{buffers=4}: kernel @scaled: knob buffers: 4 buffers for 3 whole K chunk(s) of 32 (K = 96): more buffers than chunks
 // ERR-NOT: error
 // Lowered with cp.async: the prologue copies chunks 0 and 1 (a group each); iteration t waits
 // at a barrier (t - 1 has read buffer (t + 2) mod 3), copies chunk t + 2 into it where there is

@@ -31,10 +31,10 @@ def _buffers(schedule: list[str], n: int) -> list[str]:
 
 @pytest.mark.parametrize("buffers", [3, 4])
 @pytest.mark.parametrize(
-    "case", [Case(37, 53, 70), Case(64, 96, 80), Case(37, 64, 48, b_nk=True, bias=True)],
-    ids=["37x53x70", "64x96x80", "linear-bias"])
+    "case", [Case(37, 70, 53), Case(64, 96, 80), Case(37, 64, 48, b_nk=True, bias=True)],
+    ids=["37x70x53", "64x96x80", "linear-bias"])
 def test_simt_pipelines(case: Case, buffers: int):
-    """K chunks of 16: 4 to 6 of them, the last ragged in 37 x 53 x 70."""
+    """K chunks of 16: 4 to 6 whole ones (K = 70: and 6 more, unstaged)."""
     low = check(case, _buffers(SCHEDULE, buffers))
     assert f"buffers({buffers})" in low.tile
     assert f"kernel.cp_async_wait {buffers - 1}" in low.kernel
@@ -91,7 +91,7 @@ def test_a_plan_sets_the_pipeline_depth():
 
 
 @pytest.mark.parametrize("knobs, why", [
-    ({"splits": 1, "k_chunk": 128, "buffers": 3}, "3 buffers for 2 K chunk(s) of 128"),
+    ({"splits": 1, "k_chunk": 128, "buffers": 3}, "3 buffers for 2 whole K chunk(s) of 128"),
     ({"splits": 1, "k_chunk": 32, "buffers": 5}, "expected pad >= 0 and buffers 1 to 4"),
 ])
 def test_plan_checks_name_the_knob(knobs: dict, why: str):
@@ -124,3 +124,53 @@ def test_the_model_counts_dynamic_shared_memory():
     assert f.shared_bytes() > hw.SHARED_MEMORY_BYTES
     assert cm.predict_func(f).blocks_per_sm == \
         cm.occupancy(cm.H100_SXM, 64, 32, f.shared_bytes()) == 1
+
+
+def _bmm_plan(knobs: dict, dtype=torch.float32, k: int = 320):
+    a, b = torch.randn(3, 64, k, dtype=dtype), torch.randn(3, k, 64, dtype=dtype)
+    fn = torch.bmm
+    key, plan = next(iter(deplo.compile(fn, [a, b]).plans()["kernels"].items()))
+    sched = {"format": "deplo-plans/1",
+             "kernels": {key: {"kind": plan["kind"], "knobs": {**plan["knobs"], **knobs}}}}
+    return deplo.compile(fn, [a, b], schedule=json.dumps(sched)), [a, b]
+
+
+@pytest.mark.parametrize("knobs", [
+    {},  # the heuristic's: splits 2, 5 chunks a run
+    {"splits": 2, "k_chunk": 32, "buffers": 3},
+    {"splits": 2, "k_chunk": 32, "buffers": 4, "copy": "sync"},
+    {"splits": 1, "k_chunk": 64, "buffers": 3},
+], ids=["heuristic", "b3", "b4-sync", "b3-unsplit"])
+def test_pipelines_run_again_by_a_batch_loop(knobs: dict):
+    """A batch of products a block walks serially (split K puts the batch in a loop): each
+    run's first copies wait at a barrier for every thread's last read of the run before (a
+    fast warp's prologue into a buffer a slow warp still reads), under the schedules that
+    expose it."""
+    c, xs = _bmm_plan(knobs)
+    want = torch.bmm(*xs).numpy()
+    exe = c.executable("cpu")
+    for schedule in ("LR-fwd", "EG-fwd", "EG-rev"):
+        (got,) = exe.run([x.numpy() for x in xs], schedule=schedule)
+        assert abs(got - want).max() <= 1e-4 * abs(want).max(), schedule
+
+
+def test_a_pinned_depth_keeps_its_stages():
+    """A plan that pins only `buffers` gets them, staged and padded, past 48 KB if need be."""
+    c, _ = _linear_plan({"buffers": 4})
+    knobs = next(iter(c.plans()["kernels"].values()))["knobs"]
+    assert (knobs["buffers"], knobs["stage"]) == (4, True) and knobs["pad"] > 0
+    assert c.check(seed=2).ok
+
+
+def test_the_48k_boundary_counts_the_prelude():
+    """Buffers of exactly 48 KB and a split-K arrival flag (16 static bytes of the prelude):
+    dynamic, or ptxas finds 48 KB + 16 of static shared data."""
+    from deplo.dialects import kernel
+
+    c, _ = _linear_plan({"splits": 2, "split_sum": "last_block", "k_chunk": 32, "stage": True,
+                         "pad": 0, "buffers": 3, "copy": "cp_async"})
+    (f,) = [op for op in c.module("kernel").ops if isinstance(op, kernel.FuncOp)]
+    assert f.shared_bytes() == hw.SHARED_MEMORY_BYTES
+    assert f.dynamic_shared_bytes() == hw.SHARED_MEMORY_BYTES
+    assert "kc_dyn_smem" in c.cuda_source
+    assert c.check(seed=3).ok

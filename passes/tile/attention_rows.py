@@ -117,7 +117,6 @@ from deplo.passes.tile.rewrite import (
     share_reductions,
     slice_loop,
     stride_loop,
-    thread_loop,
 )
 
 
@@ -193,18 +192,9 @@ def group_heads(row: FlashRow, region: Block, heads: int) -> tuple[int, int]:
     if lp is None or lp.extent is None or lp.extent % heads:
         raise PassOptionError(f"tile-attention-rows: group_heads {heads}: no grid loop over "
                               f"query heads reads K and V by groups of {heads}")
-    tz = thread_loop(heads, tile.Bind.THREAD_Z, "tz")
-    Rewriter.insert_op(tz, InsertPoint.before(row.ops[0]))
-    end = tz.body.block.last_op
-    for op in row.ops:
-        op.detach()
-        tz.body.block.insert_op_before(op, end)
-    b = Builder(InsertPoint.at_start(tz.body.block))
-    head = add(b, mul(b, lp.iv, heads), tz.iv)
-    head.name_hint = lp.iv.name_hint
-    for use in list(lp.iv.uses):
-        if use.operation in row.ops or _inside(use.operation, row.ops):
-            use.operation.operands[use.index] = head
+    _, head, uses = _on_axis(row.ops, lp.iv, heads, tile.Bind.THREAD_Z, "tz")
+    for use in uses:
+        use.operation.operands[use.index] = head
     lp.ub = IntAttr(lp.extent // heads)
     axis = {tile.Bind.BLOCK_X: 0, tile.Bind.BLOCK_Y: 1, tile.Bind.BLOCK_Z: 2}[lp.binding]
     return axis, lp.ub.data
@@ -234,16 +224,7 @@ def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:
         row.ops[row.ops.index(kl)] = row.key_loops[n] = bound_loop(kl, stop)
     if rows == 1:
         return extent
-    uses = [u for u in iv.uses if u.operation in row.ops or _inside(u.operation, row.ops)]
-    ty = thread_loop(rows, tile.Bind.THREAD_Y, "ty")
-    Rewriter.insert_op(ty, InsertPoint.before(row.ops[0]))
-    end = ty.body.block.last_op
-    for op in row.ops:
-        op.detach()
-        ty.body.block.insert_op_before(op, end)
-    b = Builder(InsertPoint.at_start(ty.body.block))
-    index = add(b, mul(b, iv, rows), ty.iv)
-    index.name_hint = iv.name_hint
+    b, index, uses = _on_axis(row.ops, iv, rows, tile.Bind.THREAD_Y, "ty")
     if extent % rows:  # the rows past the end compute the last row again; only it stores
         guard = below(b, index, extent)
         index = clamp(b, index, extent)
@@ -254,6 +235,17 @@ def split_rows(row: FlashRow, rows_loop: tile.ForOp, rows: int) -> int:
         u.operation.operands[u.index] = index
     rows_loop.ub = IntAttr(-(-extent // rows))
     return rows_loop.ub.data
+
+
+def _on_axis(ops: list, iv: SSAValue, n: int, bind: tile.Bind, hint: str):
+    """`ops` moved into a new thread loop of `n` (`bind`): (a builder at its start, the index
+    `iv n + its iv` there, the uses of `iv` in `ops` that are to read it)."""
+    uses = [u for u in iv.uses if u.operation in ops or _inside(u.operation, ops)]
+    lp = on_threads(ops, n, bind, hint)
+    b = Builder(InsertPoint.at_start(lp.body.block))
+    index = add(b, mul(b, iv, n), lp.iv)
+    index.name_hint = iv.name_hint
+    return b, index, uses
 
 
 def hoist_query(row: FlashRow, kl: tile.ForOp, stored: set[SSAValue]) -> None:

@@ -475,10 +475,11 @@ def thread_loop(extent: int, bind: tile.Bind = tile.Bind.THREAD_X, hint: str = "
     return lp
 
 
-def on_threads(ops: Sequence[Operation], threads: int) -> tile.ForOp:
-    """Move `ops` (consecutive, in one block) into a new thread.x loop of `threads` threads,
-    inserted where they were; returns it."""
-    outer = thread_loop(threads)
+def on_threads(ops: Sequence[Operation], threads: int, bind: tile.Bind = tile.Bind.THREAD_X,
+               hint: str = "t") -> tile.ForOp:
+    """Move `ops` (consecutive, in one block) into a new thread loop of `threads` threads
+    (thread.x unless `bind` says), inserted where they were; returns it."""
+    outer = thread_loop(threads, bind, hint)
     Rewriter.insert_op(outer, InsertPoint.before(ops[0]))
     end = outer.body.block.last_op
     for op in ops:

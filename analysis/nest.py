@@ -446,7 +446,8 @@ MASKED = -1e30
 def kv_group(row: FlashRow, head: SSAValue) -> int:
     """G where the row's keys and values are read at `head floordiv G`: grouped-query
     attention, G query heads of one K/V head (the head iv `head`); 1 where they are read at
-    `head` or in any other way, or the row's loads that read by the key disagree."""
+    `head` or in any other way, or the row's loads that read by the key disagree (a mask read
+    by head and key too: then 1, though grouping would be right)."""
     groups: set[int] = set()
     for kl in row.key_loops:
         for ld in kl.walk():

@@ -458,9 +458,10 @@ def _group_violations(facts: dict, knobs: dict) -> list[tuple[str, str]]:
     g, group = knobs.get("group_heads", 1), facts.get("kv_group", 1)
     if g == 1:
         return []
-    if g < 1 or group % g:
+    if g < 1 or group % g or g > MAX_BLOCK[2]:
         return [("group_heads", f"expected a divisor of the {group} query head(s) a K/V head "
-                                f"serves (fact kv_group), got {g}")]
+                                f"serves (fact kv_group) up to {MAX_BLOCK[2]} (thread.z), "
+                                f"got {g}")]
     why = ("the heads' loop must be on the grid (grid_dims)"
            if knobs["grid_dims"] != len(facts["rows"]) else
            "a row's lanes must be one warp's at most" if knobs["threads"] > WARP else
@@ -620,7 +621,8 @@ class AttentionClass(RowClass):
         if knob == "group_heads":
             g = facts.get("kv_group", 1)
             ok = knobs["threads"] <= WARP and knobs["grid_dims"] == len(facts["rows"])
-            return tuple(d for d in range(1, g + 1) if g % d == 0) if ok else (1,)
+            return tuple(d for d in range(1, min(g, MAX_BLOCK[2]) + 1) if g % d == 0) \
+                if ok else (1,)
         return super().domain(knob, facts, knobs)
 
 

@@ -180,8 +180,10 @@ def attention_facts(kernel: tile.KernelOp) -> Facts | None:
     if mma is not None and mma.row_iv.owner.parent_op() not in loops:
         mma = None  # one query row (decoding): nothing for a warp's 16 rows
     queries = mma.row_iv.owner.parent_op().extent if mma else None
-    # (not the innermost grid loop: the query rows tile-attention-rows puts rows of on a block)
-    group = max((nest.kv_group(f, lp.iv) for lp in loops[1:]), default=1)
+    # (not the innermost grid loop: the query rows tile-attention-rows puts rows of on a block;
+    # blocks of g heads need g to divide the heads too)
+    group = max((math.gcd(nest.kv_group(f, lp.iv), lp.extent or 1) for lp in loops[1:]),
+                default=1)
     return (("rows", rows), ("head_dim", f.head_dim), ("keys", f.keys),
             *((("own_keys", True),) if nest.flash_update(f) else ()),
             *((("tensor_cores", True), ("queries", queries)) if mma else ()),
@@ -504,14 +506,16 @@ def _grouped_heads(f: dict, knobs: dict) -> dict:
     (the largest divisor of G that keeps the block within 512 threads), a warp of rows each,
     so that the rows of every head read each key's K and V at the same time, once through L1;
     where the rows are one slice of the keys (not decoding's split-KV) and a row's lanes are
-    one warp's at most. The model: fp32 attention at 512 tokens 1.2-1.3x faster (TinyLlama's
-    49.5 -> 38.9 us, Qwen2.5's 85.9 -> 70.6), the same or better at 32 and 128."""
+    one warp's at most; blocks of whole warps. The model: fp32 attention at 512 tokens
+    1.2-1.3x faster (TinyLlama's 49.5 -> 38.9 us, Qwen2.5's 85.9 -> 70.6), the same or better at
+    32 and 128."""
     group, t = f.get("kv_group", 1), knobs["threads"]
     if group == 1 or knobs["key_splits"] != 1 or knobs["stage_keys"] or t > hw.WARP \
             or knobs["grid_dims"] != len(f["rows"]):
         return {}
     rows = max(1, min(hw.WARP // t, f["rows"][-1]))
-    heads = max(g for g in range(1, group + 1) if group % g == 0 and t * rows * g <= 512)
+    heads = max(g for g in range(1, min(group, hw.MAX_BLOCK[2]) + 1) if group % g == 0
+                and t * rows * g <= 512 and (t * rows * g <= hw.WARP or t * rows * g % hw.WARP == 0))
     return {"group_heads": heads, "rows": rows} if heads > 1 else {}
 
 

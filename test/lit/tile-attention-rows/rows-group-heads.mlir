@@ -29,7 +29,7 @@
 // HEURISTIC:     tile.kernel @sdpa(
 // HEURISTIC-SAME:  group_heads = 2
 // HEURISTIC:       bind(thread.z)
-// DIVISOR: knob group_heads: expected a divisor of the 2 query head(s) a K/V head serves (fact kv_group), got 3
+// DIVISOR: knob group_heads: expected a divisor of the 2 query head(s) a K/V head serves (fact kv_group) up to 64 (thread.z), got 3
 // SPLIT: knob group_heads: 2 heads a block: one slice of the keys (key_splits 1)
 
 builtin.module {

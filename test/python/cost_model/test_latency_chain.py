@@ -134,3 +134,28 @@ kernel.func @pick(%x: memref<32xf32>, %out: memref<32xf32>) grid(1, 1, 1) block(
 }"""
     l1, l2 = _chain(text)
     assert l2 >= H100_SXM.l2_latency and l1 >= H100_SXM.l1_latency  # the add waits for the load
+
+
+def test_a_threads_array_at_unrolled_indices_is_registers():
+    """The fp32 attention row's accumulator and q (`memref.alloca`), read and written inside
+    loops marked `unroll` (constant bounds, `#pragma unroll`): registers, no instruction; the
+    same array at a thread id's index would be local memory, an instruction."""
+    import torch
+    import torch.nn.functional as F
+    from xdsl.dialects import memref
+
+    import deplo
+    from deplo.dialects import kernel
+    from deplo.tuning import cost_model as cm
+
+    c = deplo.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                      [torch.randn(1, 2, 16, 16)] * 3)
+    funcs = [op for op in c.module("kernel").ops if isinstance(op, kernel.FuncOp)]
+    private = [op for f in funcs for op in f.walk()
+               if isinstance(op, memref.LoadOp | memref.StoreOp) and cm._is_private(op.memref)]
+    assert private and all(cm._in_register(op) for op in private)
+    tid = next(op for f in funcs for op in f.walk() if isinstance(op, kernel.ThreadIdOp))
+    op = private[0]
+    saved = list(op.indices)
+    op.operands[len(op.operands) - len(saved)] = tid.result  # an index a thread id moves
+    assert not cm._in_register(op)

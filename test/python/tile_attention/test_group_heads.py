@@ -112,3 +112,42 @@ def test_plan_checks(options: str, why: str) -> None:
     c = deplo.compile(_sdpa(True), _qkv(8, 2, 40, 64))
     with pytest.raises(PassOptionError, match=re.escape(why)):
         _with_rows_options(c, options)
+
+
+@pytest.mark.parametrize("hq,hk,s,d", [(8, 2, 3, 64), (16, 4, 3, 16), (28, 4, 5, 128),
+                                       (6, 2, 4, 32)])
+def test_short_rows_stay_attention(hq, hk, s, d) -> None:
+    """A few query rows: the heuristic's block stays whole warps (or within one), so the kernel
+    keeps its attention plan."""
+    c = deplo.compile(_sdpa(True), _qkv(hq, hk, s, d))
+    knobs, _, k = _plan(c)
+    block = k.block_dims[0] * k.block_dims[1] * k.block_dims[2]
+    assert block <= 32 or block % 32 == 0, (knobs, k.block_dims)
+    assert c.check(seed=2).ok
+
+
+def test_groups_divide_the_heads() -> None:
+    """6 query heads read at head floordiv 4 (a slice of a GQA 4 expansion): blocks of
+    gcd(4, 6) = 2 heads."""
+    g = torch.Generator().manual_seed(9)
+    q = torch.randn(1, 6, 24, 16, generator=g)
+    k, v = (torch.randn(1, 2, 1, 24, 16, generator=g) for _ in range(2))
+
+    def f(q, k, v):
+        kk = k.expand(1, 2, 4, 24, 16).reshape(1, 8, 24, 16)[:, :6]
+        vv = v.expand(1, 2, 4, 24, 16).reshape(1, 8, 24, 16)[:, :6]
+        return F.scaled_dot_product_attention(q, kk, vv, is_causal=True)
+
+    c = deplo.compile(f, [q, k, v])
+    knobs, facts, _ = _plan(c)
+    assert facts.get("kv_group", 1) in (1, 2) and knobs["group_heads"] in (1, 2)
+    assert c.check(seed=1).ok
+
+
+def test_thread_z_caps_a_group() -> None:
+    """One K/V head for 128 query heads: at most 64 heads a block (thread.z)."""
+    c = deplo.compile(_sdpa(False), _qkv(128, 1, 16, 16))
+    knobs, facts, _ = _plan(c)
+    assert facts["kv_group"] == 128 and knobs["group_heads"] <= 64
+    with pytest.raises(PassOptionError, match=re.escape("up to 64 (thread.z), got 128")):
+        _with_rows_options(c, "threads=4 rows=1 lane-keys=1 group-heads=128")

@@ -768,7 +768,8 @@ class MatmulClass(KernelClass):
             return (0, 16 // eb) if knobs["stage"] else (0,)
         if knob == "buffers":
             chunks = reduce_length(facts, knobs) // max(1, knobs["k_chunk"])  # (whole: staged)
-            return tuple(range(1, min(MAX_BUFFERS, chunks) + 1)) if knobs["stage"] else (1,)
+            top = max(1, min(MAX_BUFFERS, chunks)) if knobs["stage"] else 1
+            return tuple(range(1, top + 1))
         if knob == "unroll":
             return (0, 32)
         return super().domain(knob, facts, knobs)

@@ -446,16 +446,20 @@ MASKED = -1e30
 def kv_group(row: FlashRow, head: SSAValue) -> int:
     """G where the row's keys and values are read at `head floordiv G`: grouped-query
     attention, G query heads of one K/V head (the head iv `head`); 1 where they are read at
-    `head` or in any other way, or the row's loads that read by the key disagree (a mask read
-    by head and key too: then 1, though grouping would be right)."""
+    `head` or in any other way, or the row's K and V loads disagree. Only the loads that read
+    by the key and the head dim count (K, V): a mask read by head and key (a per-head bias)
+    leaves G to them."""
     groups: set[int] = set()
     for kl in row.key_loops:
+        over_d = [o.iv for o in kl.walk() if isinstance(o, tile.ForOp) and o is not kl
+                  and o.extent == row.head_dim]
         for ld in kl.walk():
             if not isinstance(ld, loop.LoadOp) or head not in ld.indices:
                 continue
-            used_dims = ld.access_map().used_dims()
-            if not any(_depends_on(ld.indices[n], kl.iv) for n in used_dims):
-                continue  # (read by the query alone: the row's q)
+            used = [ld.indices[n] for n in ld.access_map().used_dims()]
+            if not any(_depends_on(v, kl.iv) for v in used) or not any(
+                    _depends_on(v, d) for v in used for d in over_d):
+                continue  # (the row's q: not by the key; a mask: not by the head dim)
             dims = {n for n, v in enumerate(ld.indices) if v is head}
             for e in ld.access_map().results:
                 used = {d for d in dims if _uses_dim(e, d)}

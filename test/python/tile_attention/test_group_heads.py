@@ -151,3 +151,19 @@ def test_thread_z_caps_a_group() -> None:
     assert facts["kv_group"] == 128 and knobs["group_heads"] <= 64
     with pytest.raises(PassOptionError, match=re.escape("up to 64 (thread.z), got 128")):
         _with_rows_options(c, "threads=4 rows=1 lane-keys=1 group-heads=128")
+
+
+def test_a_per_head_mask_leaves_the_group_to_k_and_v() -> None:
+    """An additive bias per query head ([1, H, S, S], read by head and key): K and V decide
+    the group; each head's rows read their own bias."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = _qkv(8, 2, 20, 16)
+    mask = torch.randn(1, 8, 20, 20, generator=g)
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+    c = deplo.compile(f, [q, k, v, mask])
+    knobs, facts, _ = _plan(c)
+    assert facts["kv_group"] == 4 and knobs["group_heads"] == 4
+    matches_float64(c, f)

@@ -451,51 +451,29 @@ def kv_group(row: FlashRow, head: SSAValue) -> int:
     leaves G to them."""
     groups: set[int] = set()
     for kl in row.key_loops:
-        over_d = [o.iv for o in kl.walk() if isinstance(o, tile.ForOp) and o is not kl
-                  and o.extent == row.head_dim]
+        scope = kl.body.block
+        over_d = {o.iv for o in kl.walk() if isinstance(o, tile.ForOp) and o is not kl
+                  and o.extent == row.head_dim}
         for ld in kl.walk():
             if not isinstance(ld, loop.LoadOp) or head not in ld.indices:
                 continue
-            used = [ld.indices[n] for n in ld.access_map().used_dims()]
-            if not any(_depends_on(v, kl.iv) for v in used) or not any(
-                    _depends_on(v, d) for v in used for d in over_d):
+            read = [ld.indices[n] for n in ld.access_map().used_dims()]
+            if not any(depends_on(v, {kl.iv}, scope) for v in read) or not any(
+                    depends_on(v, over_d, scope) for v in read):
                 continue  # (the row's q: not by the key; a mask: not by the head dim)
             dims = {n for n, v in enumerate(ld.indices) if v is head}
             for e in ld.access_map().results:
-                used = {d for d in dims if _uses_dim(e, d)}
-                if not used:
+                if not dims & e.used_dims():
                     continue
                 if isinstance(e, AffineDimExpr):
                     groups.add(1)
                 elif (isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.FloorDiv
-                      and isinstance(e.lhs, AffineDimExpr) and e.lhs.position in used
+                      and isinstance(e.lhs, AffineDimExpr) and e.lhs.position in dims
                       and isinstance(e.rhs, AffineConstantExpr) and e.rhs.value > 1):
                     groups.add(e.rhs.value)
                 else:
                     groups.add(0)
     return next(iter(groups)) if len(groups) == 1 and 0 not in groups else 1
-
-
-def _depends_on(v: SSAValue, iv: SSAValue) -> bool:
-    """`v` is `iv` or computed from it by scalar ops."""
-    todo, seen = [v], set()
-    while todo:
-        x = todo.pop()
-        if x is iv:
-            return True
-        if x in seen or not isinstance(x, OpResult) or x.op.regions:
-            continue
-        seen.add(x)
-        todo.extend(x.op.operands)
-    return False
-
-
-def _uses_dim(e, d: int) -> bool:
-    if isinstance(e, AffineDimExpr):
-        return e.position == d
-    if isinstance(e, AffineBinaryOpExpr):
-        return _uses_dim(e.lhs, d) or _uses_dim(e.rhs, d)
-    return False
 
 
 def causal_limit(key_loop: tile.ForOp) -> tuple[SSAValue, int] | None:

@@ -473,15 +473,12 @@ class LowerKernelFunc(RewritePattern):
 class LowerLaunch(RewritePattern):
     """kernel.launch @k(%a) : T -> cuda.launch @k(%a) grid(..) block(..) smem(N) : T"""
 
-    dims: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
+    dims: dict[str, tuple[tuple[int, ...], tuple[int, ...], int]]  # grid, block, smem
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.LaunchOp, rewriter: PatternRewriter) -> None:
         grid, block, smem = self.dims[op.callee.string_value()]
         rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, smem))
-
-
-
 
 
 def _c_safe_names(module: ModuleOp) -> None:

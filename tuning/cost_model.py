@@ -683,7 +683,7 @@ def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
     (`program_works`: with what earlier launches left in L2)."""
     # ptxas reports static shared memory only: a kernel past 48 KB has its buffers dynamic
     dynamic = f.dynamic_shared_bytes()
-    smem = (ptxas.smem_bytes if ptxas else 0 if dynamic else f.shared_bytes()) + dynamic
+    smem = ptxas.smem_bytes + dynamic if ptxas else max(f.shared_bytes(), dynamic)
     return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
                    smem, gpu)
 

@@ -75,13 +75,18 @@ class Compiled:
     verbose: int = 0
     schedule: str | None = None  # a plan file's path or JSON text, pinned by tile-plan
     strict: bool = True  # the plan file names only kernels of this program
+    rank: bool = True  # big matmuls' plans chosen by the cost model (tuning/ranked.py)
+    gpu_model: str | None = None  # the model's parameters for that: h100, h200 (default: the GPU's)
     _levels: dict[str, ModuleOp] = field(default_factory=dict)
+    _plan_file: list = field(default_factory=list)  # [the plan file tile-plan pins], once known
 
     def module(self, level: str = "cuda") -> ModuleOp:
         """The program lowered to `level` (cached; each level is lowered from Torch IR)."""
         if level == "tir":
             level = "tensor"
         if level not in self._levels:
+            planned = LEVELS.index(level) > LEVELS.index("loop")
+            schedule = self.plan_file() if planned else None  # (lowers to loop first)
             # the pipelines are prefixes of each other: continue from the deepest cached level
             start, done = self.program.module, ""
             for lower in LEVELS[: LEVELS.index(level)]:
@@ -89,16 +94,36 @@ class Compiled:
                     start, done = self._levels[lower], passes_to(lower)
             rest = passes_to(level)[len(done):].lstrip(",")
             self._levels[level] = run_passes(start.clone(), rest, self.verbose,
-                                             schedule=self.schedule, strict=self.strict)
+                                             schedule=schedule, strict=self.strict)
         return self._levels[level]
 
     def planned(self) -> ModuleOp:
         """The program right after tile-plan: every kernel with its plan, none carried out."""
         if "planned" not in self._levels:
-            self._levels["planned"] = run_passes(self.module("loop").clone(),
-                                                 "loop-to-tile,tile-plan", 0,
-                                                 schedule=self.schedule, strict=self.strict)
+            self._levels["planned"] = self._plan(self.plan_file())
         return self._levels["planned"]
+
+    def _plan(self, schedule: str | None) -> ModuleOp:
+        return run_passes(self.module("loop").clone(), "loop-to-tile,tile-plan", 0,
+                          schedule=schedule, strict=self.strict)
+
+    def plan_file(self) -> str | None:
+        """The plans tile-plan pins: `schedule`'s, and (with `rank`) the cost model's choice
+        among the heuristic's shortlist for each big matmul it leaves to the heuristic."""
+        if not self._plan_file:
+            chosen = self.schedule
+            if self.rank:
+                from deplo.hardware import model_for
+                from deplo.runtime.gpu import gpu_probe
+                from deplo.tuning.ranked import ranked_schedule
+
+                gpu = model_for(self.gpu_model, *gpu_probe())
+                heuristic = self._plan(self.schedule)
+                chosen = ranked_schedule(heuristic, self.schedule, gpu, self.verbose)
+                if chosen is self.schedule:  # nothing chosen: the heuristic's plans stand
+                    self._levels.setdefault("planned", heuristic)
+            self._plan_file.append(chosen)
+        return self._plan_file[0]
 
     def plans(self) -> dict:
         """Every kernel's plan as a plan file (passes/tile/plan.py): JSON-ready."""
@@ -168,7 +193,11 @@ class Compiled:
 
 
 def compile(program, example_inputs: Sequence[torch.Tensor] | None = None, *, verbose: int = 0,
-            seed: int | None = None, schedule: str | dict | None = None) -> Compiled:
+            seed: int | None = None, schedule: str | dict | None = None,
+            rank: bool = True) -> Compiled:
     """Capture `program` (expression, module or callable) for lowering on demand; `schedule`
-    pins kernel plans: a plan file's path, or its content as a dict (`Compiled.plans()`)."""
-    return Compiled(capture(program, example_inputs, seed), verbose, schedule_text(schedule))
+    pins kernel plans: a plan file's path, or its content as a dict (`Compiled.plans()`);
+    `rank=False` keeps the heuristic's plans where the cost model would choose
+    (tuning/ranked.py)."""
+    return Compiled(capture(program, example_inputs, seed), verbose, schedule_text(schedule),
+                    rank=rank)

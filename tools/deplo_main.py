@@ -114,6 +114,9 @@ def _add_schedule(p: argparse.ArgumentParser) -> None:
                         "structural key; knobs left out are the heuristic's)")
     p.add_argument("--schedule-out", type=_output_path, default=None, metavar="PLANS.json",
                    help="write the plan of every kernel (a file --schedule takes)")
+    p.add_argument("--no-rank", dest="rank", action="store_false",
+                   help="the heuristic's plans alone: no cost-model choice among its shortlist "
+                        "for big matmuls")
     from deplo.tools.tune_cmd import add_db
 
     add_db(p)
@@ -236,11 +239,16 @@ def _compile(args, runnable: bool, tuned: bool = True):
     if (args.expr is None) == (args.model is None):
         raise FrontendError("give either MODEL or -c EXPR")
     schedule, strict = tuned_schedule(args.db, args.schedule, args.verbose) if tuned else (None, True)
+
+    def make(program) -> Compiled:
+        return Compiled(program, args.verbose, schedule, strict, rank=tuned and args.rank,
+                        gpu_model=getattr(args, "gpu_model", None))
+
     if args.expr is not None:
         if args.dtype is not None:
             raise UsageError("--dtype is for a MODEL; an expression sets its own "
                              "(torch.randn(..., dtype=torch.bfloat16))")
-        return Compiled(capture(args.expr, seed=args.seed), args.verbose, schedule, strict)
+        return make(capture(args.expr, seed=args.seed))
     from deplo.frontend.causal_lm import capture_model
     from deplo.frontend.models import DTYPES, resolve_model, stored_dtype
 
@@ -253,7 +261,7 @@ def _compile(args, runnable: bool, tuned: bool = True):
                             dtype=DTYPES[args.dtype or "fp32"])
     for note in program.notes:
         print(f"deplo: {note}", file=sys.stderr)
-    return Compiled(program, args.verbose, schedule, strict)
+    return make(program)
 
 
 def _write_plans(plans: dict, path: str | None) -> None:
@@ -325,7 +333,7 @@ def cmd_bench(args) -> int:
     from deplo.tools.tune_cmd import tuned_schedule
 
     schedule, _ = tuned_schedule(args.db, args.schedule)
-    report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None,
+    report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None, rank=args.rank,
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
                        progress=None if args.quiet else print_progress, schedule=schedule,
                        gpu_model=args.gpu_model)

@@ -63,7 +63,7 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
     start = compiled.program.module.clone()
     trace: list = []
     steps = _pass_levels()
-    run_passes(start, ",".join(p for p, _ in steps), schedule=compiled.schedule,
+    run_passes(start, ",".join(p for p, _ in steps), schedule=compiled.plan_file(),
                strict=compiled.strict, trace=trace)
     before = origin.text(compiled.program.module)
     passes = [{"name": "import", "level": "torch", "seconds": 0.0, "changed": True,
@@ -108,7 +108,8 @@ def _checks(compiled) -> list[dict]:
     program = compiled.program
     inputs = random_inputs(program, 0)
     reference = program.reference(inputs[: len(program.example_inputs)])
-    steps = bisect(program.module, inputs, reference, "to-cuda", keep_going=True).steps
+    steps = bisect(program.module, inputs, reference, "to-cuda", keep_going=True,
+                   schedule=compiled.plan_file()).steps
     return [{"after": st.after, "level": st.level, "how": st.how, "ok": st.ok,
              "line": st.comparison.line() if st.comparison else f"ERROR {st.error}",
              "seconds": round(st.seconds, 2)} for st in steps]

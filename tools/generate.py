@@ -92,7 +92,7 @@ def eos_ids(spec: str, config) -> set[int]:
 
 def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str = "cpu",
              dtype: str = "fp32", seed: int = 0, verbose: int = 0, schedule: str | None = None,
-             strict: bool = True, stop_at_eos: bool = True) -> Generated:
+             strict: bool = True, stop_at_eos: bool = True, rank: bool = True) -> Generated:
     """Greedy ids after `prompt`: `max_new_tokens`, or fewer where an end-of-sequence id comes
     first (kept, as `transformers` keeps it) unless not `stop_at_eos`."""
     from deplo.frontend.models import hf_config, resolve_model
@@ -112,10 +112,10 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
     start = time.perf_counter()
     if (window := _kv_window(config)) is not False:
         step = _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose,
-                             schedule, strict, out)
+                             schedule, strict, rank, out)
     else:
         step = _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
-                                   strict, out)
+                                   strict, rank, out)
     out.compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
     for token in step:
@@ -140,13 +140,13 @@ def _kv_window(config) -> int | None | bool:
         return False
 
 
-def _compile(program, target: str, verbose: int, schedule, strict):
+def _compile(program, target: str, verbose: int, schedule, strict, rank):
     import sys
 
     from deplo.runtime.memory_plan import memory_lines
     from deplo.tools.api import Compiled
 
-    compiled = Compiled(program, verbose, schedule, strict)
+    compiled = Compiled(program, verbose, schedule, strict, rank=rank)
     exe = compiled.executable(target, level="tensor" if target == "interp" else None)
     for line in memory_lines(exe) if verbose else ():
         print(f"deplo: memory {line}", file=sys.stderr)
@@ -169,13 +169,13 @@ def _run(exe, inputs: list, kept: list, out: Generated, download=None) -> list:
 
 
 def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule, strict,
-                        out: Generated):
+                        rank, out: Generated):
     """The next id per step from the padded whole-context program (compiled here, once)."""
     from deplo.frontend.causal_lm import capture_model
 
     program = capture_model(spec, materialize=True, seq_len=context, seed=seed,
                             dtype=DTYPES[dtype])
-    exe = _compile(program, target, verbose, schedule, strict)
+    exe = _compile(program, target, verbose, schedule, strict, rank)
     weights = list(program.params)
     ids = np.full((1, context), PAD, dtype=program.example_inputs[0].dtype)
     ids[0, :len(prompt)] = prompt
@@ -194,14 +194,14 @@ def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, sch
 
 
 def _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose, schedule, strict,
-                  out: Generated):
+                  rank, out: Generated):
     """The next id per step from the KV-cache decode step (compiled here, once): the prompt's
     tokens go in one a step, then each new token; each step's key/value goes into its slot (on
     the GPU the cache stays on the device and the slot is written there)."""
     from deplo.frontend.decode import capture_decode_step, step_mask
 
     program = capture_decode_step(spec, context, seed=seed, dtype=DTYPES[dtype])
-    exe = _compile(program, target, verbose, schedule, strict)
+    exe = _compile(program, target, verbose, schedule, strict, rank)
     out.kv_cache = True
     weights = list(program.params)
     caches = [np.zeros_like(x) for x in program.example_inputs[3:]]
@@ -246,6 +246,8 @@ def add_arguments(p, int_in, seed_type) -> None:
     p.add_argument("--ignore-eos", action="store_true",
                    help="generate --max-new-tokens ids even past an end-of-sequence id")
     p.add_argument("--db", default=None, metavar="PATH", help="a tuning store's plans to use")
+    p.add_argument("--no-rank", dest="rank", action="store_false",
+                   help="the heuristic's plans alone (no cost-model choice for big matmuls)")
     p.add_argument("-v", "--verbose", action="count", default=0)
 
 
@@ -268,6 +270,7 @@ def cmd_generate(args, target: str) -> int:
     schedule, strict = tuned_schedule(args.db, None, args.verbose)
     out = generate(args.model, prompt, args.max_new_tokens, target=target, dtype=dtype,
                    seed=args.seed or 0, verbose=args.verbose, schedule=schedule, strict=strict,
+                   rank=args.rank,
                    stop_at_eos=not args.ignore_eos)
     print("ids: " + ", ".join(map(str, out.prompt)) + " | " + ", ".join(map(str, out.new)))
     if tokenizer is not None:

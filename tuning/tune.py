@@ -72,8 +72,13 @@ def split_plan(knobs: dict, default_kind: str | None = None) -> tuple[str, dict]
 
 def tasks(compiled) -> list[Task]:
     """The program's distinct kernels, in program order."""
+    return tasks_of(compiled.planned())
+
+
+def tasks_of(planned: ModuleOp) -> list[Task]:
+    """The distinct kernels of a program after tile-plan, in program order."""
     out: dict[str, Task] = {}
-    for k in tile_kernels(compiled.planned()):
+    for k in tile_kernels(planned):
         key = k.structural_key or planner.structural_key(k)
         if key in out:
             out[key].count += 1
@@ -125,14 +130,18 @@ def lower_with(task: Task, knobs: dict) -> ModuleOp:
     return run_passes(module, ",".join(STEPS))
 
 
-def predict_us(task: Task, knobs: dict, gpu: str = "h100") -> float | None:
+def predict_us(task: Task, knobs: dict, gpu: str = "h100",
+               registers: bool = False) -> float | None:
     """The cost model's time of one launch of the kernel (and its split-K sum), or None when
-    the plan is illegal or does not lower."""
+    the plan is illegal, does not lower or (with `registers`) NVRTC gives no ptxas report."""
     try:
         module = lower_with(task, knobs)
+        ptxas = _ptxas(module)
+        if registers and not ptxas:
+            return None
+        return sum(p.us for p in cm.predict_module(module, ptxas, cm.GPUS[gpu]).values())
     except Exception:  # noqa: BLE001 - a candidate that does not lower is a failed evaluation
         return None
-    return sum(p.us for p in cm.predict_module(module, _ptxas(module), cm.GPUS[gpu]).values())
 
 
 def _ptxas(module: ModuleOp) -> dict:
@@ -232,6 +241,10 @@ def tune(compiled, store: TuningStore, budget: int, evaluator: Evaluator, check,
             if progress:
                 progress(t, rep.stored + rep.evaluated, r.time_us)
 
+        for plan in _start(t, evaluator.gpu):  # never worse than what compile would choose
+            if plan_id(plan) not in known:
+                known[plan_id(plan)] = evaluate(plan)
+                on_result(Result(plan, known[plan_id(plan)]))
         sp_mcts(plan_tree(t), evaluate, budget, known=known, seed=seed, on_result=on_result,
                 deadline=deadline)
         if progress:
@@ -247,6 +260,19 @@ def tune(compiled, store: TuningStore, budget: int, evaluator: Evaluator, check,
             search(rep)
     _choose(compiled, store, reports, check, evaluator.name)
     return reports
+
+
+def _start(task: Task, gpu: str) -> list[dict]:
+    """The plan the default compile chooses for a kernel the heuristic's is not (ranked.py)."""
+    from deplo.tuning import ranked
+
+    if not ranked.eligible(task) or not ranked.nvrtc_works():
+        return []
+    try:
+        plan = ranked.cached_choice(task, gpu)[0]
+    except Exception:  # noqa: BLE001 - the search starts from the heuristic's plan alone
+        return []
+    return [plan] if plan != task.default else []
 
 
 def _choose(compiled, store, reports: list[KernelReport], check, evaluator: str) -> None:

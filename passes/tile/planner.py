@@ -31,6 +31,8 @@ Heuristics (each a few lines below, in terms of the facts):
   head) dim rounded up to a warp; the slabs a block reads twice are staged (plain copies: a
   one-off stage has nothing to overlap with); the outer free loops on up to 3 grid axes.
 - short innermost loops (<= 32 iterations) unrolled.
+For big matmuls these choices are a first guess: `matmul_shortlist` lists the alternatives the
+cost model chooses among by default (tuning/ranked.py).
 """
 
 from __future__ import annotations
@@ -318,14 +320,64 @@ def _tile_seconds(f: dict, tile: tuple[int, int, int, int], splits: int, mma: bo
     return max(l2, smem, pipe) + extra
 
 
-def _pick(f: dict, tiles: list, mma: bool) -> tuple[tuple, int]:
-    """The tile and split of K the peaks say are fastest (slices of at least 128 and, with
-    tensor cores, a multiple of 16; at most 32)."""
+def _tiles(f: dict, fixed: dict) -> tuple[bool, list]:
+    """Tensor cores or not, and the block tiles to choose from: (tile, rows, columns)."""
+    rows, cols = f["chain"][-2], f["chain"][-1]
+    implied = CLASSES["matmul"].implied(fixed).get("mma")
+    mma = bool(f["tensor_cores"]) and _matmul_sized(f, 1) if implied is None else implied
+    if mma:
+        return mma, [(t, t[0] * 16 * t[2], t[1] * 8 * t[3]) for t in MMA_TILES
+                     if t[0] * 16 * t[2] <= max(16, _pow2_ceil(rows))
+                     and t[1] * 8 * t[3] <= max(8, _pow2_ceil(cols))]
+    if rows >= 64 and cols >= 64:
+        accs = f.get("accumulators", 1)
+        return mma, [(t, t[0] * t[2], t[1] * t[3]) for t in SIMT_TILES
+                     if t[0] * t[1] * accs <= 64]
+    # small outputs: a register tile and threads sized to the extents
+    m = 4 if rows >= 64 else 2 if rows >= 8 else 1
+    n = 4 if cols >= 64 else 2 if cols >= 8 else 1
+    tm, tn = _pow2_at_most(-(-rows // m), 16), _pow2_at_most(-(-cols // n), 16)
+    return mma, [((m, n, tm, tn), m * tm, n * tn)]
+
+
+def _ranked_pairs(f: dict, tiles: list, mma: bool) -> list[tuple[tuple, int]]:
+    """Every (tile, split of K) pair, fastest first by the peaks (slices of at least 128 and,
+    with tensor cores, a multiple of 16; at most 32)."""
     k = f["k"]
     splits = [d for d in range(1, 33) if k % d == 0 and (not mma or (k // d) % 16 == 0)
               and (d == 1 or (f["splittable"] and k // d >= 128))] or [1]
-    return min(((t[0], d) for t in tiles for d in splits),
-               key=lambda td: _tile_seconds(f, *td, mma))
+    return sorted(((t[0], d) for t in tiles for d in splits),
+                  key=lambda td: _tile_seconds(f, *td, mma))
+
+
+def _pick(f: dict, tiles: list, mma: bool) -> tuple[tuple, int]:
+    """The tile and split of K the peaks say are fastest."""
+    return _ranked_pairs(f, tiles, mma)[0]
+
+
+TILE_KNOBS = {True: ("warps_m", "warps_n", "frags_m", "frags_n"),
+              False: ("reg_m", "reg_n", "threads_m", "threads_n")}
+
+
+def matmul_shortlist(f: dict, pairs: int = 4) -> list[dict]:
+    """Partial plans for the cost model to choose from (tuning/ranked.py), each completed by
+    the heuristic: its own plan, its split summed the other way (`split_sum`: the peaks above
+    do not see it), and the first (tile, split) pair of each of the `pairs` fastest times by
+    the peaks (tiles that differ only in threads tie there), summed both ways. The peaks order
+    tiles roughly; the model, with ptxas's registers, tells close ones apart."""
+    out: list[dict] = [{}, {"split_sum": "kernel"}, {"split_sum": "last_block"}]
+    mma, tiles = _tiles(f, {})
+    if not _matmul_sized(f, 1):
+        return out
+    firsts: dict[float, tuple] = {}
+    for pair in _ranked_pairs(f, tiles, mma):
+        firsts.setdefault(round(_tile_seconds(f, *pair, mma), 9), pair)
+    for sizes, split in list(firsts.values())[:pairs]:
+        fixed = {"splits": split, "mma": mma, **dict(zip(TILE_KNOBS[mma], sizes))}
+        out.append(fixed)
+        if split > 1:
+            out += [{**fixed, "split_sum": "kernel"}, {**fixed, "split_sum": "last_block"}]
+    return out
 
 
 def _rows_in_words(f: dict) -> bool:
@@ -352,27 +404,14 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
 
     rows, cols = f["chain"][-2], f["chain"][-1]
     sized = _matmul_sized(f, 1)
-    implied = CLASSES["matmul"].implied(fixed).get("mma")
-    mma = bool(f["tensor_cores"]) and sized if implied is None else implied
-    if mma:
-        tiles = [(t, t[0] * 16 * t[2], t[1] * 8 * t[3]) for t in MMA_TILES
-                 if t[0] * 16 * t[2] <= max(16, _pow2_ceil(rows))
-                 and t[1] * 8 * t[3] <= max(8, _pow2_ceil(cols))]
-    elif rows >= 64 and cols >= 64:
-        accs = f.get("accumulators", 1)
-        tiles = [(t, t[0] * t[2], t[1] * t[3]) for t in SIMT_TILES if t[0] * t[1] * accs <= 64]
-    else:  # small outputs: a register tile and threads sized to the extents
-        m = 4 if rows >= 64 else 2 if rows >= 8 else 1
-        n = 4 if cols >= 64 else 2 if cols >= 8 else 1
-        tm, tn = _pow2_at_most(-(-rows // m), 16), _pow2_at_most(-(-cols // n), 16)
-        tiles = [((m, n, tm, tn), m * tm, n * tn)]
+    mma, tiles = _tiles(f, fixed)
     tile, split = _pick(f, tiles, mma) if sized else (tiles[0][0], 1)
     if "splits" in fixed:  # the best tile for the given split
         tile = min((t[0] for t in tiles), key=lambda t: _tile_seconds(f, t, fixed["splits"], mma))
     splits = pick("splits", split)
     pick("mma", mma and (splits == 1 or (f["k"] // splits) % 16 == 0))
     if knobs["mma"]:
-        for name, v in zip(("warps_m", "warps_n", "frags_m", "frags_n"), tile):
+        for name, v in zip(TILE_KNOBS[True], tile):
             pick(name, v)
     else:
         if mma:  # tensor cores were wanted but the split does not allow them

@@ -138,7 +138,8 @@ def cmd_tune(args, compile_program) -> int:
         try:
             reports = tune(compiled, store, args.budget, evaluator,
                            program_check(compiled, "gpu" if on_gpu else "cpu"),
-                           workers=args.workers, progress=progress, seconds=args.time)
+                           workers=args.workers, progress=progress, seconds=args.time,
+                           start_from_choice=args.rank)
         finally:
             evaluator.close()
     if not reports:

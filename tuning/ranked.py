@@ -83,7 +83,8 @@ def cached_choice(task: Task, gpu: str) -> tuple[dict, float | None, float | Non
         plan, us, default_us = got["plan"], got["us"], got["default_us"]
         kind, knobs = split_plan(plan)
         planner.complete(task.name, kind, task.classes[kind], knobs)  # legal, or chosen again
-        if all(isinstance(t, float | int) for t in (us, default_us)):
+        if all(t is None or isinstance(t, float | int) for t in (us, default_us)) and \
+                (plan == task.default or None not in (us, default_us)):
             return plan, us, default_us
     except (OSError, ValueError, KeyError, TypeError, AttributeError, PlanError):
         pass
@@ -133,4 +134,3 @@ def ranked_schedule(planned: ModuleOp, schedule: str | None, gpu: str,
     for key, pin in pinned.items():
         plans["kernels"][key] = {"name": pin.name, "kind": pin.kind, "knobs": pin.knobs}
     return json.dumps(plans)
-

@@ -214,10 +214,11 @@ class Evaluator:
 
 def tune(compiled, store: TuningStore, budget: int, evaluator: Evaluator, check,
          workers: int = 1, seed: int = 0, progress=None,
-         seconds: float | None = None) -> list[KernelReport]:
+         seconds: float | None = None, start_from_choice: bool = True) -> list[KernelReport]:
     """Search every distinct kernel (`workers` at a time; all searches stop after `seconds`),
     then check each kernel's fastest plans with `check(plan file) -> bool` until one passes.
-    `progress(task, done, best_us)`."""
+    `progress(task, done, best_us)`; `start_from_choice`: the model's choice of the default
+    compile (ranked.py) is evaluated first (`deplo tune --no-rank`: not)."""
     deadline = time.monotonic() + seconds if seconds else None
     lock = threading.Lock()
     reports = [KernelReport(t) for t in tasks(compiled)]
@@ -241,7 +242,8 @@ def tune(compiled, store: TuningStore, budget: int, evaluator: Evaluator, check,
             if progress:
                 progress(t, rep.stored + rep.evaluated, r.time_us)
 
-        for plan in _start(t, evaluator.gpu):  # never worse than what compile would choose
+        starts = _start(t, evaluator.gpu) if start_from_choice else []
+        for plan in starts:  # a search never ends worse than the default compile's choice
             if plan_id(plan) not in known:
                 known[plan_id(plan)] = evaluate(plan)
                 on_result(Result(plan, known[plan_id(plan)]))

@@ -85,8 +85,8 @@ class Compiled:
         if level == "tir":
             level = "tensor"
         if level not in self._levels:
-            planned = LEVELS.index(level) > LEVELS.index("loop")
-            schedule = self.plan_file() if planned else None  # (lowers to loop first)
+            past_plan = LEVELS.index(level) > LEVELS.index("loop")
+            schedule = self.plan_file() if past_plan else None  # (lowers to loop first)
             # the pipelines are prefixes of each other: continue from the deepest cached level
             start, done = self.program.module, ""
             for lower in LEVELS[: LEVELS.index(level)]:
@@ -99,8 +99,9 @@ class Compiled:
 
     def planned(self) -> ModuleOp:
         """The program right after tile-plan: every kernel with its plan, none carried out."""
+        schedule = self.plan_file()  # (keeps the heuristic's planned module when it stands)
         if "planned" not in self._levels:
-            self._levels["planned"] = self._plan(self.plan_file())
+            self._levels["planned"] = self._plan(schedule)
         return self._levels["planned"]
 
     def _plan(self, schedule: str | None) -> ModuleOp:
@@ -111,18 +112,15 @@ class Compiled:
         """The plans tile-plan pins: `schedule`'s, and (with `rank`) the cost model's choice
         among the heuristic's shortlist for each big matmul it leaves to the heuristic."""
         if not self._plan_file:
-            chosen = self.schedule
+            chosen = None
             if self.rank:
-                from deplo.hardware import model_for
-                from deplo.runtime.gpu import gpu_probe
                 from deplo.tuning.ranked import ranked_schedule
 
-                gpu = model_for(self.gpu_model, *gpu_probe())
                 heuristic = self._plan(self.schedule)
-                chosen = ranked_schedule(heuristic, self.schedule, gpu, self.verbose)
-                if chosen is self.schedule:  # nothing chosen: the heuristic's plans stand
+                chosen = ranked_schedule(heuristic, self.schedule, self.gpu_model, self.verbose)
+                if chosen is None:  # nothing chosen: the heuristic's plans stand
                     self._levels.setdefault("planned", heuristic)
-            self._plan_file.append(chosen)
+            self._plan_file.append(self.schedule if chosen is None else chosen)
         return self._plan_file[0]
 
     def plans(self) -> dict:

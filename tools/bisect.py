@@ -67,8 +67,7 @@ def module_level(module: ModuleOp) -> str:
     return pipeline.ir_level(module) or "torch"
 
 
-def _run(module: ModuleOp, rest: Sequence[str], inputs: list[np.ndarray],
-         schedule: str | None = None) -> tuple[str, str, list]:
+def _run(module: ModuleOp, rest: Sequence[str], inputs: list[np.ndarray]) -> tuple[str, str, list]:
     level = module_level(module)
     if level not in RUNTIME_LEVELS:
         from deplo.runtime.interp import InterpExecutable
@@ -79,7 +78,7 @@ def _run(module: ModuleOp, rest: Sequence[str], inputs: list[np.ndarray],
     lowered = module.clone()
     remaining = [p for p in rest if "-to-" in p]  # the conversions only (`<from>-to-<to>`)
     if level != "cuda":
-        run_passes(lowered, ",".join(remaining), schedule=schedule)
+        run_passes(lowered, ",".join(remaining))
     if module_level(lowered) != "cuda":
         raise ValueError(f"the pipeline's remaining passes end at {module_level(lowered)}, "
                          "not cuda: nothing to run")
@@ -89,11 +88,12 @@ def _run(module: ModuleOp, rest: Sequence[str], inputs: list[np.ndarray],
 def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.ndarray],
            spec: str = "to-cuda", keep_going: bool = False,
            progress: Callable[[Step], None] | None = None,
-           schedule: str | None = None) -> BisectResult:
+           schedule: str | None = None, strict: bool = True) -> BisectResult:
     """Apply the passes of `spec` one at a time to a copy of `module` (Torch IR), run after each
     one, compare with `reference`. The full pipeline to cuda supplies the passes that make a
     tile/kernel-level step runnable when `spec` itself stops short of cuda. `schedule`: the
-    plan file tile-plan pins (`Compiled.plan_file()`: the plans the program compiles with)."""
+    plan file tile-plan pins (`Compiled.plan_file()`: the plans the program compiles with;
+    not `strict`: it may name other programs' kernels, as a tuning store's does)."""
     pipeline.parse_passes(spec)  # a bad spec is an error, not a mismatch
     passes = pipeline.split_spec(pipeline.expand_pipeline(spec))
     full = pipeline.split_spec(pipeline.expand_pipeline("to-cuda"))
@@ -104,8 +104,8 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
         rest = passes[i:] + (full[len(passes):] if passes == full[: len(passes)] else [])
         try:
             if i:
-                run_passes(current, name, schedule=schedule)
-            level, how, outputs = _run(current, rest, inputs, schedule)
+                run_passes(current, name, schedule=schedule, strict=strict)
+            level, how, outputs = _run(current, rest, inputs)
             step = Step(name, level, how, compare(outputs, reference))
         except Exception as e:  # noqa: BLE001 - a crash of any kind is a mismatch: name it
             msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -129,7 +129,8 @@ def cmd_bisect(args, compiled) -> int:
     print(f"deplo bisect: {args.pipeline}, checked against PyTorch eager after every pass",
           file=sys.stderr)
     result = bisect(program.module, inputs, reference, args.pipeline, args.all,
-                    lambda s: print(f"  {s.line()}", file=sys.stderr), compiled.plan_file())
+                    lambda s: print(f"  {s.line()}", file=sys.stderr),
+                    schedule=compiled.plan_file(), strict=compiled.strict)
     bad = result.first_bad
     if bad is None:
         print(f"deplo bisect: every pass matches ({len(result.steps) - 1} passes)")

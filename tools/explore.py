@@ -109,7 +109,7 @@ def _checks(compiled) -> list[dict]:
     inputs = random_inputs(program, 0)
     reference = program.reference(inputs[: len(program.example_inputs)])
     steps = bisect(program.module, inputs, reference, "to-cuda", keep_going=True,
-                   schedule=compiled.plan_file()).steps
+                   schedule=compiled.plan_file(), strict=compiled.strict).steps
     return [{"after": st.after, "level": st.level, "how": st.how, "ok": st.ok,
              "line": st.comparison.line() if st.comparison else f"ERROR {st.error}",
              "seconds": round(st.seconds, 2)} for st in steps]

@@ -1,4 +1,4 @@
-"""The cost model chooses the default plans of big kernels among the heuristic's shortlist.
+"""The cost model chooses the default plans of big matmuls among the heuristic's shortlist.
 
 Why: the heuristic picks a matmul's tile and split of K by a peaks estimate
 (`planner._tile_seconds`) that cannot see occupancy from ptxas's registers, the split-K sum's
@@ -6,9 +6,10 @@ cost or L2 reuse; the sm_90 model can, at about half a second a candidate. So fo
 at least `RANKED_MACS` multiply-adds (a real model's projection, not a test's toy) the heuristic
 proposes a few plans (`planner.matmul_shortlist`), the model predicts each (the kernel alone,
 registers from NVRTC: `tune.predict_us`) and the fastest is pinned — the heuristic's own unless
-another is `MARGIN` faster. A choice is cached on disk by the kernel, the GPU parameters and
-deplo's own source. A tuning store's plans and --schedule's pins win over it; without NVRTC
-(no registers, so occupancy would be a guess) the heuristic's plans stand.
+another is `MARGIN` faster. A choice is cached on disk by the kernel, the GPU model, deplo's own
+source and NVRTC's version. A tuning store's plans and --schedule's pins win over it; without
+NVRTC (no registers, so occupancy would be a guess) the heuristic's plans stand. Only kernels
+the heuristic plans as `matmul` are ranked (a token's projection is a row reduction).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ MARGIN = 0.98  # another plan replaces the heuristic's when it is predicted 2% f
 
 
 def eligible(task: Task) -> bool:
+    """A matmul big enough that a better plan repays its half a minute of choosing."""
     if task.default["kind"] != "matmul":
         return False
     f = dict(task.classes["matmul"])
@@ -103,16 +105,20 @@ def nvrtc_works() -> bool:
         return False
 
 
-def ranked_schedule(planned: ModuleOp, schedule: str | None, gpu: str,
+def ranked_schedule(planned: ModuleOp, schedule: str | None, gpu_model: str | None = None,
                     verbose: int = 0) -> str | None:
     """The plan file to pin: `schedule`'s pins, plus the model's choice for each eligible
-    kernel they leave to the heuristic (`planned`: the program after tile-plan with them)."""
+    kernel they leave to the heuristic (`planned`: the program after tile-plan with them); None
+    when the model changes nothing. `gpu_model`: h100, h200, else the GPU's (`model_for`)."""
+    from deplo.hardware import model_for
     from deplo.passes.tile.plan import read_plans
+    from deplo.runtime.gpu import gpu_probe
 
     pinned = read_plans(schedule)[1] if schedule else {}
     todo = [t for t in tasks_of(planned) if t.key not in pinned and eligible(t)]
     if not todo or not nvrtc_works():
-        return schedule
+        return None
+    gpu = model_for(gpu_model, *gpu_probe())
     chosen = {}
     for task in todo:
         try:
@@ -129,7 +135,7 @@ def ranked_schedule(planned: ModuleOp, schedule: str | None, gpu: str,
                       f"({gpu}): {us:.1f} us, the heuristic's {default_us:.1f} us",
                       file=sys.stderr)
     if not chosen:
-        return schedule
+        return None
     plans = pins(chosen)
     for key, pin in pinned.items():
         plans["kernels"][key] = {"name": pin.name, "kind": pin.kind, "knobs": pin.knobs}

@@ -315,7 +315,7 @@ def program_check(compiled, target: str):
     from deplo.tools.api import Compiled
 
     def check(plans: dict) -> bool:
-        pinned = Compiled(compiled.program, 0, json.dumps(plans), strict=False)
+        pinned = Compiled(compiled.program, 0, json.dumps(plans), strict=False, rank=False)
         try:
             return pinned.check(target=target, seed=0).ok
         except Exception:  # noqa: BLE001 - a plan that fails to build or run is rejected

@@ -153,7 +153,8 @@ class _Translator:
         self.block: Block | None = None
         self.written = {op.memref for op in func.walk()
                         if isinstance(op, memref.StoreOp | kernel.VectorStoreOp)}
-        self.dynamic = 0  # dynamic shared bytes handed out so far
+        # the next free byte of dynamic shared memory, None where the buffers are static
+        self.dynamic = 0 if func.dynamic_shared_bytes() else None
 
     def run(self) -> cuda.KernelOp:
         params = [self.param_type(a) for a in self.func.args]
@@ -364,9 +365,9 @@ class _Translator:
         launch's dynamic shared memory, each at the next 16-byte boundary."""
         t = op.result.type
         arr = cuda.ArrayType(max(1, pymath.prod(t.get_shape())), self.ctype(t.element_type, op))
-        offset = None
-        if self.func.dynamic_shared_bytes():
-            offset, self.dynamic = self.dynamic, self.dynamic + dynamic_part_bytes(op)
+        offset = self.dynamic
+        if offset is not None:
+            self.dynamic += dynamic_part_bytes(op)
         self.bind(op.results, [self.emit(cuda.SharedOp(arr, offset))])
 
     def op_memref_alloca(self, op: memref.AllocaOp) -> None:

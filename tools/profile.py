@@ -61,7 +61,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
             "implements": origin.summary(origin.of_op(f)), "origin": origin.of_op(f),
             "launches": counts.get(name, 1), "grid": list(f.grid_dims),
             "block": list(f.block_dims), "registers": rep.registers if rep else None,
-            "smem_bytes": rep.smem_bytes + f.dynamic_shared_bytes() if rep else None,
+            "smem_bytes": cm.block_shared_bytes(f, rep) if rep else None,
             "l2_bytes": p.l2_bytes,
             "dram_bytes": p.dram_bytes, "l2_inputs": sorted(in_l2.get(name, ())),
             "flops": p.flops, "predicted_us": round(p.us, 3),

@@ -681,11 +681,16 @@ def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
     """One kernel.func with its ptxas report's registers and shared memory, where there is one
     (else 32 registers a thread and the shared buffers it declares); `w`: its work if known
     (`program_works`: with what earlier launches left in L2)."""
-    # ptxas reports static shared memory only: a kernel past 48 KB has its buffers dynamic
-    dynamic = f.dynamic_shared_bytes()
-    smem = ptxas.smem_bytes + dynamic if ptxas else max(f.shared_bytes(), dynamic)
     return predict(w or work(f), f.grid_dims, f.block_dims, ptxas.registers if ptxas else 32,
-                   smem, gpu)
+                   block_shared_bytes(f, ptxas), gpu)
+
+
+def block_shared_bytes(f: kernel.FuncOp, ptxas=None) -> int:
+    """A block's shared memory: ptxas's static bytes (else the buffers it declares) and the
+    launch's dynamic bytes (ptxas reports static shared memory only: a kernel past 48 KB has
+    its buffers dynamic)."""
+    dynamic = f.dynamic_shared_bytes()
+    return ptxas.smem_bytes + dynamic if ptxas else max(f.shared_bytes(), dynamic)
 
 
 def reading_l2(w: Work, in_l2: frozenset[str]) -> Work:

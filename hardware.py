@@ -1,6 +1,6 @@
 """What deplo knows about the GPU, defined once: CUDA's execution limits (the verifiers of every
 level, the planner and the runtimes read them) and the sm_90 parameter table of the cost model
-(tuning/cost_model.py), every value with its source.
+(analysis/cost_model.py), every value with its source.
 
 The limits hold on every GPU deplo targets (sm_80 and up; CUDA C++ Programming Guide, "Compute
 Capabilities", technical specifications). The parameters are H100 SXM5 and H200; the sources

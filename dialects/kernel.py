@@ -5,6 +5,8 @@ A `kernel.func` is one CUDA kernel with a static grid and block. Inside it, cont
 `index` operands; this dialect adds only what CUDA has and those dialects do not: thread and block
 ids, static shared buffers (memrefs in memory space `3 : i64`), barriers, warp shuffles and
 cp.async, 128/64/32-bit vector loads and stores. The host function `func.func @main` launches kernels with `kernel.launch`.
+A kernel made of independent kernels (kernel-horizontal-fuse) is a body of `kernel.part`s: each
+runs a range of the blocks with its own grid.
 
     kernel.func @sum_sq(%x: memref<32x256xf32>, %out: memref<32xf32>) grid(32, 1, 1) block(256, 1, 1) {
       %t = kernel.thread_id x
@@ -216,24 +218,38 @@ class FuncOp(IRDLOperation):
             elif not isinstance(a.type, IntegerType | IndexType | AnyFloat):
                 raise VerifyException(
                     f"argument #{a.index}: expected a memref or a scalar, got {a.type}")
+        if (parts := self.parts()) and len(parts) != len(list(self.body.block.ops)):
+            raise VerifyException("expected a body of kernel.parts only, or none")
+        if parts and self.grid_dims != (n := sum(p.blocks for p in parts), 1, 1):
+            raise VerifyException(f"expected grid({n}, 1, 1): the blocks of its parts, "
+                                  f"got grid{self.grid_dims}")
         if (smem := self.shared_bytes()) > MAX_SHARED_MEMORY_BYTES:
             raise VerifyException(
                 f"expected at most {MAX_SHARED_MEMORY_BYTES} bytes of shared memory, got {smem}")
 
+    def parts(self) -> list[PartOp]:
+        """The kernel.parts of a horizontally fused kernel (none for a plain one)."""
+        return [op for op in self.body.block.ops if isinstance(op, PartOp)]
+
     def shared_bytes(self) -> int:
-        """The bytes of its shared buffers (see dynamic_shared_bytes)."""
-        return sum(shared_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
+        """The bytes of its shared buffers (see dynamic_shared_bytes); a fused kernel's parts
+        share theirs (a block runs one part), so the largest part's."""
+        return max((sum(shared_bytes(op) for op in scope.walk() if isinstance(op, SharedOp))
+                    for scope in self.parts() or [self]), default=0)
 
     def dynamic_shared_bytes(self) -> int:
         """The launch's dynamic shared memory: 0 where the shared buffers and the prelude's own
         static shared data (kc_arrive_last's flag, PRELUDE_SHARED_BYTES) fit the 48 KB a
         kernel may declare statically; else every buffer, each at a 16-byte boundary
-        (kernel-to-cuda gives them their offsets in this order)."""
+        (kernel-to-cuda gives them their offsets in this order). A fused kernel's buffers are
+        always dynamic, each part's from offset 0: the parts overlay one another."""
+        parts = self.parts()
         prelude = PRELUDE_SHARED_BYTES if any(isinstance(op, ArriveLastOp)
                                               for op in self.walk()) else 0
-        if self.shared_bytes() + prelude <= SHARED_MEMORY_BYTES:
+        if not parts and self.shared_bytes() + prelude <= SHARED_MEMORY_BYTES:
             return 0
-        return sum(dynamic_part_bytes(op) for op in self.walk() if isinstance(op, SharedOp))
+        return max((sum(dynamic_part_bytes(op) for op in scope.walk() if isinstance(op, SharedOp))
+                    for scope in parts or [self]), default=0)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -497,6 +513,75 @@ class ArriveLastOp(IRDLOperation):
         _verify_in_kernel(self)
 
 
+@irdl_op_definition
+class PartOp(IRDLOperation):
+    """One kernel of a horizontally fused kernel (kernel-horizontal-fuse): the next
+    `prod(grid)` blocks of the fused grid run its body, in which `kernel.block_id` and
+    `kernel.grid_dim` are the part's own (x fastest, as the hardware hands out blocks).
+
+        kernel.func @q_k(...) grid(12, 1, 1) block(64, 1, 1) {
+          kernel.part "q" grid(4, 2, 1) { ... }    blocks 0..7, kernel @q before fusion
+          kernel.part "k" grid(4, 1, 1) { ... }    blocks 8..11
+        }
+    """
+
+    name = "kernel.part"
+    kernel = prop_def(StringAttr)  # the kernel it was (its plan's, its profile's name)
+    grid = prop_def(DenseArrayBase.constr(I64))
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, kernel: str, grid, body: Region):
+        super().__init__(properties={"kernel": StringAttr(kernel),
+                                     "grid": DenseArrayBase.from_list(i64, list(grid))},
+                         regions=[body])
+
+    @property
+    def grid_dims(self) -> tuple[int, ...]:
+        return _dims3(self.grid)
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid_dims)
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), FuncOp):
+            raise VerifyException("expected kernel.part directly in a kernel.func")
+        if len(self.grid_dims) != 3 or not all(1 <= d <= lim for d, lim in
+                                               zip(self.grid_dims, MAX_GRID)):
+            raise VerifyException(f"grid: expected 3 sizes in [1, max], got {self.grid_dims}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.kernel.data)
+        printer.print_string(f" grid({', '.join(map(str, self.grid_dims))})")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PartOp:
+        name = parser.parse_str_literal()
+        parser.parse_keyword("grid")
+        grid = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_integer)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        if not body.blocks:  # `{ }`
+            body.add_block(Block())
+        op = cls(name, grid, body)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+def enclosing_part(op: Operation) -> PartOp | None:
+    """The kernel.part `op` is in, if any: its block ids and grid are the part's."""
+    p = op.parent_op()
+    while p is not None and not isinstance(p, PartOp | FuncOp):
+        p = p.parent_op()
+    return p if isinstance(p, PartOp) else None
+
+
 ARRIVAL_SLOTS = 1 << 16  # kc_arrivals of the prelude: the counters of one program
 
 
@@ -682,7 +767,7 @@ class PackHalvesOp(PackHalves):
 
 Kernel = Dialect(
     "kernel",
-    [FuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp, SharedOp, BarrierOp, ShuffleOp,
+    [FuncOp, PartOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp, SharedOp, BarrierOp, ShuffleOp,
      CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, ArriveLastOp, VectorLoadOp, VectorStoreOp,
      LdmatrixOp, MmaOp, PackHalvesOp, LaunchOp],
     [DimAttr, ShuffleModeAttr],

@@ -155,6 +155,9 @@ class _Translator:
                         if isinstance(op, memref.StoreOp | kernel.VectorStoreOp)}
         # the next free byte of dynamic shared memory, None where the buffers are static
         self.dynamic = 0 if func.dynamic_shared_bytes() else None
+        self.first_block: dict[kernel.PartOp, int] = {}  # a fused kernel's part -> its first block
+        for p in func.parts():
+            self.first_block[p] = sum(q.blocks for q in self.first_block)
 
     def run(self) -> cuda.KernelOp:
         params = [self.param_type(a) for a in self.func.args]
@@ -241,6 +244,9 @@ class _Translator:
                 return self.bind(op.results, [self.cast(self.cast(self.f32(src), via), dst)])
             via_float = (src.type in HALF or dst in HALF) and F32 not in (src.type, dst)
             return self.bind(op.results, [self.cast(self.cast(src, F32) if via_float else src, dst)])
+        if isinstance(op, kernel.BlockIdOp | kernel.GridDimOp) and (
+                part := kernel.enclosing_part(op)) is not None:
+            return self.bind(op.results, [self.part_id(op, part)])
         if type(op) in SPECIAL:
             reg = f"{SPECIAL[type(op)]}.{op.dimension.data.value}"
             return self.bind(op.results, [self.emit(cuda.SpecialOp(reg))])
@@ -248,6 +254,21 @@ class _Translator:
         if handler is None:
             raise _fail(op, "no C translation for")
         handler(op)
+
+    def part_id(self, op: kernel.BlockIdOp | kernel.GridDimOp, part: kernel.PartOp) -> SSAValue:
+        """A part's own block id (from the fused blockIdx.x, x fastest) or grid size."""
+        axis = "xyz".index(op.dimension.data.value)
+        gx, gy, gz = part.grid_dims
+        if isinstance(op, kernel.GridDimOp) or part.grid_dims[axis] == 1:
+            return self.const(part.grid_dims[axis] if isinstance(op, kernel.GridDimOp) else 0)
+        b = self.emit(cuda.SpecialOp("blockIdx.x"))
+        if self.first_block[part]:
+            b = self.emit(cuda.BinaryOp("sub", b, self.const(self.first_block[part])))
+        if axis and (below := gx if axis == 1 else gx * gy) > 1:
+            b = self.emit(cuda.BinaryOp("div", b, self.const(below)))
+        if axis < 2 and part.grid_dims[axis] < (gx * gy * gz if axis == 0 else gy * gz):
+            b = self.emit(cuda.BinaryOp("rem", b, self.const(part.grid_dims[axis])))
+        return b
 
     def f32(self, v: SSAValue) -> SSAValue:
         return self.cast(v, F32) if v.type in HALF else v
@@ -356,6 +377,21 @@ class _Translator:
         new = cuda.IfOp(self.v(op.cond), types, *regions)
         self.emit(new)
         self.bind(op.results, new.results)
+
+    def op_kernel_part(self, op: kernel.PartOp) -> None:
+        """`if (first <= blockIdx.x && blockIdx.x < first + n) { part }`; its shared buffers
+        from dynamic offset 0 (the parts overlay)."""
+        first, n = self.first_block[op], op.blocks
+        b = self.emit(cuda.SpecialOp("blockIdx.x"))
+        cond = self.emit(cuda.CompareOp("lt", b, self.const(first + n)))
+        if first:
+            low = self.emit(cuda.CompareOp("ge", b, self.const(first)))
+            cond = self.emit(cuda.BinaryOp("and", low, cond))
+        body = Region(Block())
+        self.dynamic = 0 if self.dynamic is not None else None
+        self.translate(op.body.block, body.block)
+        body.block.add_op(cuda.YieldOp())
+        self.emit(cuda.IfOp(cond, [], body))
 
     def op_scf_yield(self, op: scf.YieldOp) -> None:
         self.emit(cuda.YieldOp(*(self.v(a) for a in op.arguments)))

@@ -68,6 +68,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "tile-unroll": ("passes.tile.unroll", "TileUnrollPass"),
     "kernel-vectorize": ("passes.kernel.vectorize", "KernelVectorizePass"),
     "kernel-remove-barriers": ("passes.kernel.remove_barriers", "KernelRemoveBarriersPass"),
+    "kernel-horizontal-fuse": ("passes.kernel.horizontal_fuse", "KernelHorizontalFusePass"),
     "tile-to-kernel": ("lowering.tile_to_kernel", "TileToKernelPass"),
     "kernel-to-cuda": ("lowering.kernel_to_cuda", "KernelToCudaPass"),
 }
@@ -119,6 +120,7 @@ _TO_KERNEL = _TO_TILE + [
     "tile-to-kernel",  # thread ids, shared buffers, barriers, shuffles
     "kernel-vectorize",  # aligned runs of 16 (8, 4) bytes of accesses -> one load / store
     "kernel-remove-barriers",  # barriers that order no conflicting accesses
+    "kernel-horizontal-fuse",  # independent launches of one block size -> one (model's call)
 ]
 _TO_CUDA = _TO_KERNEL + [
     "kernel-to-cuda",  # C++ syntax tree; print it with -t cuda

@@ -38,7 +38,7 @@ NOTES = {
     "loop_bytes": "counted in the fused Loop IR: loads and stores x loop trip counts (no reuse)",
     "flops": "the algorithm's, from the Torch IR (2MNK for products, attention's unmasked part)",
     "loop_flops": "counted in the fused Loop IR: float arith/math ops x trip counts (fma = 2)",
-    "predicted_us": "the sm_90 model (tuning/cost_model.py), sum over launches; the parameters "
+    "predicted_us": "the sm_90 model (analysis/cost_model.py), sum over launches; the parameters "
                     "of --gpu-model, else of the GPU it is timed on, else the H100 SXM's",
     "roofline_us": "max(min_bytes / HBM bandwidth, flops / peak of the dtype's fastest unit) "
                    "+ one launch",

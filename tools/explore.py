@@ -57,6 +57,7 @@ def _cuda_by_kernel(source: str) -> dict[str, str]:
 def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
                  title: str = "") -> dict:
     from deplo.analysis.nest import tile_kernels
+    from deplo.dialects import kernel
     from deplo.tools.driver import run_passes
     from deplo.tools.profile import profile
 
@@ -81,8 +82,17 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
                                "key": k.structural_key}
              for k in tile_kernels(compiled.module("tile")) if k.the_plan is not None}
     cuda = _cuda_by_kernel(compiled.cuda_source)
-    kernels = [{**row, "plan": plans.get(row["name"], plans.get(row["name"].removesuffix("_sum"))),
-                "cuda": cuda.get(row["name"], "")} for row in report["kernels"]]
+
+    def plan_of(name: str) -> dict | None:
+        return plans.get(name, plans.get(name.removesuffix("_sum")))
+
+    fused = {k.sym_name.data: [p.kernel.data for p in k.parts()]
+             for k in compiled.module("kernel").ops if isinstance(k, kernel.FuncOp) and k.parts()}
+    for name, parts in fused.items():  # kernel-horizontal-fuse: each part's plan kind
+        plans[name] = {"kind": "fused", "key": None, "knobs": {
+            p: (plan_of(p) or {"kind": "-"})["kind"] for p in parts}}
+    kernels = [{**row, "plan": plan_of(row["name"]), "cuda": cuda.get(row["name"], "")}
+               for row in report["kernels"]]
     data = {"schema": "deplo-explore/1", "title": title, "passes": passes, "kernels": kernels,
             "torch_ops": _torch_ops(compiled.program.module, kernels),
             "summary": {k: report[k] for k in ("gpu_model", "predicted_us", "roofline_us",

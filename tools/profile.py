@@ -20,7 +20,7 @@ import math
 from io import StringIO
 
 from deplo import origin
-from deplo.tuning import cost_model as cm
+from deplo.analysis import cost_model as cm
 
 SCHEMA = "deplo-profile/1"
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
 
+from deplo.analysis import cost_model as cm
 from deplo.analysis.nest import tile_kernels
 from deplo.dialects.tile_plan import CLASSES, PlanError
 from deplo.passes.pipeline import PIPELINES
 from deplo.passes.tile import planner
-from deplo.tuning import cost_model as cm
 from deplo.tuning.search import Result, Tree, plan_id, sp_mcts
 from deplo.tuning.store import Evaluation, TuningStore
 

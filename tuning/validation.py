@@ -164,7 +164,7 @@ def parse_kernel(text: str):
 
 def predict(text: str, ptxas: dict | None = None, gpu: str = "h100"):
     """The model's prediction for the kernel of `text` (ptxas: name -> report, where known)."""
-    from deplo.tuning import cost_model as cm
+    from deplo.analysis import cost_model as cm
 
     module, _ = parse_kernel(text)
     (p,) = cm.predict_module(module, ptxas, cm.GPUS[gpu]).values()

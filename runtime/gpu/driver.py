@@ -17,6 +17,7 @@ from typing import Self
 
 import numpy as np
 
+from deplo.dialects.kernel import PRELUDE_SHARED_BYTES
 from deplo.hardware import SHARED_MEMORY_BYTES
 from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
 
@@ -341,7 +342,9 @@ class GpuModule:
     def _prepare(self, kernel: str, args: list, smem_bytes: int):
         driver = _driver()
         func = self.function(kernel)
-        if smem_bytes > SHARED_MEMORY_BYTES and self._smem_set.get(kernel, 0) < smem_bytes:
+        # past 48 KB with the prelude's static flag (kc_arrive_last's) a launch must opt in
+        if smem_bytes and smem_bytes + PRELUDE_SHARED_BYTES > SHARED_MEMORY_BYTES \
+                and self._smem_set.get(kernel, 0) < smem_bytes:
             _check(
                 driver.cuFuncSetAttribute(
                     func,

@@ -201,3 +201,36 @@ kernel.func @k() grid(1, 1, 1) block(32, 1, 1) {
 // CHECK: argument #0: memref<65536x65536xf32> has 2^31 elements or more (CUDA C indexes with int)
 kernel.func @k(%x: memref<65536x65536xf32>) grid(1, 1, 1) block(1, 1, 1) {
 }
+
+// -----
+// CHECK: expected grid(6, 1, 1): the blocks of its parts, got grid(4, 1, 1)
+kernel.func @k(%x: memref<4xf32>) grid(4, 1, 1) block(32, 1, 1) {
+  kernel.part "p" grid(2, 2, 1) {
+  }
+  kernel.part "p" grid(2, 1, 1) {
+  }
+}
+
+// -----
+// CHECK: expected a body of kernel.parts only, or none
+kernel.func @k(%x: memref<4xf32>) grid(2, 1, 1) block(32, 1, 1) {
+  kernel.part "p" grid(2, 1, 1) {
+  }
+  kernel.barrier
+}
+
+// -----
+// CHECK: expected kernel.part directly in a kernel.func
+kernel.func @k(%x: memref<4xf32>) grid(2, 1, 1) block(32, 1, 1) {
+  kernel.part "p" grid(2, 1, 1) {
+    kernel.part "p" grid(2, 1, 1) {
+    }
+  }
+}
+
+// -----
+// CHECK: grid: expected 3 sizes in [1, max], got (0, 1, 1)
+kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(32, 1, 1) {
+  kernel.part "p" grid(0, 1, 1) {
+  }
+}

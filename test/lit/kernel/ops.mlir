@@ -70,3 +70,21 @@ kernel.func @vector_and_mma(%x: memref<16x16xf32>, %y: memref<16x16xf32>, %g: me
   %d0, %d1, %d2, %d3 = kernel.mma f16 %r0, %r1, %r2, %r3, %q0, %q1, %a, %b, %c, %d
   %p = kernel.pack_halves %h, %h : f16
 }
+
+// A fused kernel: a part per kernel, its own grid.
+// CHECK-LABEL: kernel.func @fused(%x: memref<64xf32>) grid(3, 1, 1) block(32, 1, 1) {
+// CHECK-NEXT:    kernel.part "a" grid(1, 2, 1) {
+// CHECK-NEXT:      %b = kernel.block_id y
+// CHECK-NEXT:    }
+// CHECK-NEXT:    kernel.part "b" grid(1, 1, 1) {
+// CHECK-NEXT:      %n = kernel.grid_dim x
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+kernel.func @fused(%x: memref<64xf32>) grid(3, 1, 1) block(32, 1, 1) {
+  kernel.part "a" grid(1, 2, 1) {
+    %b = kernel.block_id y
+  }
+  kernel.part "b" grid(1, 1, 1) {
+    %n = kernel.grid_dim x
+  }
+}

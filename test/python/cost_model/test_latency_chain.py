@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from deplo.analysis import cost_model as cm
 from deplo.hardware import H100_SXM
-from deplo.tuning import cost_model as cm
 from deplo.tuning.validation import parse_kernel, predict
 
 
@@ -145,8 +145,8 @@ def test_a_threads_array_at_unrolled_indices_is_registers():
     from xdsl.dialects import memref
 
     import deplo
+    from deplo.analysis import cost_model as cm
     from deplo.dialects import kernel
-    from deplo.tuning import cost_model as cm
 
     c = deplo.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                       [torch.randn(1, 2, 16, 16)] * 3)

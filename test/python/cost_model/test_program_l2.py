@@ -1,9 +1,9 @@
 """What one launch writes, the next reads from L2 (the model's program level): split-K partials
 and a layer's activations; the program's inputs (weights) still come from DRAM."""
 
+from deplo.analysis import cost_model as cm
 from deplo.dialects import kernel
 from deplo.tools import api
-from deplo.tuning import cost_model as cm
 
 
 def _kernels(expr: str):

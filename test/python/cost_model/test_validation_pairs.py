@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from deplo.tuning import cost_model as cm
+from deplo.analysis import cost_model as cm
 from deplo.tuning.validation import (
     check_on_cpu,
     copy_kernel,

@@ -176,14 +176,16 @@ def test_kernels_name_the_modules_whose_weights_they_read(checkpoints) -> None:
 
     compiled = Compiled(capture_model(str(checkpoints / "llama"), seq_len=4))
     src = compiled.cuda_source
-    assert "reads the weights of input_layernorm, self_attn.q_proj" in src
+    # q, k and v: one launch (kernel-horizontal-fuse), each with the norm's statistic
+    assert "reads the weights of input_layernorm, self_attn.q_proj, self_attn.k_proj, " \
+        "self_attn.v_proj" in src
     assert "reads the weights of post_attention_layernorm, mlp.gate_proj, mlp.up_proj" in src
     rows = {r["name"]: r["modules"] for r in profile(compiled)["kernels"]}
     assert ["self_attn.o_proj"] in rows.values()
     # and the torch ops they implement, by module, with the model's source lines
-    assert re.search(r"// linear_mean_\d implements:\n//   input_layernorm: mean, pow, add, rsqrt, "
-                     r"mul \(modeling_llama\.py:\d+-\d+\)\n//   self_attn\.q_proj: linear "
-                     r"\(modeling_llama\.py:\d+\)\n", src)
+    assert re.search(r"// linear_mean_\d(_linear_mean_\d)* implements:\n//   input_layernorm: mean, "
+                     r"pow, add, rsqrt, mul \(modeling_llama\.py:\d+-\d+\)\n//   self_attn\.q_proj: "
+                     r"linear \(modeling_llama\.py:\d+\)\n//   self_attn\.k_proj: linear", src)
     assert re.search(r"//   self_attn: .*scaled_dot_product_attention \(modeling_llama", src)
     assert "//   lm_head: linear (modeling_llama.py:" in src
     assert "//   model.embed_tokens: embedding (modeling_llama.py:" in src

@@ -74,6 +74,9 @@ class Work:
     # tile finished in the kernel): it runs after the rest, on one block a tile
     tail: Work | None = None
     arrivals: int = 1
+    # a fused kernel (kernel.part): each part's work per block and grid; the fields above then
+    # hold what the launch touches and writes as a whole
+    parts: list[tuple[Work, tuple[int, ...]]] = field(default_factory=list)
 
 
 SECTOR = 32
@@ -87,13 +90,13 @@ SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, 
 class _Block:
     """Index values of every thread of one block, evaluated op by op."""
 
-    def __init__(self, func: kernel.FuncOp):
+    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...] | None = None):
         bx, by, bz = func.block_dims
         t = np.arange(bx * by * bz)
         self.tid = (t % bx, (t // bx) % by, t // (bx * by))
         self.threads = len(t)
         self.block = func.block_dims
-        self.grid = func.grid_dims
+        self.grid = grid or func.grid_dims
         self.vals: dict[SSAValue, np.ndarray] = {}
         self.deps: dict[SSAValue, frozenset] = {}  # the loops a value varies with
         self.trips: dict[Operation, float] = {}  # per loop, its most iterations on a thread
@@ -181,16 +184,32 @@ def _per_warp(mask: np.ndarray):
 
 
 def work(func: kernel.FuncOp) -> Work:
-    """What one block of `func` asks of the GPU (see the module docstring)."""
-    blk = _Block(func)
+    """What one block of `func` asks of the GPU (see the module docstring); a fused kernel's
+    parts each their own (Work.parts)."""
+    parts = func.parts()
+    if not parts:
+        return _block_work(func, func.body.block, func.grid_dims)
+    w = Work(parts=[(_block_work(func, p.body.block, p.grid_dims), p.grid_dims) for p in parts])
+    for pw, _ in w.parts:
+        w.touched |= pw.touched
+        w.written |= pw.written | (pw.tail.written if pw.tail else set())
+        w.per_buffer |= pw.per_buffer
+        w.load_sectors += pw.load_sectors
+        w.store_sectors += pw.store_sectors
+    return w
+
+
+def _block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...]) -> Work:
+    blk = _Block(func, grid)
     w = Work()
-    for a in func.body.block.args:
-        if isinstance(a.type, MemRefType) and a.uses:  # the buffers it reads or writes
+    inside = {id(op) for op in body.walk()}
+    for a in func.body.block.args:  # the buffers it reads or writes
+        if isinstance(a.type, MemRefType) and any(id(u.operation) in inside for u in a.uses):
             n = math.prod(a.type.get_shape())
             w.touched[_key(a)] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
-    _walk(func.body.block, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
-    w.chain_l1, w.chain_l2 = _chains(func.body.block, blk)
+    _walk(body, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
+    w.chain_l1, w.chain_l2 = _chains(body, blk)
     return w
 
 
@@ -575,8 +594,13 @@ def occupancy(gpu: Gpu, threads: int, registers: int, smem: int) -> int:
 
 def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
             gpu: Gpu = H100_SXM) -> Prediction:
-    """Time of one launch of a kernel whose blocks each do `w`."""
-    blocks = math.prod(grid)
+    """Time of one launch of a kernel whose blocks each do `w`; a fused kernel's blocks do its
+    parts' works (Work.parts): the pipes' demand is the blocks' average, the DRAM and L2 bytes
+    the parts' sum, a wave of resident blocks as long as their average chain (at least the
+    longest), and the parts' split-K tails run side by side."""
+    parts = w.parts or [(w, tuple(grid))]
+    sizes = [math.prod(g) for _, g in parts]
+    blocks = sum(sizes)
     threads = math.prod(block)
     bps = max(1, occupancy(gpu, threads, registers, smem))
     per_sm = -(-blocks // gpu.sms)  # blocks on the busiest SM
@@ -584,61 +608,82 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     resident = min(bps, per_sm)
     active_sms = min(gpu.sms, blocks)
     clock = gpu.clock_ghz * 1e9
-    # L1 keeps what a load reads again in later iterations while its footprint fits beside
-    # shared memory and the other loads it keeps (the smallest footprints first)
-    room = (gpu.l1_bytes - resident * smem) / max(1, resident)
-    l2_sectors = w.store_sectors
-    for foot, full in sorted(w.loads.values()):
-        if foot < full and foot * SECTOR <= room:
-            l2_sectors += foot
-            room -= foot * SECTOR
-        else:
-            l2_sectors += full
-    l2_bytes = l2_sectors * SECTOR * blocks
-    footprint = sum(w.touched.values())
-    dram = min(l2_bytes, footprint) if footprint <= gpu.l2_bytes else \
-        min(l2_bytes, _streamed_bytes(w, grid, min(blocks, bps * gpu.sms), gpu))
+
+    def mean(per_part) -> float:  # over the blocks of the launch
+        if len(per_part) == 1:  # (exactly a plain kernel's figure)
+            return per_part[0]
+        return sum(n * x for n, x in zip(sizes, per_part)) / blocks
+
+    l2_sectors, dram, chains = [], 0.0, []
+    for (pw, pgrid), n in zip(parts, sizes):
+        # L1 keeps what a load reads again in later iterations while its footprint fits beside
+        # shared memory and the other loads it keeps (the smallest footprints first)
+        room = (gpu.l1_bytes - resident * smem) / max(1, resident)
+        sectors = pw.store_sectors
+        for foot, full in sorted(pw.loads.values()):
+            if foot < full and foot * SECTOR <= room:
+                sectors += foot
+                room -= foot * SECTOR
+            else:
+                sectors += full
+        l2_sectors.append(sectors)
+        part_l2 = sectors * SECTOR * n
+        footprint = sum(pw.touched.values())
+        dram += min(part_l2, footprint) if footprint <= gpu.l2_bytes else \
+            min(part_l2, _streamed_bytes(pw, pgrid, min(n, bps * gpu.sms), gpu))
+        # a warp's own dependent latencies, its global loads at L1's or L2's as L1 keeps them
+        to_l2 = min(1.0, (sectors - pw.store_sectors) / pw.load_sectors) \
+            if pw.load_sectors else 0.0
+        chains.append(pw.chain_l1 + to_l2 * (pw.chain_l2 - pw.chain_l1))
+    l2_bytes = sum(x * SECTOR * n for x, n in zip(l2_sectors, sizes))
     # Little's law: an SM moves at most the bytes its warps keep in flight, per latency
-    per_warp = max(gpu.mlp * max(w.inflight_bytes, SECTOR), w.async_bytes)
+    per_warp = mean([max(gpu.mlp * max(pw.inflight_bytes, SECTOR), pw.async_bytes)
+                     for pw, _ in parts])
     warps = resident * -(-threads // WARP)  # resident on one SM
     inflight = warps * per_warp
     dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
                   active_sms * inflight / (gpu.dram_latency / clock))
     l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))
-    # a warp's own dependent latencies, its global loads at L1's or L2's as L1 keeps them; the
-    # waves of resident blocks on an SM run one after another
-    to_l2 = min(1.0, (l2_sectors - w.store_sectors) / w.load_sectors) if w.load_sectors else 0.0
-    chain = w.chain_l1 + to_l2 * (w.chain_l2 - w.chain_l1)
-    units = {
-        "latency": -(-per_sm // resident) * chain / clock,
+    works = [pw for pw, _ in parts]
+    units = {  # the waves of resident blocks on an SM run one after another
+        "latency": max(-(-per_sm // resident) * mean(chains), max(chains)) / clock,
         "dram": dram / dram_bw,
         "l2": l2_bytes / l2_bw,
-        "l1": per_sm * (w.load_sectors + w.store_sectors) / (gpu.l1_sectors_per_sm * clock),
-        "smem": per_sm * w.smem_wavefronts / (gpu.smem_wavefronts_per_sm * clock),
-        "fp32": per_sm * w.fp32 * WARP / (gpu.fp32_per_sm * clock),
-        "sfu": per_sm * w.sfu * WARP / (gpu.sfu_per_sm * clock),
-        "mma": per_sm * w.mma * 2 * 16 * 8 * 16 / (gpu.mma_flops / gpu.sms),
-        "issue": per_sm * w.issued / (gpu.issue_per_sm * clock),
+        "l1": per_sm * mean([x.load_sectors + x.store_sectors for x in works])
+        / (gpu.l1_sectors_per_sm * clock),
+        "smem": per_sm * mean([x.smem_wavefronts for x in works])
+        / (gpu.smem_wavefronts_per_sm * clock),
+        "fp32": per_sm * mean([x.fp32 for x in works]) * WARP / (gpu.fp32_per_sm * clock),
+        "sfu": per_sm * mean([x.sfu for x in works]) * WARP / (gpu.sfu_per_sm * clock),
+        "mma": per_sm * mean([x.mma for x in works]) * 2 * 16 * 8 * 16
+        / (gpu.mma_flops / gpu.sms),
+        "issue": per_sm * mean([x.issued for x in works]) / (gpu.issue_per_sm * clock),
     }
     # an SM's pipes run at their rate only with enough warps to hide latency
-    hidden = gpu.pipe_rate(warps, tensor_cores=w.mma > 0)
+    hidden = gpu.pipe_rate(warps, tensor_cores=any(x.mma > 0 for x in works))
     for pipe in ("l1", "smem", "fp32", "sfu", "mma", "issue"):
         units[pipe] /= hidden
     units = {k: float(v) * 1e6 for k, v in units.items()}
     bound = max(units, key=units.get)
     us = _fixed_us(w, gpu) + units[bound]
-    if w.tail is not None:  # then the last block of each tile, one a tile, all at once;
-        # what the kernel wrote or read before (the partials) is in L2 by then: the tail's DRAM
-        # bytes are those of buffers only it touches (the epilogue's inputs, the outputs)
-        tiles = max(1, blocks // max(1, w.arrivals))
-        fresh = {k: v for k, v in w.tail.touched.items() if k not in w.per_buffer}
-        tail_w = replace(w.tail, touched=fresh)
+    tails = []
+    for (pw, _), n in zip(parts, sizes):
+        if pw.tail is None:
+            continue
+        # then the last block of each tile, one a tile, all at once; what the kernel wrote or
+        # read before (the partials) is in L2 by then: the tail's DRAM bytes are those of
+        # buffers only it touches (the epilogue's inputs, the outputs)
+        tiles = max(1, n // max(1, pw.arrivals))
+        fresh = {k: v for k, v in pw.tail.touched.items() if k not in pw.per_buffer}
+        tail_w = replace(pw.tail, touched=fresh)
         tail = predict(tail_w, (tiles, 1, 1), block, registers, smem, gpu)
-        us += tail.us - _fixed_us(tail_w, gpu)  # its own work: launch and ramp are the kernel's
+        tails.append(tail.us - _fixed_us(tail_w, gpu))  # launch and ramp are the kernel's
         dram, l2_bytes = dram + tail.dram_bytes, l2_bytes + tail.l2_bytes
+    us += max(tails, default=0.0)
+    flops = sum((pw.flops + (pw.tail.flops / max(1, pw.arrivals) if pw.tail else 0)) * n
+                for (pw, _), n in zip(parts, sizes))
     return Prediction(us, bound if units[bound] > 0 else "launch",
-                      units, bps, waves, dram, l2_bytes, (w.flops + (
-                          w.tail.flops / max(1, w.arrivals) if w.tail else 0)) * blocks)
+                      units, bps, waves, dram, l2_bytes, flops)
 
 
 def _fixed_us(w: Work, gpu: Gpu) -> float:
@@ -701,7 +746,8 @@ def reading_l2(w: Work, in_l2: frozenset[str]) -> Work:
     def drop(x: Work) -> dict[str, int]:
         return {k: v for k, v in x.touched.items() if k not in in_l2}
 
-    return replace(w, touched=drop(w), tail=w.tail and replace(w.tail, touched=drop(w.tail)))
+    return replace(w, touched=drop(w), tail=w.tail and replace(w.tail, touched=drop(w.tail)),
+                   parts=[(reading_l2(pw, in_l2), g) for pw, g in w.parts])
 
 
 def l2_resident(module: ModuleOp, works: dict[str, Work], gpu: Gpu = H100_SXM,

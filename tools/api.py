@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from deplo.frontend.expr import capture_expression
 from deplo.frontend.importer import Program, import_module
+from deplo.passes.pipeline import split_spec
 from deplo.runtime.check import Comparison, check_program
 from deplo.tools.driver import LEVELS, passes_to, run_passes
 
@@ -77,6 +78,7 @@ class Compiled:
     strict: bool = True  # the plan file names only kernels of this program
     rank: bool = True  # big matmuls' plans chosen by the cost model (tuning/ranked.py)
     gpu_model: str | None = None  # the model's parameters for that: h100, h200 (default: the GPU's)
+    launch_fusion: bool = True  # kernel-horizontal-fuse runs (the cost model's call)
     _levels: dict[str, ModuleOp] = field(default_factory=dict)
     _plan_file: list = field(default_factory=list)  # [the plan file tile-plan pins], once known
 
@@ -92,10 +94,19 @@ class Compiled:
             for lower in LEVELS[: LEVELS.index(level)]:
                 if lower in self._levels:
                     start, done = self._levels[lower], passes_to(lower)
-            rest = passes_to(level)[len(done):].lstrip(",")
+            rest = self.pass_spec(passes_to(level)[len(done):].lstrip(","))
             self._levels[level] = run_passes(start.clone(), rest, self.verbose,
                                              schedule=schedule, strict=self.strict)
         return self._levels[level]
+
+    def pass_spec(self, spec: str) -> str:
+        """`spec` (passes, expanded) as this program lowers: kernel-horizontal-fuse left out
+        with launch fusion off, else predicting for `gpu_model`'s parameters."""
+        fuse = "kernel-horizontal-fuse"
+        parts = [p for p in split_spec(spec) if p != fuse or self.launch_fusion]
+        if self.gpu_model:
+            parts = [f"{fuse}{{gpu={self.gpu_model}}}" if p == fuse else p for p in parts]
+        return ",".join(parts)
 
     def planned(self) -> ModuleOp:
         """The program right after tile-plan: every kernel with its plan, none carried out."""
@@ -192,10 +203,10 @@ class Compiled:
 
 def compile(program, example_inputs: Sequence[torch.Tensor] | None = None, *, verbose: int = 0,
             seed: int | None = None, schedule: str | dict | None = None,
-            rank: bool = True) -> Compiled:
+            rank: bool = True, launch_fusion: bool = True) -> Compiled:
     """Capture `program` (expression, module or callable) for lowering on demand; `schedule`
     pins kernel plans: a plan file's path, or its content as a dict (`Compiled.plans()`);
     `rank=False` keeps the heuristic's plans where the cost model would choose
-    (tuning/ranked.py)."""
+    (tuning/ranked.py); `launch_fusion=False` leaves out kernel-horizontal-fuse."""
     return Compiled(capture(program, example_inputs, seed), verbose, schedule_text(schedule),
-                    rank=rank)
+                    rank=rank, launch_fusion=launch_fusion)

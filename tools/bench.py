@@ -153,10 +153,11 @@ def gpu_figures(case: Case, compiled, *, warmup: int, iters: int, seed: int) -> 
 
 def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: int = 10,
                iters: int = 50, seed: int = 0, schedule: str | None = None,
-               gpu_model: str = "h100", rank: bool = True) -> dict:
+               gpu_model: str = "h100", rank: bool = True, launch_fusion: bool = True) -> dict:
     """One case's JSON entry; every failure becomes `status: unsupported` with its stage.
     `schedule`: a plan file pinning the plans of the kernels it names (of any case); `rank`:
-    big matmuls' plans chosen by the cost model (tuning/ranked.py)."""
+    big matmuls' plans chosen by the cost model (tuning/ranked.py); `launch_fusion`:
+    kernel-horizontal-fuse runs."""
     import deplo
 
     entry: dict = {"name": case.name, "suite": case.suite, "model": case.model,
@@ -164,7 +165,8 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
                    "inputs": {a.name: list(a.shape) for a in case.args}, "status": "ok"}
     t0 = time.perf_counter()
     try:
-        compiled = deplo.compile(case.fn, case.example_inputs(), schedule=schedule, rank=rank)
+        compiled = deplo.compile(case.fn, case.example_inputs(), schedule=schedule, rank=rank,
+                                 launch_fusion=launch_fusion)
         compiled.strict, compiled.gpu_model = False, gpu_model
     except Exception as e:  # noqa: BLE001 - the suite maps what works; it never stops
         return _unsupported(entry, "capture", e)
@@ -220,7 +222,7 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
               warmup: int = 10, iters: int = 50, seed: int = 0,
               progress: Callable[[str], None] | None = None,
               schedule: str | None = None, gpu_model: str | None = None,
-              rank: bool = True) -> dict:
+              rank: bool = True, launch_fusion: bool = True) -> dict:
     """The report for `cases` (see SCHEMA). `gpu=None`: time where gpu_probe() finds a GPU;
     `gpu_model` the parameters predicted with (default: the timed card's, else the H100's)."""
     from deplo.hardware import model_for
@@ -234,7 +236,8 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
     for i, case in enumerate(cases):
         t = time.perf_counter()
         e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed,
-                       schedule=schedule, gpu_model=gpu_model, rank=rank)
+                       schedule=schedule, gpu_model=gpu_model, rank=rank,
+                       launch_fusion=launch_fusion)
         entries.append(e)
         if progress:
             what = e["status"] if e["status"] == "ok" else f"{e['status']} ({e['stage']})"

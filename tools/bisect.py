@@ -128,7 +128,8 @@ def cmd_bisect(args, compiled) -> int:
     reference = program.reference(inputs[: len(program.example_inputs)])
     print(f"deplo bisect: {args.pipeline}, checked against PyTorch eager after every pass",
           file=sys.stderr)
-    result = bisect(program.module, inputs, reference, args.pipeline, args.all,
+    spec = compiled.pass_spec(pipeline.expand_pipeline(args.pipeline))
+    result = bisect(program.module, inputs, reference, spec, args.all,
                     lambda s: print(f"  {s.line()}", file=sys.stderr),
                     schedule=compiled.plan_file(), strict=compiled.strict)
     bad = result.first_bad

@@ -117,6 +117,8 @@ def _add_schedule(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-rank", dest="rank", action="store_false",
                    help="the heuristic's plans alone: no cost-model choice among its shortlist "
                         "for big matmuls")
+    p.add_argument("--no-launch-fusion", dest="launch_fusion", action="store_false",
+                   help="one launch a kernel: no kernel-horizontal-fuse")
     from deplo.tools.tune_cmd import add_db
 
     add_db(p)
@@ -242,7 +244,8 @@ def _compile(args, runnable: bool, tuned: bool = True):
 
     def make(program) -> Compiled:
         return Compiled(program, args.verbose, schedule, strict, rank=tuned and args.rank,
-                        gpu_model=getattr(args, "gpu_model", None))
+                        gpu_model=getattr(args, "gpu_model", None),
+                        launch_fusion=args.launch_fusion)
 
     if args.expr is not None:
         if args.dtype is not None:
@@ -334,6 +337,7 @@ def cmd_bench(args) -> int:
 
     schedule, _ = tuned_schedule(args.db, args.schedule)
     report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None, rank=args.rank,
+                       launch_fusion=args.launch_fusion,
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,
                        progress=None if args.quiet else print_progress, schedule=schedule,
                        gpu_model=args.gpu_model)

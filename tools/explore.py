@@ -63,7 +63,8 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
 
     start = compiled.program.module.clone()
     trace: list = []
-    steps = _pass_levels()
+    steps = [(compiled.pass_spec(p), level) for p, level in _pass_levels()]
+    steps = [(p, level) for p, level in steps if p]
     run_passes(start, ",".join(p for p, _ in steps), schedule=compiled.plan_file(),
                strict=compiled.strict, trace=trace)
     before = origin.text(compiled.program.module)
@@ -112,15 +113,17 @@ def _torch_ops(module, kernels: list[dict]) -> list[dict]:
 def _checks(compiled) -> list[dict]:
     """The bisect view: the program run after every pass (the interpreters up to Loop IR, then
     the .cu on the CPU runtime; tools/bisect.py) against PyTorch on the same inputs."""
+    from deplo.passes.pipeline import expand_pipeline
     from deplo.tools.api import random_inputs
     from deplo.tools.bisect import bisect
 
     program = compiled.program
     inputs = random_inputs(program, 0)
     reference = program.reference(inputs[: len(program.example_inputs)])
-    steps = bisect(program.module, inputs, reference, "to-cuda", keep_going=True,
+    steps = bisect(program.module, inputs, reference,
+                   compiled.pass_spec(expand_pipeline("to-cuda")), keep_going=True,
                    schedule=compiled.plan_file(), strict=compiled.strict).steps
-    return [{"after": st.after, "level": st.level, "how": st.how, "ok": st.ok,
+    return [{"after": st.after.split("{")[0], "level": st.level, "how": st.how, "ok": st.ok,
              "line": st.comparison.line() if st.comparison else f"ERROR {st.error}",
              "seconds": round(st.seconds, 2)} for st in steps]
 

@@ -103,3 +103,21 @@ def test_fused_prediction_from_its_parts():
     assert together.flops == pytest.approx(sum(
         cm.predict(w, g, f.block_dims).flops for w, g in whole.parts))
     assert np.isfinite(together.us) and together.us > 0
+
+
+def test_launch_fusion_can_be_turned_off(tmp_path):
+    """`--no-launch-fusion` (`launch_fusion=False`): one launch a kernel, as before the pass;
+    `--gpu-model` reaches the pass's predictions."""
+    from test_cli import run
+
+    c = deplo.compile(Attention(), [torch.randn(1, 8, 128)], seed=1, launch_fusion=False)
+    assert not _fused(c) and c.check().ok
+    c.gpu_model, c.launch_fusion = "h200", True
+    assert "kernel-horizontal-fuse{gpu=h200}" in c.pass_spec("tile-to-kernel,kernel-horizontal-fuse")
+    e = "(F.linear(torch.randn(64,512), torch.randn(256,512)), F.linear(torch.randn(64,512), " \
+        "torch.randn(64,512)))"
+    fused = run("deplo", "compile", "-c", e, "--ir", "kernel")
+    apart = run("deplo", "compile", "-c", e, "--ir", "kernel", "--no-launch-fusion")
+    assert fused.returncode == apart.returncode == 0, fused.stderr + apart.stderr
+    assert fused.stdout.count("kernel.part") == 2 and "kernel.part" not in apart.stdout
+    assert apart.stdout.count("kernel.launch") == 2 and fused.stdout.count("kernel.launch") == 1

@@ -160,6 +160,14 @@ def _dims3(attr: DenseArrayBase) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values())
 
 
+def _verify_dims(what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:
+    if len(dims) != 3:
+        raise VerifyException(f"{what}: expected 3 sizes, got {len(dims)}")
+    for d, lim in zip(dims, limits):
+        if not 1 <= d <= lim:
+            raise VerifyException(f"{what}: expected sizes in [1, {lim}], got {d}")
+
+
 @irdl_op_definition
 class FuncOp(IRDLOperation):
     """One CUDA kernel: buffer (and scalar) arguments, static grid and block, a body without
@@ -199,13 +207,8 @@ class FuncOp(IRDLOperation):
         return self.body.block.args
 
     def verify_(self) -> None:
-        for what, dims, limits in (("grid", self.grid_dims, MAX_GRID),
-                                   ("block", self.block_dims, MAX_BLOCK)):
-            if len(dims) != 3:
-                raise VerifyException(f"{what}: expected 3 sizes, got {len(dims)}")
-            for d, lim in zip(dims, limits):
-                if not 1 <= d <= lim:
-                    raise VerifyException(f"{what}: expected sizes in [1, {lim}], got {d}")
+        _verify_dims("grid", self.grid_dims, MAX_GRID)
+        _verify_dims("block", self.block_dims, MAX_BLOCK)
         threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
         if threads > MAX_BLOCK_THREADS:
             raise VerifyException(f"expected at most {MAX_BLOCK_THREADS} threads per block, got {threads}")
@@ -547,9 +550,7 @@ class PartOp(IRDLOperation):
     def verify_(self) -> None:
         if not isinstance(self.parent_op(), FuncOp):
             raise VerifyException("expected kernel.part directly in a kernel.func")
-        if len(self.grid_dims) != 3 or not all(1 <= d <= lim for d, lim in
-                                               zip(self.grid_dims, MAX_GRID)):
-            raise VerifyException(f"grid: expected 3 sizes in [1, max], got {self.grid_dims}")
+        _verify_dims("grid", self.grid_dims, MAX_GRID)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

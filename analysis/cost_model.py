@@ -90,13 +90,13 @@ SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, 
 class _Block:
     """Index values of every thread of one block, evaluated op by op."""
 
-    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...] | None = None):
+    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...]):
         bx, by, bz = func.block_dims
         t = np.arange(bx * by * bz)
         self.tid = (t % bx, (t // bx) % by, t // (bx * by))
         self.threads = len(t)
         self.block = func.block_dims
-        self.grid = grid or func.grid_dims
+        self.grid = grid  # the kernel's, or its part's
         self.vals: dict[SSAValue, np.ndarray] = {}
         self.deps: dict[SSAValue, frozenset] = {}  # the loops a value varies with
         self.trips: dict[Operation, float] = {}  # per loop, its most iterations on a thread
@@ -189,11 +189,17 @@ def work(func: kernel.FuncOp) -> Work:
     parts = func.parts()
     if not parts:
         return _block_work(func, func.body.block, func.grid_dims)
-    w = Work(parts=[(_block_work(func, p.body.block, p.grid_dims), p.grid_dims) for p in parts])
-    for pw, _ in w.parts:
+    return fused_work([(_block_work(func, p.body.block, p.grid_dims), p.grid_dims)
+                       for p in parts])
+
+
+def fused_work(parts: list[tuple[Work, tuple[int, ...]]]) -> Work:
+    """The work of one launch of kernels fused as parts (their works and grids): what it
+    touches and writes as a whole (L2 residency), each part's own for `predict`."""
+    w = Work(parts=parts)
+    for pw, _ in parts:
         w.touched |= pw.touched
         w.written |= pw.written | (pw.tail.written if pw.tail else set())
-        w.per_buffer |= pw.per_buffer
         w.load_sectors += pw.load_sectors
         w.store_sectors += pw.store_sectors
     return w

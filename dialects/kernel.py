@@ -251,8 +251,7 @@ class FuncOp(IRDLOperation):
                                               for op in self.walk()) else 0
         if not parts and self.shared_bytes() + prelude <= SHARED_MEMORY_BYTES:
             return 0
-        return max((sum(dynamic_part_bytes(op) for op in scope.walk() if isinstance(op, SharedOp))
-                    for scope in parts or [self]), default=0)
+        return max((dynamic_bytes(scope) for scope in parts or [self]), default=0)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -321,6 +320,11 @@ class GridDimOp(_IdOp):
     """`gridDim`: `%n = kernel.grid_dim x`"""
 
     name = "kernel.grid_dim"
+
+
+def dynamic_bytes(scope: Operation) -> int:
+    """The dynamic shared memory the buffers declared in `scope` take, one after another."""
+    return sum(dynamic_part_bytes(op) for op in scope.walk() if isinstance(op, SharedOp))
 
 
 def dynamic_part_bytes(op: SharedOp) -> int:

@@ -68,6 +68,7 @@ def _unsupported(entry: dict, stage: str, e: BaseException) -> dict:
 def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
     """Kernel count, per-kernel ptxas report and launch shape, bytes and FLOPs, and the sm_90
     model's prediction against the roofline (tools/profile.py), per kernel and for the case."""
+    from deplo.dialects import kernel
     from deplo.lowering.emit_cuda import launch_plan
     from deplo.tools.profile import profile
 
@@ -78,10 +79,12 @@ def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
     order = {la.kernel: i for i, la in reversed(list(enumerate(plan)))}  # first launch first
     model = profile(compiled, gpu_model)
     predicted = {k["name"]: k for k in model["kernels"]}
+    parts = {k.sym_name.data: [p.kernel.data for p in k.parts()]  # fused: its parts' counts
+             for k in compiled.module("kernel").ops if isinstance(k, kernel.FuncOp)}
     kernels = []
     for name, rep in sorted(reports.items(), key=lambda kv: order.get(kv[0], len(plan))):
         launches = [la for la in plan if la.kernel == name]
-        c = counts.get(name)
+        cs = [counts[p] for p in parts.get(name) or [name] if p in counts]
         kernels.append({
             "name": name,
             "launches": len(launches),
@@ -94,8 +97,8 @@ def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
             "spill_loads": rep.spill_loads,
             "stack_bytes": rep.stack_bytes,
             "barriers": rep.barriers,
-            "loop_bytes": c.bytes if c else None,
-            "loop_flops": c.flops if c else None,
+            "loop_bytes": sum(c.bytes for c in cs) if cs else None,
+            "loop_flops": sum(c.flops for c in cs) if cs else None,
             **{k: predicted[name][k] for k in ("predicted_us", "roofline_us", "bound")
                if name in predicted},
         })

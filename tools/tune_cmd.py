@@ -165,7 +165,8 @@ def gpu_measure(compiled, gpu_lock=None):
 
     def evaluate(task, knobs):
         pinned = Compiled(compiled.program, 0, json.dumps(pins({task.key: (task.name, knobs)})),
-                          strict=False, rank=False)  # only this kernel is timed
+                          strict=False, rank=False,  # only this kernel is timed, by its name:
+                          launch_fusion=False)  # not as a part of a fused launch
         try:
             per_kernel = measure(pinned, warmup=2, iters=10, baselines=False,
                                 gpu_lock=gpu_lock)["per_kernel_us"]

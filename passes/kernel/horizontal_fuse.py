@@ -21,8 +21,9 @@ group, each alloc just before its first use (memory planning's liveness stays ti
     %k = memref.alloc()                   ->     kernel.launch @q_k(%x, %wq, %q, %wk, %k)
     kernel.launch @k(%x, %wk, %k)
 
-`model=false` fuses whatever may be fused (lit tests; experiments). The decision predicts with
-32 registers a thread (no ptxas here): the fused kernel's registers are its largest part's.
+`model=false` fuses whatever may be fused (lit tests; experiments); `gpu=h100|h200` the
+parameters it predicts with. The decision predicts with 32 registers a thread (no ptxas here):
+the fused kernel's registers are its largest part's.
 """
 
 from __future__ import annotations
@@ -92,13 +93,10 @@ class _Fuser:
             k = launches[0].callee
             return cm.predict(self.works[k.sym_name.data], k.grid_dims, block, 32,
                               cm.block_shared_bytes(k), self.gpu).us
-        parts = [(self.works[la.callee.sym_name.data], la.callee.grid_dims) for la in launches]
-        smem = max(sum(kernel.dynamic_part_bytes(s) for s in la.callee.walk()
-                       if isinstance(s, kernel.SharedOp)) for la in launches)
-        fused = cm.Work(parts=parts, load_sectors=sum(w.load_sectors + w.store_sectors
-                                                      for w, _ in parts))
-        blocks = sum(g[0] * g[1] * g[2] for _, g in parts)
-        return cm.predict(fused, (blocks, 1, 1), block, 32, smem, self.gpu).us
+        fused = cm.fused_work([(self.works[la.callee.sym_name.data], la.callee.grid_dims)
+                               for la in launches])
+        smem = max(kernel.dynamic_bytes(la.callee) for la in launches)  # overlaid
+        return cm.predict(fused, (_blocks(launches), 1, 1), block, 32, smem, self.gpu).us
 
     def joins(self, group: _Group, la: _Launch) -> bool:
         first = group.launches[0].callee
@@ -106,8 +104,7 @@ class _Fuser:
             return False
         if any(g.callee is la.callee for g in group.launches):  # twice one kernel: its split-K
             return False  # arrival counters (kernel.arrive_last slots) would be shared
-        if sum(math.prod(g.callee.grid_dims) for g in group.launches) \
-                + math.prod(la.callee.grid_dims) > MAX_GRID[0]:
+        if _blocks([*group.launches, la]) > MAX_GRID[0]:
             return False
         if not self.model:
             return True
@@ -196,9 +193,7 @@ class _Fuser:
         while name in self.taken:
             name, i = f"{base}_{i}", i + 1
         self.taken.add(name)
-        grid = (sum(la.callee.grid_dims[0] * la.callee.grid_dims[1] * la.callee.grid_dims[2]
-                    for la in launches), 1, 1)
-        fused = kernel.FuncOp(name, [v.type for v in values], grid,
+        fused = kernel.FuncOp(name, [v.type for v in values], (_blocks(launches), 1, 1),
                               launches[0].callee.block_dims)
         lines: list[str] = []
         for la in launches:
@@ -222,6 +217,11 @@ class _Fuser:
         self.module.body.block.insert_op_after(fused, last)
         self.kernels[name] = fused
         return kernel.LaunchOp(name, values)
+
+
+def _blocks(launches: list[_Launch]) -> int:
+    """The blocks of their kernels laid end to end (a fused grid)."""
+    return sum(math.prod(la.callee.grid_dims) for la in launches)
 
 
 def _runs(fn: func.FuncOp) -> list[list[Operation]]:

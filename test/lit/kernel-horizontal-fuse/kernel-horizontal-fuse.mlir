@@ -29,6 +29,7 @@
 // CU:      if (([[B2:v[_0-9]*]] >= 4) & ([[B2]] < 6)) {
 // CU:        const int bx_1 = {{v[_0-9]*}} - 4;
 // CU:        float* const s_1 = reinterpret_cast<float*>(kc_dyn_smem + 0);
+// CU:        const int row = (int)((unsigned int)bx_1 % 2u);
 
 // With the model: q's 4 blocks and k's 2 are latency-bound launches, one launch is faster.
 // MODEL-LABEL: kernel.func @q_k(
@@ -58,11 +59,13 @@ builtin.module {
     kernel.barrier
     %c16 = arith.constant 16 : index
     %in = arith.cmpi ult, %t, %c16 : index
+    %g = kernel.grid_dim x
+    %row = arith.remui %bx, %g : index
     scf.if %in {
       %a = memref.load %s[%t] : memref<64xf32, 3 : i64>
       %b = memref.load %w[%t, %t] : memref<16x64xf32>
       %p = arith.mulf %a, %b : f32
-      memref.store %p, %out[%bx, %t] : memref<8x16xf32>
+      memref.store %p, %out[%row, %t] : memref<8x16xf32>
     }
   }
   kernel.func @rope(%q: memref<8x64xf32>, %y: memref<8x64xf32>) grid(8, 1, 1) block(64, 1, 1) {
@@ -188,5 +191,61 @@ builtin.module {
     kernel.launch @wide(%x, %y) : memref<4194304xf32>, memref<4194304xf32>
     kernel.launch @staged(%x, %z) : memref<4194304xf32>, memref<256xf32>
     func.return %y, %z : memref<4194304xf32>, memref<256xf32>
+  }
+}
+
+// -----
+
+// A kernel fused in one function and still launched alone in another stays; fused grids stop
+// at 2^31 - 1 blocks (CUDA's grid.x).
+// CHECK-LABEL: kernel.func @p2(
+// CHECK:       kernel.func @p2_r2(
+// CHECK:         kernel.part "p2" grid(1, 1, 1)
+// CHECK:         kernel.part "r2" grid(1, 1, 1)
+// CHECK-LABEL: func.func @alone
+// CHECK-NEXT:    %c = memref.alloc()
+// CHECK-NEXT:    kernel.launch @p2(%x, %c)
+// CHECK-LABEL: func.func @huge
+// CHECK:         kernel.launch @h1(%x, %a)
+// CHECK-NEXT:    kernel.launch @h2(%x, %b)
+builtin.module {
+  kernel.func @p2(%x: memref<64xf32>, %y: memref<64xf32>) grid(1, 1, 1) block(64, 1, 1) {
+    %t = kernel.thread_id x
+    %v = memref.load %x[%t] : memref<64xf32>
+    memref.store %v, %y[%t] : memref<64xf32>
+  }
+  kernel.func @r2(%x: memref<64xf32>, %y: memref<64xf32>) grid(1, 1, 1) block(64, 1, 1) {
+    %t = kernel.thread_id x
+    %v = memref.load %x[%t] : memref<64xf32>
+    memref.store %v, %y[%t] : memref<64xf32>
+  }
+  kernel.func @h1(%x: memref<64xf32>, %y: memref<64xf32>) grid(2000000000, 1, 1) block(64, 1, 1) {
+    %t = kernel.thread_id x
+    %v = memref.load %x[%t] : memref<64xf32>
+    memref.store %v, %y[%t] : memref<64xf32>
+  }
+  kernel.func @h2(%x: memref<64xf32>, %y: memref<64xf32>) grid(2000000000, 1, 1) block(64, 1, 1) {
+    %t = kernel.thread_id x
+    %v = memref.load %x[%t] : memref<64xf32>
+    memref.store %v, %y[%t] : memref<64xf32>
+  }
+  func.func @both(%x: memref<64xf32>) -> (memref<64xf32>, memref<64xf32>) {
+    %a = memref.alloc() : memref<64xf32>
+    %b = memref.alloc() : memref<64xf32>
+    kernel.launch @p2(%x, %a) : memref<64xf32>, memref<64xf32>
+    kernel.launch @r2(%x, %b) : memref<64xf32>, memref<64xf32>
+    func.return %a, %b : memref<64xf32>, memref<64xf32>
+  }
+  func.func @alone(%x: memref<64xf32>) -> memref<64xf32> {
+    %c = memref.alloc() : memref<64xf32>
+    kernel.launch @p2(%x, %c) : memref<64xf32>, memref<64xf32>
+    func.return %c : memref<64xf32>
+  }
+  func.func @huge(%x: memref<64xf32>) -> (memref<64xf32>, memref<64xf32>) {
+    %a = memref.alloc() : memref<64xf32>
+    %b = memref.alloc() : memref<64xf32>
+    kernel.launch @h1(%x, %a) : memref<64xf32>, memref<64xf32>
+    kernel.launch @h2(%x, %b) : memref<64xf32>, memref<64xf32>
+    func.return %a, %b : memref<64xf32>, memref<64xf32>
   }
 }

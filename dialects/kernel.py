@@ -579,6 +579,12 @@ class PartOp(IRDLOperation):
         return op
 
 
+def fused_parts(module: Operation) -> dict[str, list[str]]:
+    """Each fused kernel.func of `module` -> the kernels its parts were, in order."""
+    return {k.sym_name.data: [p.kernel.data for p in k.parts()]
+            for k in module.ops if isinstance(k, FuncOp) and k.parts()}
+
+
 def enclosing_part(op: Operation) -> PartOp | None:
     """The kernel.part `op` is in, if any: its block ids and grid are the part's."""
     p = op.parent_op()

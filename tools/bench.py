@@ -79,8 +79,7 @@ def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
     order = {la.kernel: i for i, la in reversed(list(enumerate(plan)))}  # first launch first
     model = profile(compiled, gpu_model)
     predicted = {k["name"]: k for k in model["kernels"]}
-    parts = {k.sym_name.data: [p.kernel.data for p in k.parts()]  # fused: its parts' counts
-             for k in compiled.module("kernel").ops if isinstance(k, kernel.FuncOp)}
+    parts = kernel.fused_parts(compiled.module("kernel"))  # fused: its parts' counts
     kernels = []
     for name, rep in sorted(reports.items(), key=lambda kv: order.get(kv[0], len(plan))):
         launches = [la for la in plan if la.kernel == name]

@@ -87,9 +87,7 @@ def explore_data(compiled, *, check: bool = False, gpu_model: str = "h100",
     def plan_of(name: str) -> dict | None:
         return plans.get(name, plans.get(name.removesuffix("_sum")))
 
-    fused = {k.sym_name.data: [p.kernel.data for p in k.parts()]
-             for k in compiled.module("kernel").ops if isinstance(k, kernel.FuncOp) and k.parts()}
-    for name, parts in fused.items():  # kernel-horizontal-fuse: each part's plan kind
+    for name, parts in kernel.fused_parts(compiled.module("kernel")).items():  # each part's kind
         plans[name] = {"kind": "fused", "key": None, "knobs": {
             p: (plan_of(p) or {"kind": "-"})["kind"] for p in parts}}
     kernels = [{**row, "plan": plan_of(row["name"]), "cuda": cuda.get(row["name"], "")}

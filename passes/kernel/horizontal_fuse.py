@@ -218,9 +218,7 @@ class _Fuser:
         for a, v in zip(fused.args, values):
             if v.name_hint:
                 a.name_hint = v.name_hint
-        last = next(op for op in self.module.ops if isinstance(op, kernel.FuncOp)
-                    and op.sym_name.data == launches[-1].callee.sym_name.data)
-        self.module.body.block.insert_op_after(fused, last)
+        self.module.body.block.insert_op_after(fused, launches[-1].callee)
         self.kernels[name] = fused
         return kernel.LaunchOp(name, values)
 

@@ -279,6 +279,16 @@ MMA_TILES = ((2, 4, 4, 4), (2, 2, 4, 4), (2, 2, 2, 4), (1, 2, 2, 4), (2, 1, 2, 4
              (1, 1, 2, 4), (1, 1, 2, 2), (1, 1, 1, 2), (1, 1, 1, 1))
 """Tensor-core tiles, largest first: warps_m, warps_n, frags_m, frags_n (128 x 128 down to
 16 x 8 outputs a block; 4 x 4 fragments are a lane's 64 accumulators in registers)."""
+MANY_WARP_TILES = ((4, 4, 2, 4), (4, 4, 2, 2), (4, 4, 1, 4), (4, 4, 2, 1), (4, 4, 1, 2),
+                   (4, 4, 1, 1), (4, 2, 2, 4), (2, 4, 2, 4), (4, 2, 2, 2), (2, 4, 2, 2),
+                   (4, 2, 1, 4), (2, 4, 1, 4), (4, 2, 2, 1), (2, 4, 2, 1), (4, 2, 1, 2),
+                   (2, 4, 1, 2), (4, 2, 1, 1), (2, 4, 1, 1))
+"""Tensor-core tiles of 8 or 16 warps with 1 to 8 fragments each, offered to the cost model
+only (`matmul_shortlist`): an SM with more warps hides the ldmatrix and mma.sync latencies a few
+warps of big fragments leave exposed (the H200's 0.25 instructions a cycle at 1.3 warps a
+scheduler, docs/gpu-runs.md), against more shared-memory reads a fragment; the peaks rank them
+roughly, the model with ptxas's registers chooses. (By the model: TinyLlama's bf16 k_proj at 512
+tokens 11.5 -> 7.5 us, Qwen2.5's 17.5 -> 13.2; not yet timed on a GPU.)"""
 SIMT_TILES = ((8, 8, 16, 16), (8, 8, 8, 16), (8, 8, 16, 8), (8, 8, 8, 8), (4, 4, 16, 16),
               (4, 4, 8, 16), (4, 4, 8, 8))
 """Register tiles x threads, largest first: 8 x 8 outputs a thread need 16 shared-memory loads
@@ -320,13 +330,15 @@ def _tile_seconds(f: dict, tile: tuple[int, int, int, int], splits: int, mma: bo
     return max(l2, smem, pipe) + extra
 
 
-def _tiles(f: dict, fixed: dict) -> tuple[bool, list]:
-    """Tensor cores or not, and the block tiles to choose from: (tile, rows, columns)."""
+def _tiles(f: dict, fixed: dict, many_warps: bool = False) -> tuple[bool, list]:
+    """Tensor cores or not, and the block tiles to choose from: (tile, rows, columns);
+    `many_warps`: MANY_WARP_TILES too."""
     rows, cols = f["chain"][-2], f["chain"][-1]
     implied = CLASSES["matmul"].implied(fixed).get("mma")
     mma = bool(f["tensor_cores"]) and _matmul_sized(f, 1) if implied is None else implied
     if mma:
-        return mma, [(t, t[0] * 16 * t[2], t[1] * 8 * t[3]) for t in MMA_TILES
+        return mma, [(t, t[0] * 16 * t[2], t[1] * 8 * t[3])
+                     for t in MMA_TILES + (MANY_WARP_TILES if many_warps else ())
                      if t[0] * 16 * t[2] <= max(16, _pow2_ceil(rows))
                      and t[1] * 8 * t[3] <= max(8, _pow2_ceil(cols))]
     if rows >= 64 and cols >= 64:
@@ -363,10 +375,11 @@ def matmul_shortlist(f: dict, pairs: int = 4) -> list[dict]:
     """Partial plans for the cost model to choose from (tuning/ranked.py), each completed by
     the heuristic: its own plan, its split summed the other way (`split_sum`: the peaks above
     do not see it), and the first (tile, split) pair of each of the `pairs` fastest times by
-    the peaks (tiles that differ only in threads tie there), summed both ways. The peaks order
-    tiles roughly; the model, with ptxas's registers, tells close ones apart."""
+    the peaks (tiles that differ only in threads tie there; with tensor cores the many-warp
+    tiles as well), summed both ways. The peaks order tiles roughly; the model, with ptxas's
+    registers, tells close ones apart."""
     out: list[dict] = [{}, {"split_sum": "kernel"}, {"split_sum": "last_block"}]
-    mma, tiles = _tiles(f, {})
+    mma, tiles = _tiles(f, {}, many_warps=True)
     if not _matmul_sized(f, 1):
         return out
     firsts: dict[float, tuple] = {}

@@ -407,7 +407,7 @@ class RowClass(KernelClass):
         return super().domain(knob, facts, knobs)
 
 
-ATTENTION_MMA = ("warps", "key_block", "stage")
+ATTENTION_MMA = ("warps", "key_block", "stage", "buffers")
 ATTENTION_SIMT = ("threads", "group_heads", "rows", "stage_keys", "lane_keys", "head_parts",
                   "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
@@ -581,8 +581,14 @@ class AttentionClass(RowClass):
             bad.append(("stage", f"a head dim of {facts['head_dim']} is not a whole number of "
                                  "16-wide fragments: the padding of the staged rows would be read"))
         elif knobs["stage"] and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
-            bad.append(("stage", f"{kb} keys of K and V take {smem} bytes of shared memory, "
-                                 f"more than {SHARED_MEMORY_BYTES}"))
+            n = knobs.get("buffers", 1)
+            bad.append(("buffers" if n > 1 else "stage",
+                        f"{kb} keys of K and V{f' in {n} buffers' if n > 1 else ''} take {smem} "
+                        f"bytes of shared memory, more than {SHARED_MEMORY_BYTES}"))
+        buffers = knobs.get("buffers", 1)
+        if buffers not in (1, 2, 3) or (buffers > 1 and not knobs["stage"]):
+            bad.append(("buffers", f"expected 1 to 3 buffers of the staged K and V tiles (more "
+                                   f"than one only with stage), got {buffers}"))
         if kb in (16, 32, 64, 128):
             bad += _split_violations(facts, knobs, kb)
         return bad
@@ -602,6 +608,8 @@ class AttentionClass(RowClass):
                 if knobs.get("lane_keys", 0) else (1,)
         if knob == "stage":
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
+        if knob == "buffers":
+            return (1, 2, 3) if knobs["stage"] else (1,)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
         if knob == "lane_keys":
@@ -839,7 +847,8 @@ def attention_stage_bytes(facts: dict, knobs: dict) -> int:
     """Shared memory of an attention plan's staged K and V tiles: mma, 16-bit with padded rows;
     SIMT rows (`stage_keys`), counted at 4 bytes an element (a 16-bit row takes half)."""
     if knobs.get("mma"):
-        return 2 * knobs["key_block"] * (facts["head_dim"] + STAGE_PAD) * 2
+        return 2 * knobs["key_block"] * (facts["head_dim"] + STAGE_PAD) * 2 * \
+            knobs.get("buffers", 1)
     return 2 * knobs["stage_keys"] * facts["head_dim"] * 4
 
 
@@ -897,6 +906,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-attention-rows", ("threads", "group_heads", "rows", "stage_keys",
                                          "lane_keys", "head_parts", "key_splits")),
                 ("tile-stage-inputs", ("stage_inputs",)),
+                ("tile-double-buffer", ("buffers",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),

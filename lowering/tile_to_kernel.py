@@ -62,6 +62,7 @@ from deplo import origin
 from deplo.analysis.index import known_multiple, may_overhang, stage_vector
 from deplo.analysis.nest import repeating_loops
 from deplo.dialects import kernel, loop, tile
+from deplo.dialects.loop import trip_count
 from deplo.lowering.legality import ConversionError, check_converted
 
 INDEX = IndexType()
@@ -528,8 +529,16 @@ class _KernelLowering:
         if not stages:
             return
         for t in range(stages[0].buffers.data - 1):
-            if t < (lp.extent or 0):  # (_prefetched: static bounds)
-                self.issue_iteration(lp, self.const(lp.static_lb + t * lp.step.data))
+            at = lp.static_lb + t * lp.step.data
+            if at < lp.ub.data and lp.dyn_ub is None:
+                self.issue_iteration(lp, self.const(at))
+            elif at < lp.ub.data:  # a dynamic bound (a causal key loop): copy what it runs
+                then = Block()
+                self.emit(scf.IfOp(self.emit(arith.CmpiOp(self.const(at), self.upper_bound(lp),
+                                                          "slt")), [], Region(then)))
+                with self.nested(then):
+                    self.issue_iteration(lp, self.const(at))
+                    self.emit(scf.YieldOp())
             self.emit(kernel.CpAsyncCommitOp())
 
     def issue_iteration(self, lp: tile.ForOp, iv: SSAValue) -> None:
@@ -537,7 +546,17 @@ class _KernelLowering:
         offsets are recomputed from `iv` (the scalar ops of the body they depend on)."""
         saved = dict(self.vmap)
         self.vmap[lp.iv] = iv
-        for o in lp.body.block.ops:
+        body = lp.body.block
+        needed: set[Operation] = set()  # the body's scalar ops the copies' offsets come from
+        todo = [x for o in body.ops if isinstance(o, tile.StageOp) and _prefetched(o)
+                for x in o.mixed_offsets() if not isinstance(x, int)]
+        while todo:
+            owner = todo.pop().owner
+            if isinstance(owner, Operation) and owner.parent_block() is body \
+                    and owner not in needed:
+                needed.add(owner)
+                todo.extend(owner.operands)
+        for o in body.ops:
             if isinstance(o, tile.StageOp) and _prefetched(o):
                 offsets = [
                     self.const(x) if isinstance(x, int) else self.vmap[x]
@@ -545,7 +564,7 @@ class _KernelLowering:
                 ]
                 at = [self.slot(lp, o.buffers.data, iv)]
                 self.issue_copy(o, self.stage_buffer(o), at, offsets)
-            elif o.dialect_name() == "arith" and not o.regions:
+            elif o in needed:
                 self.lower(o)
         self.vmap = saved
 
@@ -726,8 +745,10 @@ def copy_order(op: tile.StageOp, pieces: list[int], step: int) -> list[tuple[int
 
 
 def _prefetched(op: tile.StageOp) -> bool:
-    """A cp.async stage of several buffers at the top level of a serial loop with static bounds,
-    whose offsets come from scalar ops of that body or from outside it, and whose loop's other
+    """A cp.async stage of several buffers at the top level of a serial loop with a static
+    lower bound (its upper one static, or the least of a static one and a value from outside:
+    a causal key loop), whose offsets come from scalar ops of that body or from outside it, and
+    whose loop's other
     such stages have as many buffers: its loop prefetches the copies of the iterations ahead
     (lower_prefetched_stage: one pipeline, one count of groups)."""
     lp = op.parent_op()
@@ -739,7 +760,7 @@ def _prefetched(op: tile.StageOp) -> bool:
                 if isinstance(o, tile.StageOp) and o.copy.data == tile.CopyKind.CP_ASYNC)
         and lp.binding in (tile.Bind.SERIAL, tile.Bind.UNROLL)
         and lp.static_lb is not None
-        and (lp.extent or 0) > 1
+        and trip_count(lp.static_lb, lp.ub.data, lp.step.data) > 1
         and next((v for n in (16, 4) if (v := stage_vector(op, n))), 0)
     ):
         return False

@@ -519,8 +519,14 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
                  "stage": f["head_dim"] % 16 == 0, "key_splits": 1,
                  "copy": "sync", "unroll": 32} | fixed
         if knobs["stage"] and "key_block" not in fixed \
-                and attention_stage_bytes(f, knobs) > hw.SHARED_MEMORY_BYTES:
+                and attention_stage_bytes(f, {**knobs, "buffers": 1}) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
+        # the next step's K and V copied while this one's are read (cp.async, two buffers)
+        # where both fit in static shared memory
+        double = knobs["stage"] and attention_stage_bytes(
+            f, {**knobs, "buffers": 2}) <= hw.SHARED_MEMORY_BYTES
+        knobs = {**knobs, "buffers": 2 if double else 1,
+                 "copy": "cp_async" if double else "sync"} | fixed
         if "key_splits" not in fixed:
             knobs["key_splits"] = _key_splits(f, knobs)
         return knobs

@@ -2,6 +2,7 @@
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=2 key-block=16 stage=true}" | deplo-opt | filecheck %s
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{stage=false}" | filecheck %s --check-prefix=GLOBAL
 // RUN: not deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=3}" 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=2 key-block=16 stage=true},tile-double-buffer,tile-cp-async,tile-unroll,tile-to-kernel" | filecheck %s --check-prefix=PIPE
 
 // The flash kernel of causal GQA sdpa in bf16 (2 query heads on 1 kv head, S = 20, D = 16)
 // on tensor cores: two warps a block, 16 query rows each (32 rows: one block a head, rows 20..31
@@ -11,7 +12,7 @@
 // (scale, causal select, the mask of keys past 20) runs on each score, the row
 // max is a lane's own then 4 lanes', the probabilities are packed to an A fragment in
 // registers, O += P V on two 8-column tiles of V. The key loop stops after the block's last row.
-// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20, kv_group = 2) {grid_dims = 2, mma = true, warps = 2, key_block = 16, stage = true, key_splits = 1, copy = sync, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
+// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20, kv_group = 2) {grid_dims = 2, mma = true, warps = 2, key_block = 16, stage = true, key_splits = 1, buffers = 2, copy = cp_async, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
 // CHECK:         tile.for %a2 = 0 to 1 bind(block.x) {
 // CHECK-NEXT:      tile.for %w = 0 to 2 bind(thread.y) {
 // CHECK-NEXT:        tile.for %l = 0 to 32 bind(thread.x) {
@@ -106,3 +107,25 @@ builtin.module {
     func.return %sdpa : memref<1x2x20x16xbf16>
   }
 }
+
+// The heuristic's two buffers with cp.async: the causal key loop's bound is dynamic (the
+// block's last row), so the prologue copies the first step's K and V only where the loop runs
+// at all, and each step copies the next one's (where there is one) before waiting for its own.
+// PIPE:      %x1s = kernel.shared : memref<2x16x24xbf16, 3 : i64>
+// PIPE:      %x2s = kernel.shared : memref<2x16x24xbf16, 3 : i64>
+// PIPE:      %[[UB:.*]] = arith.minsi %kub, %c32 : index
+// PIPE:      %[[UB1:.*]] = arith.minsi %kub, %c32 : index
+// PIPE-NEXT: %[[ANY:.*]] = arith.cmpi slt, %c0, %[[UB1]] : index
+// PIPE-NEXT: scf.if %[[ANY]] {
+// PIPE:        kernel.cp_async %x1
+// PIPE:        kernel.cp_async %x2
+// PIPE:      kernel.cp_async_commit
+// PIPE-NEXT: scf.for %k0 = %c0 to %[[UB]] step %c16
+// PIPE:        kernel.barrier
+// PIPE:        %[[NEXT:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// PIPE-NEXT:   scf.if %[[NEXT]] {
+// PIPE:          kernel.cp_async %x1
+// PIPE:          kernel.cp_async %x2
+// PIPE:        kernel.cp_async_commit
+// PIPE-NEXT:   kernel.cp_async_wait 1
+// PIPE-NEXT:   kernel.barrier

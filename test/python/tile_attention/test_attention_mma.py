@@ -222,3 +222,36 @@ def test_leading_keys_masked_with_minus_infinity() -> None:
     want = _float64(fn, xs)
     assert not np.isnan(_as_float(got)).any()
     assert np.max(np.abs(_as_float(got) - want)) / np.max(np.abs(want)) <= 1e-2
+
+
+@pytest.mark.parametrize("buffers", [2, 3])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_pipelined_key_steps_under_every_fiber_schedule(buffers: int, causal: bool) -> None:
+    """K and V of the next steps copied (cp.async) while this one's are read: 50 keys in 4
+    steps of 16 (the last partial), a causal loop's bound dynamic; under the schedules that
+    expose a refill racing the warps still reading a buffer, or a short wait."""
+    from deplo.runtime.cpu import DEFAULT_SCHEDULES
+
+    fn = _sdpa(causal)
+    c = _compile_with(fn, _inputs(4, 2, 50, 50, 32), {"warps": 2, "key_block": 16,
+                                                       "stage": True, "buffers": buffers,
+                                                       "copy": "cp_async"})
+    assert f"kc_cp_async_wait({buffers - 1})" in c.cuda_source
+    xs = random_inputs(c.program, seed=2)
+    want = _float64(fn, xs)
+    exe = c.executable("cpu")
+    for schedule in DEFAULT_SCHEDULES:
+        (got,) = exe.run(xs, schedule=schedule)
+        err = np.max(np.abs(_as_float(got) - want)) / np.max(np.abs(want))
+        assert err <= 1e-2, (schedule, err)
+
+
+def test_the_heuristic_pipelines_staged_key_steps() -> None:
+    """Two buffers and cp.async where both fit in static shared memory (64 keys of a 64-wide
+    head: 36 KB); one buffer, plain copies, where two would not (a 256-wide head)."""
+    c = deplo.compile(_sdpa(True), _inputs(2, 2, 64, 64, 64))
+    (k,) = _mma_kernels(c)
+    assert (k.the_plan.knob("buffers"), k.the_plan.knob("copy")) == (2, "cp_async")
+    c = deplo.compile(_sdpa(True), _inputs(2, 2, 64, 64, 256))
+    (k,) = _mma_kernels(c)
+    assert (k.the_plan.knob("buffers"), k.the_plan.knob("copy")) == (1, "sync")

@@ -489,7 +489,7 @@ class AttentionClass(RowClass):
     `warps` warps of 16 rows walking `key_block` keys a step on mma.sync."""
 
     def implied(self, knobs: dict) -> dict:
-        if set(knobs) & set(ATTENTION_MMA):
+        if set(knobs) & set(ATTENTION_MMA) - {"buffers"}:  # (buffers: matmuls' too)
             return {"mma": True}
         if set(knobs) & set(ATTENTION_SIMT):
             return {"mma": False}
@@ -582,13 +582,14 @@ class AttentionClass(RowClass):
                                  "16-wide fragments: the padding of the staged rows would be read"))
         elif knobs["stage"] and (smem := attention_stage_bytes(facts, knobs)) > SHARED_MEMORY_BYTES:
             n = knobs.get("buffers", 1)
-            bad.append(("buffers" if n > 1 else "stage",
+            one = attention_stage_bytes(facts, {**knobs, "buffers": 1}) <= SHARED_MEMORY_BYTES
+            bad.append(("buffers" if one else "stage",
                         f"{kb} keys of K and V{f' in {n} buffers' if n > 1 else ''} take {smem} "
                         f"bytes of shared memory, more than {SHARED_MEMORY_BYTES}"))
         buffers = knobs.get("buffers", 1)
-        if buffers not in (1, 2, 3) or (buffers > 1 and not knobs["stage"]):
-            bad.append(("buffers", f"expected 1 to 3 buffers of the staged K and V tiles (more "
-                                   f"than one only with stage), got {buffers}"))
+        if not 1 <= buffers <= MAX_BUFFERS or (buffers > 1 and not knobs["stage"]):
+            bad.append(("buffers", f"expected 1 to {MAX_BUFFERS} buffers of the staged K and V "
+                                   f"tiles (more than one only with stage), got {buffers}"))
         if kb in (16, 32, 64, 128):
             bad += _split_violations(facts, knobs, kb)
         return bad
@@ -608,8 +609,10 @@ class AttentionClass(RowClass):
                 if knobs.get("lane_keys", 0) else (1,)
         if knob == "stage":
             return (False, True) if facts["head_dim"] % 16 == 0 else (False,)
-        if knob == "buffers":
-            return (1, 2, 3) if knobs["stage"] else (1,)
+        if knob == "buffers":  # (those whose tiles fit beside each other in static memory)
+            return tuple(n for n in range(1, MAX_BUFFERS + 1) if n == 1 or knobs["stage"] and
+                         attention_stage_bytes(facts, {**knobs, "buffers": n})
+                         <= SHARED_MEMORY_BYTES)
         if knob == "threads":
             return (1, 2, 4, 8, 16, *super().domain(knob, facts, knobs))
         if knob == "lane_keys":

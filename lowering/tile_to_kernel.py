@@ -748,9 +748,8 @@ def _prefetched(op: tile.StageOp) -> bool:
     """A cp.async stage of several buffers at the top level of a serial loop with a static
     lower bound (its upper one static, or the least of a static one and a value from outside:
     a causal key loop), whose offsets come from scalar ops of that body or from outside it, and
-    whose loop's other
-    such stages have as many buffers: its loop prefetches the copies of the iterations ahead
-    (lower_prefetched_stage: one pipeline, one count of groups)."""
+    whose loop's other such stages have as many buffers: its loop prefetches the copies of the
+    iterations ahead (lower_prefetched_stage: one pipeline, one count of groups)."""
     lp = op.parent_op()
     if not (
         isinstance(lp, tile.ForOp)

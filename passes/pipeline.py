@@ -112,7 +112,7 @@ _TO_TILE = _TO_LOOP + [
     "tile-map-threads",  # pointwise: innermost free axis -> threads (strided if long)
     "tile-stage-inputs",  # pointwise, row_reduce, attention: slabs -> shared memory
     "tile-pad-shared",  # matmul: rows of 2-D stages padded off the bank alignment
-    "tile-double-buffer",  # matmul: stages in loops take 1-4 buffers in turn
+    "tile-double-buffer",  # matmul, attention (mma): stages in loops take 1-4 buffers in turn
     "tile-cp-async",  # stages copy with cp.async (a pipeline with several buffers)
     "tile-unroll",  # short innermost loops unrolled
 ]

@@ -133,12 +133,13 @@ def lower_with(task: Task, knobs: dict) -> ModuleOp:
 def predict_us(task: Task, knobs: dict, gpu: str = "h100",
                registers: bool = False) -> float | None:
     """The cost model's time of one launch of the kernel (and its split-K sum), or None when
-    the plan is illegal, does not lower or (with `registers`) NVRTC gives no ptxas report."""
+    the plan is illegal, does not lower or (with `registers`) NVRTC gives no ptxas report or
+    one that spills."""
     try:
         module = lower_with(task, knobs)
         ptxas = _ptxas(module)
-        if registers and not ptxas:
-            return None
+        if registers and (not ptxas or any(r.spills for r in ptxas.values())):
+            return None  # (a plan that spills does not build for the GPU: runtime/program.py)
         return sum(p.us for p in cm.predict_module(module, ptxas, cm.GPUS[gpu]).values())
     except Exception:  # noqa: BLE001 - a candidate that does not lower is a failed evaluation
         return None

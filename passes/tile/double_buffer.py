@@ -1,6 +1,6 @@
 """tile-double-buffer: a stage inside a loop takes `buffers` buffers in turn (a matmul plan's
-`buffers`, 1 to 4; the name is its first use, two), so filling the next one does not wait for
-the threads still reading the last.
+`buffers`, or a tensor-core attention plan's for its K and V tiles; 1 to 4; the name is its
+first use, two), so filling the next one does not wait for the threads still reading the last.
 
     tile.for %k0 = 0 to 96 step 32 bind(serial) iter(...) {
       %xs = tile.stage %x[%o, %k0] [64, 32] into shared copy(sync) buffers(1) pad(0) : ...

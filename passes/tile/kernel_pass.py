@@ -87,6 +87,8 @@ class KernelPass(ModulePass):
                     raise PlanError(name, k, str(e)) from None
             first = next(iter(values))
             opts = plan.cls.implied(values) | values
+            if not set(opts) & set(plan.cls.knob_names(plan.knob_dict)):
+                return plan  # knobs of a step this plan's mode skips (SIMT attention's buffers)
             if all(plan.knob(k) == v for k, v in opts.items()):
                 return plan
             if self.name in kernel.done_steps:

@@ -499,7 +499,9 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     step's K and V tiles in shared memory (the model prefers the reuse to more, smaller
     blocks even where 4 warps leave SMs idle), 64 keys a step (32 past a head dim of 64: the
     scores and the accumulator share a lane's registers); unstaged where the head dim is not a
-    whole number of fragments. Otherwise the lanes of a row own keys (`lane_keys` 1: no shuffle
+    whole number of fragments; the staged K and V tiles in two buffers, the next step's
+    copied with cp.async while this one's are read (FlashAttention-2's overlap), where both fit
+    in static shared memory. Otherwise the lanes of a row own keys (`lane_keys` 1: no shuffle
     tree between one key and the next; one key a lane: the model prefers it to two, fewer
     registers), the head dim in `_head_parts` parts, 16 lanes a row for rows of up to 128
     keys, 8 for longer (more rows a block, sharing K and V in L1), a warp where the rows are

@@ -255,3 +255,18 @@ def test_the_heuristic_pipelines_staged_key_steps() -> None:
     c = deplo.compile(_sdpa(True), _inputs(2, 2, 64, 64, 256))
     (k,) = _mma_kernels(c)
     assert (k.the_plan.knob("buffers"), k.the_plan.knob("copy")) == (1, "sync")
+
+
+@pytest.mark.parametrize("option", ["{buffers=1}", "{buffers=3}"])
+def test_a_buffers_option_leaves_simt_attention_alone(option: str) -> None:
+    """tile-double-buffer's option pins the buffers of the kernels whose plan has the step in
+    its mode: an fp32 (SIMT) attention's plan has none, and keeps its plan."""
+    from deplo.passes import pipeline
+    from deplo.tools.driver import run_passes
+
+    c = deplo.compile(_sdpa(True), _inputs(2, 2, 50, 50, 32, torch.float32))
+    passes = pipeline.PIPELINES["to-tile"][len(pipeline.PIPELINES["to-loop"]):]
+    spec = ",".join(p + option if p == "tile-double-buffer" else p for p in passes)
+    (k,) = [k for k in run_passes(c.module("loop").clone(), spec, 0).walk()
+            if isinstance(k, tile.KernelOp) and k.the_plan.kind == "attention"]
+    assert k.the_plan.knob("mma") is False and "buffers" not in k.the_plan.knob_dict

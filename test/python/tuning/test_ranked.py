@@ -188,3 +188,15 @@ def test_bisect_lowers_with_the_plans_compile_uses():
                    strict=False, keep_going=True).steps  # (bf16 against fp32 tolerances)
     (planned,) = [s for s in steps if s.after == "tile-plan"]
     assert planned.error is None and planned.how == "cpu", planned.line()
+
+
+def test_a_plan_that_spills_is_never_chosen(k_proj_task, monkeypatch):
+    """A GPU build refuses a kernel that spills (runtime/program.py), so the model's choice
+    must not pin one: with registers, a spilling report is no prediction."""
+    from deplo.runtime.gpu.ptxas import PtxasReport
+    from deplo.tuning import tune
+
+    monkeypatch.setattr(tune, "_ptxas", lambda module: {"linear": PtxasReport(
+        registers=255, spill_stores=8, spill_loads=8)})
+    assert tune.predict_us(k_proj_task, k_proj_task.default, "h100", registers=True) is None
+    assert tune.predict_us(k_proj_task, k_proj_task.default, "h100") is not None

@@ -501,7 +501,8 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     scores and the accumulator share a lane's registers); unstaged where the head dim is not a
     whole number of fragments; the staged K and V tiles in two buffers, the next step's
     copied with cp.async while this one's are read (FlashAttention-2's overlap), where both fit
-    in static shared memory. Otherwise the lanes of a row own keys (`lane_keys` 1: no shuffle
+    in static shared memory and the keys are not in slices. Otherwise the lanes of a row own
+    keys (`lane_keys` 1: no shuffle
     tree between one key and the next; one key a lane: the model prefers it to two, fewer
     registers), the head dim in `_head_parts` parts, 16 lanes a row for rows of up to 128
     keys, 8 for longer (more rows a block, sharing K and V in L1), a warp where the rows are
@@ -523,15 +524,17 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
         if knobs["stage"] and "key_block" not in fixed \
                 and attention_stage_bytes(f, {**knobs, "buffers": 1}) > hw.SHARED_MEMORY_BYTES:
             knobs["key_block"] = 16
-        # the next step's K and V copied while this one's are read (cp.async, two buffers)
-        # where both fit in static shared memory
-        double = knobs["stage"] and attention_stage_bytes(
-            f, {**knobs, "buffers": 2}) <= hw.SHARED_MEMORY_BYTES
-        knobs = {**knobs, "buffers": 2 if double else 1,
-                 "copy": "cp_async" if double else "sync"} | fixed
         if "key_splits" not in fixed:
             knobs["key_splits"] = _key_splits(f, knobs)
-        return knobs
+        # the next step's K and V copied while this one's are read (cp.async, two buffers)
+        # where both fit in static shared memory and the keys are one slice (the model: 5-8%
+        # faster at 128 tokens, 4-8% at 512 on Qwen2.5; split-KV's slices, TinyLlama's at 512,
+        # have half the steps to overlap and twice the blocks an SM sharing L1 with shared
+        # memory: 9-15% slower)
+        double = knobs["stage"] and knobs["key_splits"] == 1 and attention_stage_bytes(
+            f, {**knobs, "buffers": 2}) <= hw.SHARED_MEMORY_BYTES
+        return {**knobs, "buffers": 2 if double else 1,
+                "copy": "cp_async" if double else "sync"} | fixed
     parts = fixed.get("head_parts", _head_parts(f["head_dim"]))
     own = fixed.get("lane_keys", int(  # (threads given alone: the head dim's)
         f.get("own_keys", False) and bool(parts) and "threads" not in fixed

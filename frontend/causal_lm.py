@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.importer import Program, import_module
 from deplo.frontend.models import build_model, hf_config, resolve_model
@@ -88,7 +89,7 @@ def capture_model(spec: str, *, layer: int | None = None, num_layers: int | None
         example = torch.randint(0, model.config.vocab_size, (1, seq_len), generator=gen)
         names = ["input_ids"]
     program = import_module(module, [example.to(device)], names)
-    program.example_inputs = [example.numpy()]  # the CPU tensor, also for a meta capture
+    program.example_inputs = [to_numpy(example)]  # the CPU tensor, also for a meta capture
     program.notes.append(
         f"model {spec} from the {source.origin}"
         + ("" if source.has_weights or not materialize else "; no weights found: random weights")

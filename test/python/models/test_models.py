@@ -208,6 +208,11 @@ def test_a_bf16_checkpoint_compiles_in_the_dtype_asked_for(tmp_path) -> None:
     assert p.returncode == 0 and "(tol 1e-02)" in p.stdout and "PASS" in p.stdout, p.stdout
     ir = run("deplo", "compile", str(tmp_path), "--dtype", "bf16", "--ir", "torch").stdout
     assert "tensor<96x64xbf16>" in ir
+    # one layer: its input a bf16 hidden state (not ids), as the example input too
+    p = run("deplo", "run", str(tmp_path), "--layer", "0", "--check", "--seq-len", "5",
+            "--dtype", "bf16")
+    assert p.returncode == 0 and "(tol 1e-02)" in p.stdout and "PASS" in p.stdout, \
+        p.stdout + p.stderr
     p = run("deplo", "compile", "-c", "torch.randn(4) * 2", "--dtype", "bf16")
     assert p.returncode != 0 and "--dtype is for a MODEL" in p.stderr
 

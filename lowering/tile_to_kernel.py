@@ -547,15 +547,8 @@ class _KernelLowering:
         saved = dict(self.vmap)
         self.vmap[lp.iv] = iv
         body = lp.body.block
-        needed: set[Operation] = set()  # the body's scalar ops the copies' offsets come from
-        todo = [x for o in body.ops if isinstance(o, tile.StageOp) and _prefetched(o)
-                for x in o.mixed_offsets() if not isinstance(x, int)]
-        while todo:
-            owner = todo.pop().owner
-            if isinstance(owner, Operation) and owner.parent_block() is body \
-                    and owner not in needed:
-                needed.add(owner)
-                todo.extend(owner.operands)
+        needed = set().union(*(_offset_ops(o) or () for o in body.ops
+                               if isinstance(o, tile.StageOp) and _prefetched(o)))
         for o in body.ops:
             if isinstance(o, tile.StageOp) and _prefetched(o):
                 offsets = [
@@ -763,18 +756,28 @@ def _prefetched(op: tile.StageOp) -> bool:
         and next((v for n in (16, 4) if (v := stage_vector(op, n))), 0)
     ):
         return False
-    body = lp.body.block
+    return _offset_ops(op) is not None
+
+
+def _offset_ops(op: tile.StageOp) -> set[Operation] | None:
+    """The ops of the loop body around `op` its offsets are computed by (what a prefetch
+    recomputes for another iteration), or None where one is not a scalar arith op of that body
+    or comes from a block nested in it."""
+    body = op.parent_block()
+    assert body is not None
+    found: set[Operation] = set()
     todo = [o for o in op.mixed_offsets() if not isinstance(o, int)]
     while todo:
-        v = todo.pop()
-        owner = v.owner
+        owner = todo.pop().owner
         if isinstance(owner, Operation) and owner.parent_block() is body:
             if owner.dialect_name() != "arith" or owner.regions:
-                return False
-            todo.extend(owner.operands)
+                return None
+            if owner not in found:
+                found.add(owner)
+                todo.extend(owner.operands)
         elif isinstance(owner, Block) and owner is not body and body.is_ancestor(owner):
-            return False
-    return True
+            return None
+    return found
 
 
 def _is_const(v: SSAValue, n: int) -> bool:

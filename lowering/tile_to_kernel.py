@@ -59,7 +59,7 @@ from xdsl.rewriter import InsertPoint
 
 from deplo import hardware as hw
 from deplo import origin
-from deplo.analysis.index import known_multiple, may_overhang, stage_vector
+from deplo.analysis.index import known_multiple, may_overhang, stage_vector, value_bounds
 from deplo.analysis.nest import repeating_loops
 from deplo.dialects import kernel, loop, tile
 from deplo.dialects.loop import trip_count
@@ -308,8 +308,9 @@ class _KernelLowering:
 
     def lower_fragment_load(self, op: tile.FragmentLoadOp) -> None:
         """An `ldmatrix` where the tile is in shared memory with 16-byte aligned rows (each lane
-        addresses one row of an 8 x 8 matrix), else two loads per register (zero past the end
-        of the buffer) packed with kernel.pack_halves. g = lane / 4, t = lane % 4."""
+        addresses one row of an 8 x 8 matrix), else two loads per register packed with
+        kernel.pack_halves, masked (zero past the end of the buffer) only in a dim the tile may
+        leave (analysis.value_bounds). g = lane / 4, t = lane % 4."""
         kind = op.kind.data
         if op.source in self.staged:
             buf, prefix = self.staged[op.source]
@@ -355,31 +356,41 @@ class _KernelLowering:
             return
         g, tt = lane_div(4), lane_rem(4)
         t2 = self.mul(tt, self.const(2))
-        elt = t.element_type
-        zero = self.emit(arith.ConstantOp(FloatAttr(0.0, elt)))
+        # the fragment's rows and columns past row0 and col0 (A: 16 x 16, B_KN: k 16 x n 8,
+        # B_NK: n 8 x k 16); a dim the fragment provably stays inside needs no mask
+        row_span, col_span = (16, 8) if kind is K.B_KN else (8, 16) if kind is K.B_NK else (16, 16)
+        guard = [not _inside(op.indices[-2], row_span, rows_n),
+                 not _inside(op.indices[-1], col_span, cols_n)]
+        zero = self.emit(arith.ConstantOp(FloatAttr(0.0, t.element_type))) if any(guard) else None
 
-        def element(r: SSAValue, c: SSAValue) -> SSAValue:
-            ok = self.emit(arith.AndIOp(
-                self.emit(arith.CmpiOp(r, self.const(rows_n), "ult")),
-                self.emit(arith.CmpiOp(c, self.const(cols_n), "ult")),
-            ))
-            rc = self.emit(arith.MinSIOp(r, self.const(rows_n - 1)))
-            cc = self.emit(arith.MinSIOp(c, self.const(cols_n - 1)))
-            v = self.emit(memref.LoadOp.get(buf, [*prefix, *lead, rc, cc]))
-            return self.emit(arith.SelectOp(ok, v, zero))
+        def element(r: SSAValue, c: SSAValue) -> tuple[SSAValue, SSAValue | None]:
+            """The element's load and, past a dim it may leave, whether it is inside."""
+            checks, at_ = [], []
+            for v, n, guarded in ((r, rows_n, guard[0]), (c, cols_n, guard[1])):
+                if guarded:
+                    checks.append(self.emit(arith.CmpiOp(v, self.const(n), "ult")))
+                    v = self.emit(arith.MinSIOp(v, self.const(n - 1)))
+                at_.append(v)
+            ok = None if not checks else checks[0] if len(checks) == 1 else \
+                self.emit(arith.AndIOp(*checks))
+            return self.emit(memref.LoadOp.get(buf, [*prefix, *lead, *at_])), ok
 
-        regs = []
+        pairs = []
         for j in range(kind.registers):
             if kind is K.A:  # (g + 8 (j % 2), 2t + 8 (j / 2)) and the next column
                 r, c = self.add(row0, at(g, 8 * (j % 2))), self.add(col0, at(t2, 8 * (j // 2)))
-                pair = (element(r, c), element(r, at(c, 1)))
+                pairs.append((element(r, c), element(r, at(c, 1))))
             elif kind is K.B_KN:  # (k = 2t + 8j, n = g) and the next k
                 r, c = self.add(row0, at(t2, 8 * j)), self.add(col0, g)
-                pair = (element(r, c), element(at(r, 1), c))
+                pairs.append((element(r, c), element(at(r, 1), c)))
             else:  # (n = g, k = 2t + 8j) and the next k
                 r, c = self.add(row0, g), self.add(col0, at(t2, 8 * j))
-                pair = (element(r, c), element(r, at(c, 1)))
-            regs.append(self.emit(kernel.PackHalvesOp(*pair)))
+                pairs.append((element(r, c), element(r, at(c, 1))))
+        # every load is issued before the first use waits for one; unmasked, kernel-vectorize
+        # pairs a register's two halves into one 32-bit load
+        regs = [self.emit(kernel.PackHalvesOp(*(
+            v if ok is None else self.emit(arith.SelectOp(ok, v, zero)) for v, ok in pair)))
+            for pair in pairs]
         self.vmap.update(zip(op.res, regs))
 
     def lower_for(self, lp: tile.ForOp) -> None:
@@ -821,3 +832,10 @@ class TileToKernelPass(ModulePass):
         ).rewrite_module(op)
         check_converted(op, "tile", self.name)
         check_converted(op, "loop", self.name)
+
+
+def _inside(start: SSAValue, span: int, n: int) -> bool:
+    """Whether `start .. start + span - 1` lies in `0 .. n - 1` for every value `start` takes
+    (a fragment whose tile rows divide the buffer's: its loads need no mask)."""
+    bounds = value_bounds(start)
+    return bounds is not None and bounds[0] >= 0 and bounds[1] + span <= n

@@ -23,8 +23,19 @@ def _live_ranges(fn: func.FuncOp) -> dict:
     return ranges
 
 
-def test_no_two_live_buffers_overlap_and_dead_ones_are_reused() -> None:
-    compiled = Compiled(capture_model("TinyLlama/TinyLlama-1.1B-Chat-v1.0", layer=0, seq_len=64))
+def _tiny_llama(path) -> str:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48,
+                                 num_hidden_layers=2, num_attention_heads=2,
+                                 num_key_value_heads=1)).save_pretrained(path)
+    return str(path)
+
+
+def test_no_two_live_buffers_overlap_and_dead_ones_are_reused(tmp_path) -> None:
+    # a Llama layer's buffers at toy sizes: the same kernels and lifetimes as TinyLlama's,
+    # without minutes of ranking its big matmuls' plans
+    compiled = Compiled(capture_model(_tiny_llama(tmp_path), layer=0, seq_len=16))
     (layer,) = [f for f in compiled.module("cuda").ops
                 if isinstance(f, func.FuncOp) and f.sym_name.data == "main"]
     plan = plan_function(layer)
@@ -44,11 +55,7 @@ def test_no_two_live_buffers_overlap_and_dead_ones_are_reused() -> None:
 
 def test_verbose_run_reports_the_arena(tmp_path) -> None:
     from test_cli import run
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48,
-                                 num_hidden_layers=2, num_attention_heads=2,
-                                 num_key_value_heads=1)).save_pretrained(tmp_path)
-    p = run("deplo", "run", str(tmp_path), "--check", "-v")
+    p = run("deplo", "run", _tiny_llama(tmp_path), "--check", "-v")
     assert p.returncode == 0 and "PASS" in p.stdout, p.stderr
     assert "deplo: memory @decoder_layer: arena" in p.stderr

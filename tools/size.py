@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import tokenize
 from pathlib import Path
 
@@ -35,14 +36,25 @@ def count(path: Path) -> tuple[int, int]:
     return len(code - doc_lines), len(doc_lines)
 
 
+def package_files() -> list[Path]:
+    """The package's own .py files: a walk that never enters test/, build/ (whose cache other
+    processes may be writing) or the virtual environment."""
+    out = []
+    for top, dirs, files in os.walk(ROOT):
+        if Path(top) == ROOT:
+            dirs[:] = [d for d in dirs if d not in ("test", "build") and not d.startswith(".")
+                       and not d.endswith("egg-info")]
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        out += [Path(top) / f for f in files if f.endswith(".py")]
+    return sorted(out)
+
+
 def report() -> list[str]:
     from deplo.passes import pipeline
 
     packages: dict[str, list[int]] = {}
-    for f in sorted(ROOT.rglob("*.py")):
+    for f in package_files():
         rel = f.relative_to(ROOT)
-        if rel.parts[0] in ("test", ".venv", "build") or rel.parts[0].startswith("."):
-            continue
         pkg = rel.parts[0] if len(rel.parts) > 1 else "(root)"
         c, d = count(f)
         totals = packages.setdefault(pkg, [0, 0, 0])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deplo.passes import pipeline
+from deplo.tools.size import package_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,9 +95,9 @@ LIMITS = ("WARP", "MAX_BLOCK", "MAX_BLOCK_THREADS", "MAX_GRID", "SHARED_MEMORY_B
 def test_hardware_limits_are_defined_once() -> None:
     """CUDA's limits live in hardware.py; everything else imports them."""
     bad = []
-    for f in ROOT.rglob("*.py"):
+    for f in package_files():
         rel = f.relative_to(ROOT)
-        if rel.parts[0] in ("test", ".venv", "build") or rel == Path("hardware.py"):
+        if rel == Path("hardware.py"):
             continue
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.Assign):
@@ -109,9 +110,9 @@ def test_one_walk_over_tile_kernels() -> None:
     """Passes find tile kernels through analysis.nest.tile_kernels (or KernelPass), not a walk
     of their own."""
     bad = []
-    for f in ROOT.rglob("*.py"):
+    for f in package_files():
         rel = f.relative_to(ROOT)
-        if rel.parts[0] in ("test", ".venv", "build") or rel == Path("analysis/nest.py"):
+        if rel == Path("analysis/nest.py"):
             continue
         for i, line in enumerate(f.read_text().splitlines(), 1):
             if ".walk()" in line and "isinstance" in line and "tile.KernelOp" in line:
@@ -130,10 +131,8 @@ def test_no_import_cycles() -> None:
     """Module-level imports between deplo modules form no cycle (a late import placed after a
     definition to dodge one counts: it is still module level)."""
     graph: dict[str, set[str]] = {}
-    for f in ROOT.rglob("*.py"):
+    for f in package_files():
         rel = f.relative_to(ROOT)
-        if rel.parts[0] in ("test", ".venv", "build") or "egg-info" in str(rel):
-            continue
         name = ".".join(("deplo", *rel.with_suffix("").parts)).removesuffix(".__init__")
         deps = set()
         for node in ast.parse(f.read_text()).body:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -40,6 +40,13 @@ def const_value(v: SSAValue) -> int | None:
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
     return None
+
+
+def is_float_zero(v: SSAValue) -> bool:
+    """Whether `v` is the constant 0.0 (an accumulator's start)."""
+    op = v.owner
+    return isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) \
+        and op.value.value.data == 0.0
 
 
 def known_multiple(v: SSAValue) -> int:

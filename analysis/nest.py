@@ -34,6 +34,7 @@ from xdsl.ir.affine import (
     AffineDimExpr,
 )
 
+from deplo.analysis.index import is_float_zero
 from deplo.dialects import loop, tile
 
 
@@ -680,14 +681,8 @@ def _accumulator_update(lp: tile.ForOp, acc: SSAValue, p: SSAValue, alpha: SSAVa
 
 def _zero_init(lp: tile.ForOp, acc: SSAValue) -> bool:
     ops = [o for o in lp.body.block.ops if not isinstance(o, tile.YieldOp)]
-    return all(isinstance(o, loop.StoreOp) and o.buffer is acc and _is_float_zero(o.value)
+    return all(isinstance(o, loop.StoreOp) and o.buffer is acc and is_float_zero(o.value)
                for o in ops if not is_scalar(o)) and any(isinstance(o, loop.StoreOp) for o in ops)
-
-
-def _is_float_zero(v: SSAValue) -> bool:
-    op = v.owner
-    return isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) \
-        and op.value.value.data == 0.0
 
 
 def _slice(values: list[SSAValue], stops: set[SSAValue], region: Block) -> list[Operation] | None:

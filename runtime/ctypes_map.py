@@ -41,3 +41,18 @@ def parse_param_type(c_type: str) -> tuple[str, bool]:
     if base not in C_TO_NUMPY:
         raise ValueError(f"unsupported kernel parameter type {c_type!r}")
     return base, is_ptr
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float values -> bf16 bit patterns (uint16), rounded to nearest even; uint16 passes."""
+    a = np.asarray(x)
+    if a.dtype == np.uint16:
+        return a.copy()
+    bits = np.array(a, dtype=np.float32, order="C").view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    return np.where(np.isnan(a), np.uint32(0x7FC0), rounded).astype(np.uint16)
+
+
+def from_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16) -> float32 holding the same values."""
+    return (np.asarray(x).astype(np.uint32) << np.uint32(16)).view(np.float32)

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from deplo.dialects import cuda
 from deplo.lowering.emit_cuda import emit_cuda, kernel_signatures, launch_plan
-from deplo.runtime.ctypes_map import C_TO_NUMPY, MLIR_TO_C
+from deplo.runtime.ctypes_map import C_TO_NUMPY, MLIR_TO_C, from_bf16_bits, to_bf16_bits
 from deplo.runtime.memory_plan import plan_function
 
 
@@ -55,21 +55,6 @@ def poisoned(t: MemRefType, arena: np.ndarray | None = None, offset: int = 0) ->
     view = arena[offset:offset + n].view(dt).reshape(shape)
     view.fill(poison_value(t))
     return view
-
-
-def to_bf16_bits(x: np.ndarray) -> np.ndarray:
-    """float values -> bf16 bit patterns (uint16), rounded to nearest even; uint16 passes."""
-    a = np.asarray(x)
-    if a.dtype == np.uint16:
-        return a.copy()
-    bits = np.array(a, dtype=np.float32, order="C").view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    return np.where(np.isnan(a), np.uint32(0x7FC0), rounded).astype(np.uint16)
-
-
-def from_bf16_bits(x: np.ndarray) -> np.ndarray:
-    """bf16 bit patterns (uint16) -> float32 holding the same values."""
-    return (np.asarray(x).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 class CudaExecutable:

@@ -57,6 +57,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from deplo.analysis.index import is_float_zero
 from deplo.dialects import loop
 from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.loop.merge_reductions import _defined_before, _outside_values, same_range
@@ -92,12 +93,6 @@ def _single_acc_update(lp: loop.ForOp, cls: type) -> tuple[SSAValue, Operation] 
     return (op.operands[1] if op.operands[0] is acc else op.operands[0]), op
 
 
-def _is_zero(v: SSAValue) -> bool:
-    op = v.owner
-    return isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) \
-        and op.value.value.data == 0.0
-
-
 def _exp_of_diff(e: SSAValue, m: SSAValue) -> SSAValue | None:
     """x when e = exp(x - m), else None."""
     op = e.owner
@@ -125,7 +120,7 @@ def match_softmax(mx: loop.ForOp, sm: loop.ForOp) -> Softmax | None:
         return None
     upd = _single_acc_update(mx, arith.MaximumfOp)
     add = _single_acc_update(sm, arith.AddfOp)
-    if upd is None or add is None or not _is_zero(sm.inits[0]):
+    if upd is None or add is None or not is_float_zero(sm.inits[0]):
         return None
     x, _ = upd
     e, add_op = add
@@ -165,7 +160,7 @@ def match_weighted_sum(sm: Softmax, top: loop.ForOp) -> WeightedSum | None:
     pv = cur
     if not nest or not isinstance(pv, loop.ForOp) or pv.kind.data != loop.LoopKind.REDUCE:
         return None
-    if not same_range(pv, sm.max_loop) or not _is_zero(pv.inits[0]):
+    if not same_range(pv, sm.max_loop) or not is_float_zero(pv.inits[0]):
         return None
     upd = _single_acc_update(pv, arith.AddfOp)
     if upd is None or not isinstance(mul := upd[0].owner, arith.MulfOp):

@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import FloatAttr, IntAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo.analysis.index import is_float_zero
 from deplo.analysis.nest import coords, find_contraction, match_product, stored_buffers
 from deplo.dialects import tile
 from deplo.dialects.tile_plan import Plan
@@ -93,9 +94,8 @@ class TileTensorCorePass(KernelPass):
         k_base = _copy_slice(prod.k_base, c.cell, b) if prod.k_base is not None else None
         # the K loop: steps of 16 up to a multiple of 16
         init = red.inits[0]
-        zero = (
-            init if _is_zero(init) else b.insert(arith.ConstantOp(FloatAttr(0.0, init.type))).result
-        )
+        zero = init if is_float_zero(init) else \
+            b.insert(arith.ConstantOp(FloatAttr(0.0, init.type))).result
         accs0 = [zero] * (fm * fn * 4)
         kp = -(-kext // 16) * 16
         kloop = tile.ForOp(0, kp, tile.Bind.SERIAL, accs0, None, 16)
@@ -157,7 +157,7 @@ class TileTensorCorePass(KernelPass):
                 if len(oks) == 2:
                     ok = b.insert(arith.AndIOp(*oks)).result
                 value = kloop.res[4 * n_ + e]
-                if not _is_zero(init):
+                if not is_float_zero(init):
                     value = b.insert(arith.AddfOp(init, value)).result
                 vmap = {
                     i.iv: rw.clamp(b, row, m) if m % bm else row,
@@ -188,12 +188,3 @@ def _copy_slice(v: SSAValue, cell, b: Builder) -> SSAValue:
         new.operands[k] = _copy_slice(operand, cell, b)
     b.insert(new)
     return new.results[v.index]
-
-
-def _is_zero(v: SSAValue) -> bool:
-    op = v.owner
-    return (
-        isinstance(op, arith.ConstantOp)
-        and isinstance(op.value, FloatAttr)
-        and op.value.value.data == 0.0
-    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
+from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type, to_bf16_bits
 
 PAD = 4096
 ALIGN = 256
@@ -66,19 +66,13 @@ def _check_array(i: int, c_type: str, arr) -> None:
         raise TypeError(f"argument {i} ({c_type}) needs dtype {want}, got {arr.dtype}")
 
 
-def _bf16_bits(x: float) -> int:
-    """Round-to-nearest-even float32 -> bfloat16 bit pattern."""
-    u = int(np.array(x, np.float32).view(np.uint32))
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
-
-
 def _scalar(i: int, c_type: str, value) -> np.ndarray:
     try:
         base, _ = parse_param_type(c_type)
     except ValueError as e:
         raise TypeError(f"argument {i}: {e}") from None
     if base == "__nv_bfloat16":
-        return np.array([_bf16_bits(value)], np.uint16)
+        return np.array([to_bf16_bits(np.float32(value))], np.uint16)
     if isinstance(value, np.ndarray):
         raise TypeError(f"argument {i} ({c_type}) is a scalar, got an array")
     try:

@@ -19,7 +19,7 @@ import numpy as np
 
 from deplo.dialects.kernel import PRELUDE_SHARED_BYTES
 from deplo.hardware import SHARED_MEMORY_BYTES
-from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type
+from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type, to_bf16_bits
 
 NO_DRIVER = "no NVIDIA driver (libcuda.so.1 not found)"
 
@@ -168,8 +168,7 @@ def _scalar(base: str, value):
     if base == "__half":
         value = int(np.array(value, np.float16).view(np.uint16))
     elif base == "__nv_bfloat16" and isinstance(value, float):
-        bits = int(np.array(value, np.float32).view(np.uint32))
-        value = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+        value = int(to_bf16_bits(np.float32(value)))
     return _C_TO_CTYPES[base](value)
 
 

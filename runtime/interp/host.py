@@ -27,6 +27,8 @@ from xdsl.dialects.builtin import (
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Attribute
 
+from deplo.runtime.ctypes_map import from_bf16_bits, to_bf16_bits
+
 _DTYPES: dict[Attribute, np.dtype] = {}
 
 
@@ -66,11 +68,7 @@ def opmath_dtype(elt: Attribute) -> np.dtype:
 def round_bf16(x: Any) -> Any:
     """float32 values rounded to the nearest bf16 (ties to even), still as float32."""
     a = np.asarray(x, dtype=np.float32)
-    bits = a.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(
-        0xFFFF0000
-    )
-    out = np.where(np.isnan(a), a, rounded.view(np.float32))
+    out = np.where(np.isnan(a), a, from_bf16_bits(to_bf16_bits(a)))
     return out[()] if out.ndim == 0 else out
 
 

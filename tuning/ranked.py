@@ -1,4 +1,5 @@
-"""The cost model chooses the default plans of big matmuls among the heuristic's shortlist.
+"""The cost model chooses the default plans of big matmuls and attention among the
+heuristic's shortlist.
 
 Why: the heuristic picks a matmul's tile and split of K by a peaks estimate
 (`planner._tile_seconds`) that cannot see occupancy from ptxas's registers, the split-K sum's
@@ -9,7 +10,8 @@ registers from NVRTC: `tune.predict_us`) and the fastest is pinned — the heuri
 another is `MARGIN` faster. A choice is cached on disk by the kernel, the GPU model, deplo's own
 source and NVRTC's version. A tuning store's plans and --schedule's pins win over it; without
 NVRTC (no registers, so occupancy would be a guess) the heuristic's plans stand. Only kernels
-the heuristic plans as `matmul` are ranked (a token's projection is a row reduction).
+the heuristic plans as `matmul` (a token's projection is a row reduction) or `attention` (its
+query rows x keys x head dim past the same size: `planner.attention_shortlist`) are ranked.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ MARGIN = 0.98  # another plan replaces the heuristic's when it is predicted 2% f
 
 
 def eligible(task: Task) -> bool:
-    """A matmul big enough that a better plan repays its half a minute of choosing."""
-    if task.default["kind"] != "matmul":
+    """A matmul or attention big enough that a better plan repays its seconds of choosing."""
+    kind = task.default["kind"]
+    if kind not in planner.SHORTLISTS:
         return False
-    f = dict(task.classes["matmul"])
-    return math.prod(f["chain"]) * f["k"] >= RANKED_MACS
+    f = dict(task.classes[kind])
+    macs = math.prod(f["chain"]) * f["k"] if kind == "matmul" else \
+        math.prod(f["rows"]) * f["keys"] * f["head_dim"]
+    return macs >= RANKED_MACS
 
 
 def choose(task: Task, gpu: str) -> tuple[dict, float | None, float | None]:
@@ -47,7 +52,7 @@ def choose(task: Task, gpu: str) -> tuple[dict, float | None, float | None]:
     if default_us is None:
         return task.default, None, None
     best, best_us, seen = task.default, default_us, {plan_id(task.default)}
-    for fixed in planner.matmul_shortlist(dict(task.classes[kind])):
+    for fixed in planner.SHORTLISTS[kind](dict(task.classes[kind])):
         try:
             plan = plan_dict(planner.complete(task.name, kind, task.classes[kind], fixed))
         except (PlanError, ValueError):

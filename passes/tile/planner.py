@@ -31,8 +31,9 @@ Heuristics (each a few lines below, in terms of the facts):
   head) dim rounded up to a warp; the slabs a block reads twice are staged (plain copies: a
   one-off stage has nothing to overlap with); the outer free loops on up to 3 grid axes.
 - short innermost loops (<= 32 iterations) unrolled.
-For big matmuls these choices are a first guess: `matmul_shortlist` lists the alternatives the
-cost model chooses among by default (tuning/ranked.py).
+For big matmuls and attention these choices are a first guess: `matmul_shortlist` and
+`attention_shortlist` list the alternatives the cost model chooses among by default
+(tuning/ranked.py).
 """
 
 from __future__ import annotations
@@ -391,6 +392,22 @@ def matmul_shortlist(f: dict, pairs: int = 4) -> list[dict]:
         if split > 1:
             out += [{**fixed, "split_sum": "kernel"}, {**fixed, "split_sum": "last_block"}]
     return out
+
+
+def attention_shortlist(f: dict) -> list[dict]:
+    """Partial attention plans for the cost model to choose from (tuning/ranked.py), each
+    completed by the heuristic: the keys in 1, 2 or 4 slices and, on tensor cores, 4 or 2 warps
+    a block. `_key_splits` guesses registers and waves; the model, with ptxas's registers and
+    the causal walk's blocks, sees where split-KV's extra blocks repay its combine (Qwen2.5's
+    bf16 attention at 512 tokens: 4 warps on 132 SMs leave them half the warps that hide
+    ldmatrix's latency). Plans the class refuses are dropped by the caller."""
+    mma = attention_knobs(f, {})["mma"]
+    return [{}] + [{"key_splits": s} | ({"warps": w} if mma else {})
+                   for w in ((4, 2) if mma else (0,)) for s in (1, 2, 4)]
+
+
+SHORTLISTS = {"matmul": matmul_shortlist, "attention": attention_shortlist}
+"""The kinds whose big kernels the cost model plans by default, and their candidates."""
 
 
 def _rows_in_words(f: dict) -> bool:

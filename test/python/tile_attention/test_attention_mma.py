@@ -136,7 +136,7 @@ def test_llm_shapes_build_without_spills(hq, hk, s, d) -> None:
     """The heuristic's plan for the LLM suite's attention shapes: 4 warps, staged, no spills."""
     from deplo.runtime.gpu import compile_cubin
 
-    c = deplo.compile(_sdpa(True), [x.to("meta") for x in _inputs(hq, hk, s, s, d)])
+    c = deplo.compile(_sdpa(True), [x.to("meta") for x in _inputs(hq, hk, s, s, d)], rank=False)
     (k,) = _mma_kernels(c)
     assert dict(k.the_plan.knobs)["warps"] == 4 and dict(k.the_plan.knobs)["stage"]
     res = compile_cubin(c.cuda_source, arch="sm_90", spills_are_errors=True)

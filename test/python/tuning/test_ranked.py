@@ -1,5 +1,5 @@
-"""Default plans of big matmuls chosen by the cost model among the heuristic's shortlist
-(tuning/ranked.py): never slower than the heuristic by the model, still matching PyTorch, cached,
+"""Default plans of big matmuls and attention chosen by the cost model among the heuristic's
+shortlist (tuning/ranked.py): never slower than the heuristic by the model, still matching PyTorch, cached,
 and out of the way of pinned plans, `rank=False`/`--no-rank` and a machine without NVRTC."""
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ from deplo.tuning.tune import tasks
 K_PROJ = ("F.linear(torch.randn(32,2048,dtype=torch.bfloat16), "
           "torch.randn(256,2048,dtype=torch.bfloat16))")
 SMALL = "F.linear(torch.randn(64,256), torch.randn(96,256))"
+# a long causal GQA attention in fp32: the heuristic groups each K/V head's 4 query heads in a
+# block and walks the keys in one slice (64 blocks); the model prefers split-KV's 2 slices
+ATTENTION = ("F.scaled_dot_product_attention(torch.randn(1,8,512,64), torch.randn(1,2,512,64), "
+             "torch.randn(1,2,512,64), is_causal=True, enable_gqa=True)")
 GPU = model_for(None, *gpu_probe())  # the parameters a compile here chooses with
 pytestmark = pytest.mark.skipif(not ranked.nvrtc_works(), reason="no NVRTC: nothing is ranked")
 
@@ -81,6 +85,36 @@ def test_the_fastest_wins_by_the_margin(k_proj_task, monkeypatch, faster, chosen
     assert default_us == 10.0
     expect = picked["plan"] if chosen == "other" else k_proj_task.default
     assert plan == expect and us == (10.0 * faster if chosen == "other" else 10.0)
+
+
+def test_attention_is_ranked_and_the_choice_matches_pytorch():
+    (task,) = tasks(deplo.compile(ATTENTION, seed=0, rank=False))
+    assert ranked.eligible(task) and task.default["key_splits"] == 1
+    plan, us, default_us = ranked.choose(task, GPU)
+    assert plan["key_splits"] > 1 and us < default_us * ranked.MARGIN
+    compiled = deplo.compile(ATTENTION, seed=0)
+    assert _plan(compiled) == {k: v for k, v in plan.items() if k != "kind"}
+    assert compiled.check(seed=1).ok
+
+
+def test_the_attention_shortlist_completes_to_legal_plans():
+    """Slices of the keys and, on tensor cores, warps: the plans the class refuses (a slice
+    count the steps do not allow) are dropped, the rest are distinct and legal."""
+    bf16 = ATTENTION.replace("randn(1,8,512,64)", "randn(1,8,512,64,dtype=torch.bfloat16)")
+    bf16 = bf16.replace("randn(1,2,512,64)", "randn(1,2,512,64,dtype=torch.bfloat16)")
+    for expr, knobs in ((ATTENTION, {"key_splits"}), (bf16, {"key_splits", "warps"})):
+        (task,) = tasks(deplo.compile(expr, seed=0, rank=False))
+        facts = task.classes["attention"]
+        fixed = planner.attention_shortlist(dict(facts))
+        assert fixed[0] == {} and {k for f in fixed for k in f} == knobs
+        plans = []
+        for f in fixed:
+            try:
+                plans.append(planner.complete(task.name, "attention", facts, f))
+            except planner.PlanError:
+                pass
+        assert len({plan_id(p.knob_dict) for p in plans}) >= 3
+        assert all(not p.violations() for p in plans)
 
 
 def test_small_kernels_keep_the_heuristic():

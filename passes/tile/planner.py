@@ -401,9 +401,8 @@ def attention_shortlist(f: dict) -> list[dict]:
     the causal walk's blocks, sees where split-KV's extra blocks repay its combine (Qwen2.5's
     bf16 attention at 512 tokens: 4 warps on 132 SMs leave them half the warps that hide
     ldmatrix's latency). Plans the class refuses are dropped by the caller."""
-    mma = attention_knobs(f, {})["mma"]
-    return [{}] + [{"key_splits": s} | ({"warps": w} if mma else {})
-                   for w in ((4, 2) if mma else (0,)) for s in (1, 2, 4)]
+    warps = ({"warps": 4}, {"warps": 2}) if attention_knobs(f, {})["mma"] else ({},)
+    return [{}] + [{"key_splits": s} | w for w in warps for s in (1, 2, 4)]
 
 
 SHORTLISTS = {"matmul": matmul_shortlist, "attention": attention_shortlist}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from xdsl.dialects import arith, func, memref, scf
@@ -90,13 +90,14 @@ SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, 
 class _Block:
     """Index values of every thread of one block, evaluated op by op."""
 
-    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...]):
+    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...], z: int | None = None):
         bx, by, bz = func.block_dims
         t = np.arange(bx * by * bz)
         self.tid = (t % bx, (t // bx) % by, t // (bx * by))
         self.threads = len(t)
         self.block = func.block_dims
         self.grid = grid  # the kernel's, or its part's
+        self.z = z  # block.z's index, where not the middle one
         self.vals: dict[SSAValue, np.ndarray] = {}
         self.deps: dict[SSAValue, frozenset] = {}  # the loops a value varies with
         self.trips: dict[Operation, float] = {}  # per loop, its most iterations on a thread
@@ -117,7 +118,8 @@ class _Block:
             self.vals[op.result] = self.tid[axis[op.dimension.data.value]].astype(np.int64)
         elif isinstance(op, kernel.BlockIdOp):  # a block from the middle of the grid: its
             # trip counts are the average ones where they depend on the block (causal keys)
-            mid = self.grid[axis[op.dimension.data.value]] // 2
+            a = axis[op.dimension.data.value]
+            mid = self.z if a == 2 and self.z is not None else self.grid[a] // 2
             self.vals[op.result] = np.full(self.threads, mid, np.int64)
             self.deps[op.result] = frozenset({axis[op.dimension.data.value]})
         elif isinstance(op, kernel.BlockDimOp | kernel.GridDimOp):
@@ -205,8 +207,46 @@ def fused_work(parts: list[tuple[Work, tuple[int, ...]]]) -> Work:
     return w
 
 
+MAX_Z_SAMPLES = 8
+
+
 def _block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...]) -> Work:
-    blk = _Block(func, grid)
+    """The middle block's work; where a loop's trips depend on block.z and on x or y
+    (split-KV's key slices, whose causal stop is the query block's), the mean over every
+    block.z of the middle x and y: the middle slice of the middle query block is not an
+    average one (its causal walk is almost empty), the mean of its slices is."""
+    w, blk = _one_block_work(func, body, grid)
+    slices = grid[2] if len(grid) > 2 else 1
+    if 1 < slices <= MAX_Z_SAMPLES and any(  # a bound of block.z and of x or y
+            {2} < (blk.deps.get(lp.lb, frozenset()) | blk.deps.get(lp.ub, frozenset())) & {0, 1, 2}
+            for lp in blk.trips):
+        return _mean_work([_one_block_work(func, body, grid, z)[0] for z in range(slices)])
+    return w
+
+
+def _mean_work(works: list[Work]) -> Work:
+    """The mean of blocks' works: their counts averaged, what they touch and write joined."""
+    out = replace(works[0], loads={}, per_buffer={
+        key: (sum(w.per_buffer.get(key, (0.0,))[0] for w in works) / len(works), deps)
+        for key, (_, deps) in works[0].per_buffer.items()})
+    for f in fields(Work):
+        vals = [getattr(w, f.name) for w in works]
+        if isinstance(vals[0], float):
+            setattr(out, f.name, sum(vals) / len(vals))
+    for w in works:
+        for key, (foot, full) in w.loads.items():
+            acc = out.loads.setdefault(key, [0.0, 0.0])
+            acc[0] += foot / len(works)
+            acc[1] += full / len(works)
+        out.touched |= w.touched
+        out.written |= w.written
+        out.tail = out.tail or w.tail
+    return out
+
+
+def _one_block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...],
+                    z: int | None = None) -> tuple[Work, _Block]:
+    blk = _Block(func, grid, z)
     w = Work()
     inside = {id(op) for op in body.walk()}
     for a in func.body.block.args:  # the buffers it reads or writes
@@ -216,7 +256,7 @@ def _block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...]) -> Work
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(body, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
     w.chain_l1, w.chain_l2 = _chains(body, blk)
-    return w
+    return w, blk
 
 
 def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: Work) -> None:

@@ -22,10 +22,11 @@ from deplo.tuning.tune import tasks
 K_PROJ = ("F.linear(torch.randn(32,2048,dtype=torch.bfloat16), "
           "torch.randn(256,2048,dtype=torch.bfloat16))")
 SMALL = "F.linear(torch.randn(64,256), torch.randn(96,256))"
-# a long causal GQA attention in fp32: the heuristic groups each K/V head's 4 query heads in a
-# block and walks the keys in one slice (64 blocks); the model prefers split-KV's 2 slices
-ATTENTION = ("F.scaled_dot_product_attention(torch.randn(1,8,512,64), torch.randn(1,2,512,64), "
-             "torch.randn(1,2,512,64), is_causal=True, enable_gqa=True)")
+# a long causal GQA attention in bf16: the heuristic walks the keys in 2 slices (blocks of 4
+# warps); the model prefers 4 (10.5 -> 8.5 us)
+ATTENTION = ("F.scaled_dot_product_attention(torch.randn(1,4,512,64,dtype=torch.bfloat16), "
+             "torch.randn(1,1,512,64,dtype=torch.bfloat16), "
+             "torch.randn(1,1,512,64,dtype=torch.bfloat16), is_causal=True, enable_gqa=True)")
 GPU = model_for(None, *gpu_probe())  # the parameters a compile here chooses with
 pytestmark = pytest.mark.skipif(not ranked.nvrtc_works(), reason="no NVRTC: nothing is ranked")
 
@@ -89,9 +90,9 @@ def test_the_fastest_wins_by_the_margin(k_proj_task, monkeypatch, faster, chosen
 
 def test_attention_is_ranked_and_the_choice_matches_pytorch():
     (task,) = tasks(deplo.compile(ATTENTION, seed=0, rank=False))
-    assert ranked.eligible(task) and task.default["key_splits"] == 1
+    assert ranked.eligible(task)
     plan, us, default_us = ranked.choose(task, GPU)
-    assert plan["key_splits"] > 1 and us < default_us * ranked.MARGIN
+    assert plan != task.default and us < default_us * ranked.MARGIN
     compiled = deplo.compile(ATTENTION, seed=0)
     assert _plan(compiled) == {k: v for k, v in plan.items() if k != "kind"}
     assert compiled.check(seed=1).ok
@@ -100,9 +101,8 @@ def test_attention_is_ranked_and_the_choice_matches_pytorch():
 def test_the_attention_shortlist_completes_to_legal_plans():
     """Slices of the keys and, on tensor cores, warps: the plans the class refuses (a slice
     count the steps do not allow) are dropped, the rest are distinct and legal."""
-    bf16 = ATTENTION.replace("randn(1,8,512,64)", "randn(1,8,512,64,dtype=torch.bfloat16)")
-    bf16 = bf16.replace("randn(1,2,512,64)", "randn(1,2,512,64,dtype=torch.bfloat16)")
-    for expr, knobs in ((ATTENTION, {"key_splits"}), (bf16, {"key_splits", "warps"})):
+    fp32 = ATTENTION.replace(",dtype=torch.bfloat16", "")
+    for expr, knobs in ((fp32, {"key_splits"}), (ATTENTION, {"key_splits", "warps"})):
         (task,) = tasks(deplo.compile(expr, seed=0, rank=False))
         facts = task.classes["attention"]
         fixed = planner.attention_shortlist(dict(facts))

@@ -5,7 +5,8 @@ How a kernel is read (`work`): its ops are evaluated for every thread of one blo
 (numpy arrays over the block's threads), loops not iterated but counted — each op weighs the
 trip counts of the loops around it, per thread, and `scf.if` masks the threads that skip it.
 Index values are exact for the first iteration of every loop and for the block in the middle
-of the grid (so trip counts that depend on the block, causal key loops, are average ones),
+of the grid (so trip counts that depend on the block, causal key loops, are average ones; where
+they depend on block.z and on x or y, split-KV's slices of a causal walk, the mean over block.z),
 which is where the addresses of one warp access are read: the 32 lanes' byte addresses give the 32-byte sectors the access
 touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
 of the 32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,

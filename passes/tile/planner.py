@@ -397,10 +397,10 @@ def matmul_shortlist(f: dict, pairs: int = 4) -> list[dict]:
 def attention_shortlist(f: dict) -> list[dict]:
     """Partial attention plans for the cost model to choose from (tuning/ranked.py), each
     completed by the heuristic: the keys in 1, 2 or 4 slices and, on tensor cores, 4 or 2 warps
-    a block. `_key_splits` guesses registers and waves; the model, with ptxas's registers and
-    the causal walk's blocks, sees where split-KV's extra blocks repay its combine (Qwen2.5's
-    bf16 attention at 512 tokens: 4 warps on 132 SMs leave them half the warps that hide
-    ldmatrix's latency). Plans the class refuses are dropped by the caller."""
+    a block. `_key_splits` guesses registers and waves; the model, with ptxas's registers, sees
+    where more blocks repay split-KV's combine or fewer warps a block (Qwen2.5's bf16
+    attention at 128 tokens: 2 warps, 10.7 -> 10.3 us). Plans the class refuses are dropped by
+    the caller."""
     warps = ({"warps": 4}, {"warps": 2}) if attention_knobs(f, {})["mma"] else ({},)
     return [{}] + [{"key_splits": s} | w for w in warps for s in (1, 2, 4)]
 
@@ -610,7 +610,8 @@ def _lane_key_splits(f: dict, knobs: dict) -> int:
 def _key_splits(f: dict, knobs: dict) -> int:
     """Split-KV on tensor cores: two slices of the keys where a row has 8 steps or more (4 a
     slice) and twice the blocks still fit on the SMs at once; else one. The model: TinyLlama's
-    bf16 attention at 512 tokens 1.2-1.3x faster; a second wave of blocks, or slices of 1-2
+    bf16 attention at 512 tokens 12.4 -> 11.9 us (the 1.2-1.3x once quoted here came from a
+    model that read one key slice of the middle block); a second wave of blocks, or slices of 1-2
     steps, lose more to the combine (its partials' bytes, the last block's reads) than the
     shorter key loop gains. A lane's registers, estimated: the accumulator (D / 2), Q's
     fragments (D / 4), the scores (key_block / 2) and ~40 more (ptxas: 121 at D 64, 162 at

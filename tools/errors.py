@@ -5,6 +5,7 @@ The list is explicit: anything else is a bug in deplo and keeps its traceback so
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ def user_errors(tool: str, types: tuple[type[BaseException], ...] | None = None)
     caught = types if types is not None else user_error_types()
     try:
         yield status
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the exit's flush)
+        status.code = 1
     except caught as e:
         print(f"{tool}: error: {e}", file=sys.stderr)
         for note in getattr(e, "__notes__", []):

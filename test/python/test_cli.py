@@ -205,3 +205,14 @@ def test_bf16_attention_within_eager_accuracy_passes() -> None:
          "100,128,dtype=torch.bfloat16)")
     p = run("deplo", "run", "-c", e, "--check", "--seed", "6")
     assert p.returncode == 0 and "against float64" in p.stdout and "PASS" in p.stdout, p.stdout
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`deplo run ... --bench | head -1`: the reader goes away (here before the first line,
+    which the compile takes seconds to reach); no traceback."""
+    p = subprocess.Popen(["deplo", "run", "-c", "torch.relu(torch.randn(37))", "--bench",
+                          "--profile"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # as `head` does once it has its lines
+    err = p.stderr.read().decode()
+    p.wait(timeout=300)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

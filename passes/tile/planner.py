@@ -519,9 +519,9 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     copied with cp.async while this one's are read (FlashAttention-2's overlap), where both fit
     in static shared memory and the keys are not in slices. Otherwise the lanes of a row own
     keys (`lane_keys` 1: no shuffle tree between one key and the next; one key a lane: the
-    model prefers it to two, fewer registers), the head dim in `_head_parts` parts, 16 lanes a row for rows of up to 128
-    keys, 8 for longer (more rows a block, sharing K and V in L1), a warp where the rows are
-    few and long (decoding); the keys in slices where the rows leave SMs idle
+    model prefers it to two, fewer registers), the head dim in `_head_parts` parts, 16 lanes
+    a row for rows of up to 128 keys, 8 for longer (more rows a block, sharing K and V in
+    L1), a warp where the rows are few and long (decoding); the keys in slices where the rows leave SMs idle
     (`_lane_key_splits`); a row that cannot (fact own_keys) a group of lanes splitting the
     head dim (`_row_threads`). As many rows a block (up to 128 threads) as still give every
     SM two blocks; K and V read through L1 (`stage_keys` 0: the model finds the rows of a

@@ -48,6 +48,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-online-softmax": ("passes.loop.online_softmax", "LoopOnlineSoftmaxPass"),
     "loop-narrow-buffers": ("passes.loop.narrow", "LoopNarrowBuffersPass"),
     "loop-collapse-dims": ("passes.loop.collapse", "LoopCollapseDimsPass"),
+    "loop-flatten-reductions": ("passes.loop.flatten_reductions", "LoopFlattenReductionsPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
@@ -93,6 +94,7 @@ _TO_LOOP = _TO_TIR + [
     "loop-fuse",  # again: attention scores now fuse into the flash loop (read once per s)
     "loop-narrow-buffers",  # intermediates written as extf(narrow) hold the narrow type
     "loop-collapse-dims",  # intermediates read through a reshape take its shape
+    "loop-flatten-reductions",  # a reduction over several dims: one loop over their product
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [

@@ -754,6 +754,48 @@ def _group_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _as_dtype(im, y, rt.element_type)
 
 
+def _batch_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """batch_norm: per channel (dim 1), the running statistics in eval mode; in training mode the
+    batch's mean and biased variance over every other dim. The running statistics are not
+    updated (a compiled program has no side effects). In float32 for f16/bf16, one rounding."""
+    x = _f32(im, im.value(node.args[0]))
+    w, b, rmean, rvar = (_arg(node, i, n) for i, n in enumerate(
+        ("weight", "bias", "running_mean", "running_var"), start=1))
+    training, eps = bool(_arg(node, 5, "training")), float(_arg(node, 7, "eps", 1e-5))
+    shape = list(x.type.get_shape())
+    c = min(1, len(shape) - 1)  # (the channels: dim 1, or the only dim of a vector)
+    per_channel = [shape[c], *[1] * (len(shape) - c - 1)]
+    if training or rmean is None or rvar is None:
+        dims = [d for d in range(len(shape)) if d != c]
+        mean = _ew(im, "div", _reduce(im, "sum", x, dims, True),
+                   _scalar(im, math.prod(shape[d] for d in dims), x))
+        dev = _ew(im, "sub", x, mean)
+        var = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, True),
+                  _scalar(im, math.prod(shape[d] for d in dims), x))
+    else:
+        mean, var = (_reshape(im, _f32(im, im.value(v)), per_channel) for v in (rmean, rvar))
+        dev = _ew(im, "sub", x, mean)
+    y = _ew(im, "mul", dev, _ew(im, "rsqrt", _ew(im, "add", var, _scalar(im, eps, var))))
+    for v, name in ((w, "mul"), (b, "add")):
+        if v is not None:
+            y = _ew(im, name, y, _reshape(im, _f32(im, im.value(v)), per_channel))
+    return _as_dtype(im, y, rt.element_type)
+
+
+def _extreme_with_index(name: str) -> Converter:
+    """max.dim / min.dim: (amax, argmax) or (amin, argmin) along one dim."""
+    arg = _arg_reduction(f"arg{name}")
+
+    def convert(im: Importer, node: torch.fx.Node, rts) -> tuple[SSAValue, SSAValue]:
+        x = im.value(node.args[0])
+        d, keep = _norm(node.args[1], max(_rank(x), 1)), bool(_arg(node, 2, "keepdim", False))
+        values = _reshape(im, _reduce(im, f"a{name}", x, [d] if _rank(x) else [], keep),
+                          rts[0].get_shape())
+        return values, arg(im, node, rts[1])
+
+    return convert
+
+
 def _index_select(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """index_select: torch.index on one dim (a 0-d input or index taken as 1-d)."""
     x, idx = im.value(node.args[0]), im.value(node.args[2])
@@ -895,6 +937,9 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.std.default: _variance(std=True),
     aten.linalg_vector_norm.default: _vector_norm,
     aten.group_norm.default: _group_norm,
+    aten.batch_norm.default: _batch_norm,
+    aten.max.dim: _extreme_with_index("max"),
+    aten.min.dim: _extreme_with_index("min"),
     aten.baddbmm.default: _addmm,
     aten.index_select.default: _index_select,
     aten.gather.default: _gather,

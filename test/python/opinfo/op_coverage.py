@@ -154,6 +154,10 @@ COVERAGE: list[Entry] = [
     Entry("cumprod", "torch.cumprod -> tir.scan"),
     Entry("argmax", "torch.argmax -> tir.reduce argmax"),
     Entry("argmin", "torch.argmin -> tir.reduce argmin"),
+    Entry("max", "torch.amax + torch.argmax", "reduction_with_dim"),
+    Entry("min", "torch.amin + torch.argmin", "reduction_with_dim"),
+    Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
+          " statistics, running ones not updated)"),
     Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
     Entry("nn.functional.conv1d", "torch.conv (im2col index maps, one K axis)"),
     Entry("nn.functional.conv2d", "torch.conv (im2col index maps, one K axis)"),

@@ -104,3 +104,9 @@ def test_reductions_over_several_dims_are_shared(fn, shape, dtype) -> None:
     result = c.check(seed=3)
     assert result.ok, result.line()
 
+
+def test_batchnorm_training_statistics() -> None:
+    """BatchNorm2d in training mode: mean and biased variance over (N, H, W) per channel."""
+    m = torch.nn.BatchNorm2d(24).train()
+    c = deplo.compile(m, [torch.randn(4, 24, 6, 10)])
+    assert c.check(seed=2).ok

@@ -321,8 +321,9 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             w.sfu += per_warp
             w.flops += float(weight.sum())
         elif isinstance(op, FLOAT_FP32) and op.results and _is_float(op.results[0]):
-            if not _fused(op):
-                w.fp32 += per_warp
+            if not _fused(op):  # (a NaN-propagating max/min is two compares and a select)
+                w.fp32 += per_warp * (3 if isinstance(op, arith.MaximumfOp | arith.MinimumfOp)
+                                      else 1)
             if isinstance(op, arith.AddfOp | arith.SubfOp | arith.MulfOp):
                 w.flops += float(weight.sum())
         for region in op.regions:  # other region ops: their bodies as straight-line code

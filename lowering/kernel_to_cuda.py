@@ -63,7 +63,9 @@ UNSIGNED = {32: IntegerType(32, Signedness.UNSIGNED), 64: IntegerType(64, Signed
 
 # The one table: arith/math op -> (form, C name).
 #   binary/ubinary: cuda.binary (ubinary on unsigned operands); unary: cuda.unary;
-#   call: a libm function (`expf` for f32 and half, `exp` for f64); minmax: compare + select.
+#   call: a libm function (`expf` for f32 and half, `exp` for f64); minmax: compare + select;
+#   nanminmax: the same, keeping a NaN first operand (arith.maximumf/minimumf propagate NaN, as
+#   torch.amax, relu and clamp do; C's fmax returns the other operand).
 C_OPS: dict[str, tuple[str, str]] = {
     "arith.addf": ("binary", "add"), "arith.addi": ("binary", "add"),
     "arith.subf": ("binary", "sub"), "arith.subi": ("binary", "sub"),
@@ -75,8 +77,8 @@ C_OPS: dict[str, tuple[str, str]] = {
     "arith.xori": ("binary", "xor"), "arith.shli": ("binary", "shl"),
     "arith.shrsi": ("binary", "shr"), "arith.shrui": ("ubinary", "shr"),
     "arith.negf": ("unary", "neg"),
-    "arith.maximumf": ("call", "fmax"), "arith.maxnumf": ("call", "fmax"),
-    "arith.minimumf": ("call", "fmin"), "arith.minnumf": ("call", "fmin"),
+    "arith.maximumf": ("nanminmax", "gt"), "arith.maxnumf": ("call", "fmax"),
+    "arith.minimumf": ("nanminmax", "lt"), "arith.minnumf": ("call", "fmin"),
     "arith.maxsi": ("minmax", "gt"), "arith.minsi": ("minmax", "lt"),
     "arith.maxui": ("uminmax", "gt"), "arith.minui": ("uminmax", "lt"),
     "math.absf": ("call", "fabs"), "math.ceil": ("call", "ceil"), "math.floor": ("call", "floor"),
@@ -290,6 +292,11 @@ class _Translator:
         elif form in ("minmax", "uminmax"):
             cmp = [self.unsigned(a) for a in args] if form == "uminmax" else args
             r = self.emit(cuda.SelectOp(self.emit(cuda.CompareOp(name, *cmp)), *args))
+        elif form == "nanminmax":  # a if a > b or a is NaN, else b (NaN when b is)
+            a, b = args
+            keep = cuda.BinaryOp("or", self.emit(cuda.CompareOp(name, a, b)),
+                                 self.emit(cuda.CompareOp("ne", a, a)))
+            r = self.emit(cuda.SelectOp(self.emit(keep), a, b))
         else:  # call
             fn = name if args[0].type != F32 else name + "f"
             r = self.emit(cuda.CallOp(fn, args, args[0].type))

@@ -124,7 +124,10 @@ func.func @main(%x: memref<8x1024xf32>, %w: memref<1024xf32>) -> memref<8x1024xf
 // CHECK-NEXT:    %ugt = cuda.unary not %[[LE]] : i1
 // CHECK:         %[[GT:.*]] = cuda.compare gt %t, %n : i32
 // CHECK-NEXT:    %mx = cuda.select %[[GT]], %t, %n : i32
-// CHECK:         %mf = cuda.call "fmaxf"(%xv, %xv) : (f32, f32) -> f32
+// CHECK:         %[[MGT:.*]] = cuda.compare gt %xv, %xv : f32
+// CHECK-NEXT:    %[[NAN:.*]] = cuda.compare ne %xv, %xv : f32
+// CHECK-NEXT:    %[[KEEP:.*]] = cuda.binary or %[[MGT]], %[[NAN]] : i1
+// CHECK-NEXT:    %mf = cuda.select %[[KEEP]], %xv, %xv : f32
 // CHECK:         %wide = cuda.cast %t : i32 to i64
 // CHECK-NEXT:    %fl = cuda.cast %wide : i64 to f32
 // CHECK:         %[[DST:.*]] = cuda.address %xs[%t] : !cuda.array<64xf32>

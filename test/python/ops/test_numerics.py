@@ -52,3 +52,30 @@ def test_bf16_accumulates_in_float32(name: str, target: str, level: str | None) 
     err = float(np.abs(out.astype(np.float64) - exact).mean())
     bound = 1.25 * torch_err + 1e-6
     assert err <= bound, f"error {err:.3e} vs fp64; PyTorch's bf16 error is {torch_err:.3e}"
+
+
+NAN_CASES: dict[str, Callable] = {
+    "amax_rows": lambda x: x.amax(-1),
+    "amin_columns": lambda x: x.amin(0),
+    "max_dim": lambda x: torch.max(x, -1),
+    "argmax": lambda x: x.argmax(-1),
+    "relu": torch.relu,
+    "clamp": lambda x: x.clamp(-0.5, 0.5),
+    "softmax": lambda x: torch.softmax(x, -1),
+    "max_pool": lambda x: F.max_pool1d(x[None], 3),
+}
+
+
+@pytest.mark.skipif(not cpu_runtime_available(), reason="no g++ for the CPU runtime")
+@pytest.mark.parametrize("name", NAN_CASES)
+def test_nan_propagates_as_in_pytorch(name: str) -> None:
+    """max/min (arith.maximumf/minimumf) propagate NaN as torch.amax, relu and clamp do; the
+    emitted C used fmaxf, which returns the other operand (amax of a row with a NaN was its
+    largest number, relu(NaN) was 0)."""
+    fn = NAN_CASES[name]
+    x = torch.randn(4, 300)
+    x[1, 7] = x[2, 299] = x[3, 0] = float("nan")
+    got = deplo.compile(fn, [x]).executable("cpu").run([x.numpy()])
+    ref = fn(x)
+    for g, r in zip(got, ref if isinstance(ref, tuple) else (ref,), strict=True):
+        np.testing.assert_allclose(g, r.numpy(), rtol=1e-5, atol=1e-7)  # NaN where torch's

@@ -72,7 +72,7 @@ def test_a_wrong_kernel_fails_the_check(compiled) -> None:
 
     c = compiled["mm_13x70x9"]
     exe = CudaExecutable(c.module("cuda"))
-    bad = exe.source.replace("fmaxf(", "fminf(", 1)
+    bad = exe.source.replace("> 0.0f)", "< 0.0f)", 1)  # relu(acc) -> min(acc, 0)
     assert bad != exe.source
     exe._mod = CpuModule(bad, exe.signatures)
     inputs = random_inputs(c.program, seed=5)

@@ -525,20 +525,28 @@ class LowerLaunch(RewritePattern):
         rewriter.replace(op, cuda.LaunchOp(op.callee.string_value(), op.args, grid, block, smem))
 
 
-def _c_safe_names(module: ModuleOp) -> None:
-    """kernel.func @pow -> @pow_k (and its launches): a name the C headers do not declare."""
-    funcs = [k for k in module.walk() if isinstance(k, kernel.FuncOp)]
-    taken = {k.sym_name.data for k in funcs} | C_TAKEN
+def c_names(module: ModuleOp) -> dict[str, str]:
+    """Kernel IR name -> its name in the `.cu`, for the kernels renamed there: @pow -> pow_k, a
+    name the C headers do not declare (ptxas reports and launches use the C name)."""
+    funcs = [k.sym_name.data for k in module.walk() if isinstance(k, kernel.FuncOp)]
+    taken = set(funcs) | C_TAKEN
     rename: dict[str, str] = {}
-    for k in funcs:
-        name = k.sym_name.data
+    for name in funcs:
         if name in C_TAKEN or name.startswith(("kc_", "kcpu_", "__")):
             new, i = f"{name.lstrip('_')}_k", 1
             while new in taken:
                 new, i = f"{name.lstrip('_')}_k{i}", i + 1
             taken.add(new)
             rename[name] = new
-            k.sym_name = StringAttr(new)
+    return rename
+
+
+def _c_safe_names(module: ModuleOp) -> None:
+    """kernel.func @pow -> @pow_k (and its launches), as `c_names`."""
+    rename = c_names(module)
+    for k in module.walk():
+        if isinstance(k, kernel.FuncOp) and k.sym_name.data in rename:
+            k.sym_name = StringAttr(rename[k.sym_name.data])
     for la in module.walk():
         if isinstance(la, kernel.LaunchOp) and la.callee.string_value() in rename:
             la.callee = SymbolRefAttr(rename[la.callee.string_value()])

@@ -70,6 +70,7 @@ def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
     model's prediction against the roofline (tools/profile.py), per kernel and for the case."""
     from deplo.dialects import kernel
     from deplo.lowering.emit_cuda import launch_plan
+    from deplo.lowering.kernel_to_cuda import c_names
     from deplo.tools.profile import profile
 
     loop_mod = compiled.module("loop")
@@ -78,12 +79,14 @@ def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
     reports = compiled.ptxas(arch)
     order = {la.kernel: i for i, la in reversed(list(enumerate(plan)))}  # first launch first
     model = profile(compiled, gpu_model)
+    ir_name = {c: k for k, c in c_names(compiled.module("kernel")).items()}  # exp_k -> exp
     predicted = {k["name"]: k for k in model["kernels"]}
     parts = kernel.fused_parts(compiled.module("kernel"))  # fused: its parts' counts
     kernels = []
     for name, rep in sorted(reports.items(), key=lambda kv: order.get(kv[0], len(plan))):
         launches = [la for la in plan if la.kernel == name]
-        cs = [counts[p] for p in parts.get(name) or [name] if p in counts]
+        own = ir_name.get(name, name)
+        cs = [counts[p] for p in parts.get(own) or [own] if p in counts]
         kernels.append({
             "name": name,
             "launches": len(launches),
@@ -98,8 +101,8 @@ def static_figures(compiled, arch: str, gpu_model: str = "h100") -> dict:
             "barriers": rep.barriers,
             "loop_bytes": sum(c.bytes for c in cs) if cs else None,
             "loop_flops": sum(c.flops for c in cs) if cs else None,
-            **{k: predicted[name][k] for k in ("predicted_us", "roofline_us", "bound")
-               if name in predicted},
+            **{k: predicted[own][k] for k in ("predicted_us", "roofline_us", "bound")
+               if own in predicted},
         })
     return {
         "arch": arch,

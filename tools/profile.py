@@ -36,6 +36,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
     per kernel launch from a GPU run, when there was one."""
     from deplo.dialects import kernel
     from deplo.lowering.emit_cuda import weights_read
+    from deplo.lowering.kernel_to_cuda import c_names
     from deplo.runtime.bench import min_bytes
 
     hw = cm.GPUS[gpu]
@@ -47,12 +48,13 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
     counts = cm.launch_counts(kmod)
     half = any(t in ("f16", "bf16") for t in compiled.output_element_types())
     works, in_l2 = cm.program_works(kmod, hw)
+    in_c = c_names(kmod)  # (ptxas reports name kernels as the .cu does: exp -> exp_k)
     rows = []
     for f in kmod.ops:
         if not isinstance(f, kernel.FuncOp):
             continue
         name = f.sym_name.data
-        rep = ptxas.get(name)
+        rep = ptxas.get(in_c.get(name, name))
         w = works[name]
         p = cm.predict_func(f, rep, hw, w)
         roof = _kernel_roofline(w, p, half, hw)
@@ -74,10 +76,12 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
     flops = cm.algorithm_flops(torch_mod)
     nbytes = min_bytes(kmod)
     predicted = sum(r["predicted_us"] * r["launches"] for r in rows)
-    roofline = cm.roofline_us(nbytes, flops, half, hw)
+    # (a program that launches nothing, an empty tensor or a view, costs nothing: no ratio)
+    roofline = cm.roofline_us(nbytes, flops, half, hw) if rows else 0.0
     return {
         "schema": SCHEMA, "gpu_model": hw.name, "predicted_us": round(predicted, 3),
-        "roofline_us": round(roofline, 3), "predicted_over_roofline": round(predicted / roofline, 3),
+        "roofline_us": round(roofline, 3),
+        "predicted_over_roofline": round(predicted / roofline, 3) if rows else None,
         "min_bytes": nbytes, "flops": flops, "launches": sum(r["launches"] for r in rows),
         "measured": None, "kernels": rows,
     }
@@ -89,9 +93,11 @@ def format_profile(report: dict, rows: bool = True) -> str:
     from rich.table import Table
 
     m = report.get("measured")
+    ratio = report["predicted_over_roofline"]
     lines = [(f"{report['gpu_model']}: predicted (sm_90 model{'' if m else ', no GPU run'}) "
               f"{report['predicted_us']:.2f} us over {report['launches']} launch(es); roofline "
-              f"{report['roofline_us']:.2f} us ({report['predicted_over_roofline']:.2f}x)")]
+              f"{report['roofline_us']:.2f} us "
+              f"({'no kernel to run' if ratio is None else f'{ratio:.2f}x'})")]
     if m:  # the predicted line used to say "measured" here, beside the model's number
         base = "; ".join(f"{name} {m[key]:.2f} us" for name, key in (
             ("eager", "eager_us"), ("torch.compile", "inductor_us")) if m.get(key) is not None)

@@ -33,3 +33,29 @@ def test_baselines_take_the_programs_dtypes():
     assert [a.dtype for a in args] == [torch.bfloat16, torch.bfloat16, torch.float32]
     assert [tuple(a.shape) for a in args] == [(4, 8), (6, 8), (6,)]
     assert torch.equal(args[2], torch.from_numpy(inputs[2]))
+
+
+def test_a_program_that_launches_nothing_has_no_ratio():
+    """An empty tensor's relu launches nothing: 0 us against a roofline of 0, no ratio (it said
+    0.00 us against 2.50 us, 0.00x)."""
+    import deplo
+    from deplo.tools.profile import profile
+
+    report = profile(deplo.compile("torch.relu(torch.randn(0, 37))"))
+    assert (report["launches"], report["predicted_us"], report["roofline_us"]) == (0, 0, 0)
+    assert report["predicted_over_roofline"] is None
+    assert "(no kernel to run)" in format_profile(report, rows=False)
+
+
+def test_kernels_renamed_for_c_keep_their_ptxas_figures():
+    """`exp` is `exp_k` in the .cu (a libm name): the profile and the bench's static figures
+    still find its registers (the model assumed 32 without them)."""
+    import deplo
+    from deplo.tools.bench import static_figures
+    from deplo.tools.profile import profile
+
+    c = deplo.compile("torch.exp(torch.randn(64, 1000))")
+    (row,) = profile(c)["kernels"]
+    assert row["name"] == "exp" and row["registers"] is not None
+    (k,) = static_figures(c, "sm_90")["per_kernel"]
+    assert k["name"] == "exp_k" and k["predicted_us"] == row["predicted_us"]

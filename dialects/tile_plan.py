@@ -226,7 +226,7 @@ def parse_plan(parser: Parser | AttrParser) -> Plan:
     pos = parser.pos
     kind = parser.parse_identifier()
     if kind not in CLASSES:
-        parser.raise_error(f"unknown kernel class '{kind}'; expected one of {', '.join(CLASSES)}",
+        parser.raise_error(f"unknown plan kind '{kind}'; expected one of {', '.join(CLASSES)}",
                            pos)
 
     def entry() -> tuple[str, Value]:
@@ -993,4 +993,5 @@ class PlanError(VerifyException):
 
     def __init__(self, kernel: str, knob: str, why: str):
         self.kernel, self.knob, self.why = kernel, knob, why
-        super().__init__(f"kernel @{kernel}: knob {knob}: {why}")
+        what = "kind" if knob == "kind" else f"knob {knob}"  # (the plan file's "kind" field)
+        super().__init__(f"kernel @{kernel}: {what}: {why}")

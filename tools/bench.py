@@ -5,7 +5,8 @@ and, where a GPU is present, time it against PyTorch eager and `torch.compile`; 
     print(format_table(report))
 
 A case the pipeline cannot compile yet is `{"status": "unsupported", "stage": ..., "reason": ...}`,
-never an exception: the suite is a map of what works. The JSON layout is `SCHEMA` below.
+never an exception: the suite is a map of what works (a `--schedule` file that cannot be used
+is the user's error, and stops the run). The JSON layout is `SCHEMA` below.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TextIO
 import torch
 
 from deplo.hardware import GPUS
+from deplo.passes.tile.plan import PlanFileError
 from deplo.runtime.bench import (
     Case,
     from_numpy,
@@ -178,6 +180,8 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
     try:
         compiled.module("loop")
         _ = compiled.cuda_source  # lowers to cuda and prints the .cu
+    except PlanFileError:
+        raise  # (the user's --schedule file is wrong, not the pipeline: `deplo run`'s error)
     except Exception as e:  # noqa: BLE001
         return _unsupported(entry, "lower", e)
     try:

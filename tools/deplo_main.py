@@ -51,6 +51,8 @@ def _output_path(text: str) -> str:
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory")
+    if not path.parent.exists():
+        raise argparse.ArgumentTypeError(f"no directory {path.parent} (create it first)")
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"{path.parent} is not a directory")
     return text

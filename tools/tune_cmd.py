@@ -99,6 +99,10 @@ def cmd_tune(args, compile_program) -> int:
     from deplo.tuning.tune import Evaluator, program_check, report_rows, tune
 
     path = store_path(args.db)
+    if args.plot and not args.report:
+        from deplo.tools.errors import UsageError
+
+        raise UsageError("--plot draws the report: use it with --report")
     if args.report:
         if not path.exists():
             raise _missing(path)

@@ -80,7 +80,7 @@ def read_plans(source: str) -> tuple[str, dict[str, Pin]]:
             raise PlanFileError(f"{what}: unknown field '{sorted(extra)[0]}'")
         knobs = entry.get("knobs", {})
         if not isinstance(knobs, dict) or not isinstance(entry.get("kind", ""), str):
-            raise PlanFileError(f"{what}: expected \"class\" a string and \"knobs\" an object")
+            raise PlanFileError(f"{what}: expected \"kind\" a string and \"knobs\" an object")
         pins[key] = Pin(str(entry.get("name", "")), entry.get("kind", ""), knobs)
     return where, pins
 

@@ -721,11 +721,12 @@ def plan_kernel(kernel: tile.KernelOp, kind: str | None = None,
     classes = dict(legal_classes(kernel))
     kind = kind or next(iter(classes))
     if kind not in CLASSES:
-        raise PlanError(name, "class", f"unknown class '{kind}'; expected one of "
-                                       f"{', '.join(CLASSES)}")
+        raise PlanError(name, "kind", f"unknown kind '{kind}'; expected one of "
+                                      f"{', '.join(CLASSES)}")
     if kind not in classes:
-        raise PlanError(name, "class", f"the kernel cannot take a {kind} plan (it can take: "
-                                       f"{', '.join(classes)})")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise PlanError(name, "kind", f"the kernel cannot take {article} {kind} plan (it can take: "
+                                      f"{', '.join(classes)})")
     return complete(name, kind, classes[kind], fixed or {})
 
 

@@ -158,3 +158,33 @@ def test_bisect_a_split_k_finished_by_its_last_block():
     p = run("deplo", "bisect", "-c", "F.linear(torch.randn(64,512), torch.randn(64,512))")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "mismatch" not in p.stdout + p.stderr, p.stdout
+
+
+def test_bench_stops_at_an_illegal_plan_file(tmp_path):
+    """`deplo bench --schedule` with an illegal knob is the user's error, as `deplo run`'s: one
+    line naming the file, kernel and knob, status 1 (the case was counted "unsupported", its
+    reason cut short, and the run exited 0)."""
+    plans = tmp_path / "p.json"
+    args = ("deplo", "bench", "--suite", "tiny", "--kernel", "q_proj", "--dtype", "fp32",
+            "--no-gpu", "-q", "-o", str(tmp_path / "b.json"))
+    assert run(*args, "--schedule-out", str(plans)).returncode == 0
+    data = json.loads(plans.read_text())
+    next(iter(data["kernels"].values()))["knobs"]["threads"] = 7
+    plans.write_text(json.dumps(data))
+    assert_clean_error(run(*args, "--schedule", str(plans)), str(plans), "knob threads",
+                       "multiple of 32")
+
+
+@pytest.mark.parametrize("kind, needles", [
+    ("matmull", ["kind: unknown kind 'matmull'", "expected one of matmul"]),
+    ("attention", ["kind: the kernel cannot take an attention plan", "it can take: matmul"]),
+    (3, ['expected "kind" a string']),
+])
+def test_a_wrong_kind_names_the_files_field(kind, needles, tmp_path):
+    """Errors about a plan's kind say "kind", the plan file's field (they said "class")."""
+    plans = tmp_path / "p.json"
+    _compile(MM, tmp_path, "a", "--schedule-out", str(plans))
+    data = json.loads(plans.read_text())
+    next(iter(data["kernels"].values()))["kind"] = kind
+    plans.write_text(json.dumps(data))
+    assert_clean_error(run("deplo", "compile", "-c", MM, "--schedule", str(plans)), *needles)

@@ -151,3 +151,16 @@ def test_report_of_a_missing_store_and_a_program_without_kernels(tmp_path) -> No
     assert p.returncode == 1 and "no such tuning store" in p.stderr and not missing.exists()
     p = run("deplo", "tune", "-c", "torch.randn(3)", "--db", str(tmp_path / "t.sqlite"))
     assert p.returncode == 0 and "no kernels to tune" in p.stdout
+
+
+def test_plot_without_report_and_a_missing_output_folder_are_clear_errors(tmp_path):
+    """`--plot` is only drawn with `--report` (it was ignored silently); an output in a folder
+    that does not exist says so (it said "is not a directory")."""
+    from test_cli import assert_clean_error, run
+
+    assert_clean_error(run("deplo", "tune", "-c", "torch.exp(torch.randn(4))", "--plot",
+                           str(tmp_path / "t.png")), "--plot", "--report")
+    p = run("deplo", "run", "-c", "torch.exp(torch.randn(4))", "--bench", "-o",
+            str(tmp_path / "nodir" / "x.json"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr  # (argparse's usage error)
+    assert "no directory" in p.stderr and "nodir (create it first)" in p.stderr

@@ -36,7 +36,7 @@
 // PIN-SAME:      plan row_reduce(
 
 // STALE: error: {{.*}}.stale.json: kernel 0123456789abcdef (gone) matches no kernel of this program
-// ILLEGAL: error: {{.*}}.kind.json: kernel @row_sum: knob class: the kernel cannot take a matmul plan (it can take: row_reduce, pointwise)
+// ILLEGAL: error: {{.*}}.kind.json: kernel @row_sum: kind: the kernel cannot take a matmul plan (it can take: row_reduce, pointwise)
 // BADKIND: error: tile-plan: option kind=tiling: expected one of matmul, row_reduce, attention, pointwise
 
 builtin.module {

@@ -3,7 +3,7 @@
 
 // A plan's class and knobs are checked as they are parsed, at the offending position.
 // CHECK: invalid-plan.mlir:[[# @LINE + 3]]:57
-// CHECK: unknown kernel class 'tiling'; expected one of matmul, row_reduce, attention, pointwise
+// CHECK: unknown plan kind 'tiling'; expected one of matmul, row_reduce, attention, pointwise
 // KNOB: unknown knob 'lanes'
 tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) plan tiling(chain = [4]) {} {
 }

@@ -311,6 +311,38 @@ def online_pair(lp: tile.ForOp) -> bool:
     return len(list(m.uses)) == 2 and _sum_of(l_new, _prod_pair(l_, alpha), p)
 
 
+def arg_pair(lp: tile.ForOp) -> K | None:
+    """MAX for a loop carrying argmax's (value, index) and nothing else, MIN for argmin's: from
+    (-inf, 0) (+inf, 0), both updated by selects on one condition, `x > v` (`<`) or x NaN while v
+    is not, the index the loop's own (tir-to-loop's argmax: the first largest element, NaN the
+    largest). Threads' shares combine as the extreme value, then the least index that holds it
+    (rewrite.share_reductions)."""
+    if len(lp.accs) != 2 or not lp.accs[1].has_one_use():
+        return None
+    v, i = lp.accs
+    sv, si = (r.owner for r in lp.body.block.last_op.operands)
+    if not (isinstance(sv, arith.SelectOp) and isinstance(si, arith.SelectOp)) \
+            or sv.cond is not si.cond or sv.rhs is not v or si.rhs is not i:
+        return None
+    x, pos = sv.lhs, si.lhs
+    if not (isinstance(pos.owner, arith.IndexCastOp) and pos.owner.input is lp.iv) \
+            or depends_on(x, {v, i}, lp.body.block):
+        return None
+    inits = [c.owner.value.value.data if isinstance(c.owner, arith.ConstantOp) else None
+             for c in lp.inits]
+    kind = {math.inf: K.MIN, -math.inf: K.MAX}.get(inits[0]) if inits[1] == 0 else None
+    cond = sv.cond.owner
+    if kind is None or not isinstance(cond, arith.OrIOp):
+        return None
+    cmps = [o.owner for o in cond.operands]
+    better = next((c for c in cmps if isinstance(c, arith.CmpfOp) and c.lhs is x and c.rhs is v),
+                  None)
+    pred = "ogt" if kind == K.MAX else "olt"
+    if better is None or better.predicate.value.data != arith.CMPF_COMPARISON_OPERATIONS.index(pred):
+        return None
+    return kind
+
+
 F16_LOWEST = -65504.0  # the least negative of the float types' lowest values
 
 
@@ -325,31 +357,36 @@ def _identity_pair(lp: tile.ForOp) -> bool:
 class RowReduction:
     """A block region whose ops (after its last stage) run on the block's threads: its
     top-level reduce loops, each with its combiners, and the longest one's extent; `online`
-    those of them carrying an online softmax's (m, l) (kinds max, add; `online_pair`)."""
+    those of them carrying an online softmax's (m, l) (kinds max, add; `online_pair`), `args`
+    those carrying argmax's or argmin's (value, index) (kinds max or min, then min; `arg_pair`)."""
 
     ops: list[Operation]
     reduces: list[tuple[tile.ForOp, list[K]]]
     extent: int
     online: list[tile.ForOp] = field(default_factory=list)
+    args: list[tile.ForOp] = field(default_factory=list)
 
 
 def row_reduction(region: Block) -> RowReduction | None:
     ops = [op for op in region.ops if not isinstance(op, tile.YieldOp)]
     stages = [i for i, op in enumerate(ops) if isinstance(op, tile.StageOp)]
     ops = ops[stages[-1] + 1 :] if stages else ops
-    reduces, online = [], []
+    reduces, online, args = [], [], []
     for op in ops:
         if isinstance(op, tile.ForOp) and op.binding == tile.Bind.SERIAL and op.inits:
             kinds = combine_kinds(op)
             if kinds is None and online_pair(op):
                 kinds = [K.MAX, K.ADD]
                 online.append(op)
+            if kinds is None and (extreme := arg_pair(op)) is not None:
+                kinds = [extreme, K.MIN]
+                args.append(op)
             if kinds is None or op.static_lb is None:
                 return None
             reduces.append((op, kinds))
     if not reduces:
         return None
-    return RowReduction(ops, reduces, max(lp.extent or 0 for lp, _ in reduces), online)
+    return RowReduction(ops, reduces, max(lp.extent or 0 for lp, _ in reduces), online, args)
 
 
 @dataclass

@@ -54,7 +54,7 @@ class TileCooperativeReducePass(KernelPass):
         for _, row in rows:
             t = min(plan.knob("threads"), -(-row.extent // hw.WARP) * hw.WARP)
             outer = on_threads(row.ops, t)
-            share_reductions(row.reduces, outer.iv, t, online=row.online)
+            share_reductions(row.reduces, outer.iv, t, online=row.online, args=row.args)
             for op in list(outer.body.block.ops):
                 if isinstance(op, tile.ForOp) and op.is_free and op.static_lb is not None:
                     stride_loop(op, outer.iv, t, Builder(InsertPoint.before(op)))

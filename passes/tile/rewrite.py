@@ -489,13 +489,32 @@ def on_threads(ops: Sequence[Operation], threads: int, bind: tile.Bind = tile.Bi
 
 
 def share_reductions(reduces, t: SSAValue, threads: int, sliced: bool = False,
-                     online: Sequence[tile.ForOp] = ()) -> None:
+                     online: Sequence[tile.ForOp] = (), args: Sequence[tile.ForOp] = ()) -> None:
     """Each reduce loop (with its combiners) becomes thread `t`'s strided share (`sliced`: as
     `slice_loop`), started from the combiner's identity, followed by a `tile.combine` per
     accumulator (a non-identity init is folded in after it); uses of the loop's results read
     the combined values. An `online` loop's (m, l) (nest.online_pair): the max of the m, then
-    the sum of each thread's l times exp(m_t - max)."""
+    the sum of each thread's l times exp(m_t - max). An `args` loop's (value, index)
+    (nest.arg_pair): the extreme value, then the least index of a share that holds it (NaN for a
+    NaN: a share's index is its first, the shares' least is the row's first)."""
     for lp, kinds in reduces:
+        if lp in args:
+            new = slice_loop(lp, t, threads) if sliced else \
+                stride_loop(lp, t, threads, Builder(InsertPoint.before(lp)))
+            value, index = new.res
+            uses = [list(value.uses), list(index.uses)]
+            after = Builder(InsertPoint.after(new))
+            top = after.insert(tile.CombineOp(kinds[0], value)).result
+            holds = after.insert(arith.OrIOp(
+                after.insert(arith.CmpfOp(value, top, "oeq")).result,
+                after.insert(arith.CmpfOp(value, value, "une")).result)).result
+            never = after.insert(arith.ConstantOp(identity(K.MIN, index.type))).result
+            mine = after.insert(arith.SelectOp(holds, index, never)).result
+            first = after.insert(tile.CombineOp(K.MIN, mine)).result
+            for v, found in zip((top, first), uses):
+                for use in found:
+                    use.operation.operands[use.index] = v
+            continue
         if lp in online:
             new = slice_loop(lp, t, threads) if sliced else \
                 stride_loop(lp, t, threads, Builder(InsertPoint.before(lp)))

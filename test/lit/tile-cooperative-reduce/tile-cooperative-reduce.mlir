@@ -121,3 +121,45 @@ builtin.module {
     func.return %out : memref<16x16xf32>
   }
 }
+
+
+// -----
+
+// argmax: each thread its share's first largest (value, index); then the largest value over the
+// block, and the least index of a share that holds it (or holds NaN, the largest).
+// CHECK-LABEL: tile.kernel @argmax(
+// CHECK:           %[[M:.*]], %[[I:.*]] = tile.for %r0 = %[[T:.*]] to 1000 step 256 bind(serial) iter(%acc = %ninf, %idx = %zero) -> (f32, i64) {
+// CHECK:           %[[TOP:.*]] = tile.combine max %[[M]] over thread.x : f32
+// CHECK-NEXT:      %[[EQ:.*]] = arith.cmpf oeq, %[[M]], %[[TOP]] : f32
+// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf une, %[[M]], %[[M]] : f32
+// CHECK-NEXT:      %[[HOLDS:.*]] = arith.ori %[[EQ]], %[[NAN]] : i1
+// CHECK-NEXT:      %[[NEVER:.*]] = arith.constant 9223372036854775807 : i64
+// CHECK-NEXT:      %[[MINE:.*]] = arith.select %[[HOLDS]], %[[I]], %[[NEVER]] : i64
+// CHECK-NEXT:      %[[FIRST:.*]] = tile.combine min %[[MINE]] over thread.x : i64
+// CHECK-NEXT:      loop.store %[[FIRST]], %out[%a0] : memref<8xi64>
+builtin.module {
+  loop.kernel @argmax(%x: memref<8x1000xf32>, %out: memref<8xi64>) {
+    %ninf = arith.constant 0xff800000 : f32
+    %zero = arith.constant 0 : i64
+    loop.for %a0 = 0 to 8 free {
+      %m, %i = loop.for %r0 = 0 to 1000 reduce iter(%acc = %ninf, %idx = %zero) -> (f32, i64) {
+        %v = loop.load %x[%a0, %r0] : memref<8x1000xf32>
+        %gt = arith.cmpf ogt, %v, %acc : f32
+        %vnan = arith.cmpf une, %v, %v : f32
+        %anum = arith.cmpf oeq, %acc, %acc : f32
+        %newnan = arith.andi %vnan, %anum : i1
+        %take = arith.ori %gt, %newnan : i1
+        %pos = arith.index_cast %r0 : index to i64
+        %m2 = arith.select %take, %v, %acc : f32
+        %i2 = arith.select %take, %pos, %idx : i64
+        loop.yield %m2, %i2 : f32, i64
+      }
+      loop.store %i, %out[%a0] : memref<8xi64>
+    }
+  }
+  func.func @main(%x: memref<8x1000xf32>) -> memref<8xi64> {
+    %out = memref.alloc() : memref<8xi64>
+    loop.launch @argmax(%x, %out) : memref<8x1000xf32>, memref<8xi64>
+    func.return %out : memref<8xi64>
+  }
+}

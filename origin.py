@@ -31,26 +31,48 @@ def describe(node, expression_file: str | None = None) -> str:
     """The origin line of an FX node: its name, aten op, module path and the source line of the
     model's (or user's) code that called it — the innermost frame outside torch and deplo, so
     `q_proj(x)` in modeling_llama.py rather than F.linear in torch/nn/modules/linear.py."""
-    import torch
 
     op = str(node.target).removesuffix(".default")
     line = f"{node.name}: {op}"
+    whole = node.meta.get("original_aten")  # (the op a PyTorch decomposition took apart)
+    if whole is not None and whole != node.target and not str(whole).startswith(op):
+        line += f" of {str(whole).removesuffix('.default')}"
     stack = node.meta.get("nn_module_stack")
     if stack and (path := list(stack.values())[-1][0]):
         line += f" in {path}"
-    torch_dir, ours = os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep
-
-    def skipped(f: str) -> bool:  # torch's frames, deplo's own (not a venv inside its checkout)
-        return f.startswith(torch_dir) or (f.startswith(ours) and "-packages" not in f)
-
-    frames = [(f, n) for f, n in _FRAME.findall(node.meta.get("stack_trace") or "")
-              if f == expression_file or not skipped(f)]
-    if frames:
-        file, lineno = frames[-1]
+    if frame := user_frame(node, expression_file):
+        file, lineno, _ = frame
         where = "the expression" if file == expression_file else \
             f"{os.path.basename(file)}:{lineno}"
         line += f" at {where}"
     return line
+
+
+def user_frame(node, expression_file: str | None = None, any_frame: bool = False
+               ) -> tuple[str, str, str] | None:
+    """(file, line, code) of the innermost frame of an FX node's stack trace outside torch and
+    deplo (the expression file counts as the user's); `any_frame`: the innermost one."""
+    import torch
+
+    torch_dir, ours = os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep
+
+    def skipped(f: str) -> bool:  # torch's frames, deplo's own (not a venv inside its checkout,
+        # nor a test or example file there: the package is the checkout's root)
+        if f.startswith(torch_dir):
+            return True
+        top = f[len(ours):].split(os.sep)[0] if f.startswith(ours) else ""
+        return bool(top) and "-packages" not in f and \
+            (top.endswith(".py") or os.path.isfile(os.path.join(ours, top, "__init__.py")))
+
+    lines = (node.meta.get("stack_trace") or "").splitlines()
+    found = None
+    for i, text in enumerate(lines):
+        m = _FRAME.search(text)
+        if m and (any_frame or m[1] == expression_file or not skipped(m[1])):
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.search(lines[i + 1]) \
+                else ""
+            found = (m[1], m[2], code)
+    return found
 
 
 def of_op(op: Operation) -> list[str]:

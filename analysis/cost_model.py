@@ -85,7 +85,10 @@ FLOAT_FP32 = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.MaximumfOp, arith.
               arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp, arith.CmpfOp, arith.SelectOp,
               arith.ExtFOp, arith.TruncFOp)
 SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, xmath.CosOp,
-           xmath.LogOp, xmath.ErfOp, xmath.PowFOp, arith.DivfOp)
+           xmath.LogOp, xmath.ErfOp, xmath.PowFOp, arith.DivfOp, xmath.ExpM1Op, xmath.Log1pOp,
+           xmath.Log2Op, xmath.AtanOp, xmath.SinhOp, xmath.CoshOp, xmath.TanOp, xmath.Exp2Op,
+           xmath.Log10Op, xmath.AsinOp, xmath.AcosOp, xmath.AsinhOp, xmath.AcoshOp,
+           xmath.AtanhOp)
 
 
 class _Block:

@@ -67,6 +67,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.rewriter import Rewriter
 from xdsl.traits import (
     HasParent,
     IsolatedFromAbove,
@@ -537,6 +538,19 @@ class StoreOp(IRDLOperation):
         op = cls(v, b, ivs, amap)
         op.attributes |= attrs
         return op
+
+
+def reaccess(acc: LoadOp | StoreOp, indices: Sequence[SSAValue], amap: AffineMap,
+             buffer: SSAValue | None = None) -> None:
+    """Replace a load or store by one of `buffer` (default: its own) at `indices` through `amap`
+    (a load keeps its result's name): the passes that reshape buffers or indices share this."""
+    buf = acc.buffer if buffer is None else buffer
+    if isinstance(acc, LoadOp):
+        new: LoadOp | StoreOp = LoadOp(buf, indices, amap)
+        new.result.name_hint = acc.result.name_hint
+    else:
+        new = StoreOp(acc.value, buf, indices, amap)
+    Rewriter.replace_op(acc, new)
 
 
 @irdl_op_definition

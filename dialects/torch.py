@@ -104,6 +104,25 @@ UNARY_OPS: dict[str, str] = {
     "abs": "AbsOp",
     "log": "LogOp",
     "erf": "ErfOp",
+    "floor": "FloorOp",
+    "ceil": "CeilOp",
+    "trunc": "TruncOp",
+    "round": "RoundOp",
+    "sign": "SignOp",
+    "expm1": "Expm1Op",
+    "log1p": "Log1pOp",
+    "log2": "Log2Op",
+    "atan": "AtanOp",
+    "sinh": "SinhOp",
+    "cosh": "CoshOp",
+    "tan": "TanOp",
+    "exp2": "Exp2Op",
+    "log10": "Log10Op",
+    "asin": "AsinOp",
+    "acos": "AcosOp",
+    "asinh": "AsinhOp",
+    "acosh": "AcoshOp",
+    "atanh": "AtanhOp",
 }
 
 BINARY_OPS: dict[str, str] = {
@@ -948,6 +967,7 @@ REDUCTION_OPS: dict[str, str] = {
     "mean": "MeanOp",
     "amax": "AmaxOp",
     "amin": "AminOp",
+    "prod": "ProdOp",
 }
 
 

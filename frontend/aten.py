@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from deplo import origin
 from deplo.dialects import torch as T
 from deplo.frontend import expr as expr_module
 from deplo.frontend.dtypes import mlir_element_type, to_numpy
@@ -46,11 +47,13 @@ def where_from(node: torch.fx.Node) -> str:
         path = list(stack.values())[-1][0]
         if path:
             parts.append(f"in module '{path}'")
-    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
-    if trace and expr_module.__file__ in "".join(trace[-2:]):
+    # (a callable's own frames are not recorded: its ops are at our wrapper's call of it)
+    frame = origin.user_frame(node, expr_module.__file__) or \
+        origin.user_frame(node, expr_module.__file__, any_frame=True)
+    if frame and frame[0] == expr_module.__file__:
         parts.append("in the expression")
-    elif len(trace) >= 2:
-        parts.append(f"at {trace[-2].strip()}: {trace[-1].strip()}")
+    elif frame:
+        parts.append(f"at {frame[0]}:{frame[1]}: {frame[2]}")
     return " ".join(parts) or "(no source location recorded)"
 
 
@@ -99,6 +102,18 @@ Converter = Callable[[Importer, torch.fx.Node, TensorType], SSAValue]
 def _unary(name: str) -> Converter:
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         return im.insert(T.UNARY_CLASSES[name](im.value(node.args[0]), rt), name)
+
+    return convert
+
+
+def _rounding(name: str) -> Converter:
+    """floor / ceil / trunc / round: an integer tensor is already whole."""
+    unary = _unary(name)
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = im.value(node.args[0])
+        whole = isinstance(x.type.element_type, IntegerType)
+        return x if whole else unary(im, node, rt)
 
     return convert
 
@@ -303,6 +318,7 @@ SHAPE_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten.cat.default: _cat,
     torch.ops.aten.embedding.default: _embedding,
     torch.ops.aten.index.Tensor: _index,
+    torch.ops.aten._unsafe_index.Tensor: _index,  # (index without bounds checks: decompositions)
     torch.ops.aten.arange.default: _arange,
     torch.ops.aten.arange.start: _arange,
     torch.ops.aten.arange.start_step: _arange,
@@ -405,7 +421,7 @@ def _gelu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return im.insert(T.GeluOp(im.value(node.args[0]), approximate, rt), "gelu")
 
 
-_ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default}
+_ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default, torch.ops.aten.prod.default}
 
 
 def _reduction(name: str) -> Converter:
@@ -462,6 +478,26 @@ def _addmm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     if beta != 1:
         bias = im.insert(T.MulOp(bias, im.value(float(beta), rt), bias.type), "beta")
     return im.insert(T.AddOp(y, bias, rt), "addmm")
+
+
+def _addbmm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """addbmm: beta * self + alpha * sum_b(b1[b] @ b2[b]), the sum over the batch as one
+    matmul of [n, B*m] by [B*m, p]."""
+    b1, b2 = im.value(node.args[1]), im.value(node.args[2])
+    nb, n, m = b1.type.get_shape()
+    p = b2.type.get_shape()[2]
+    a = _reshape(im, im.insert(T.PermuteOp(b1, [1, 0, 2], _t(b1, [n, nb, m])), "addbmm"),
+                 [n, nb * m], "addbmm")
+    b = _reshape(im, b2, [nb * m, p], "addbmm")
+    y = im.insert(T.MatmulOp(a, b, _t(a, [n, p])), "addbmm")
+    if (alpha := node.kwargs.get("alpha", 1)) != 1:
+        y = im.insert(T.MulOp(y, im.value(float(alpha), rt), y.type), "alpha")
+    if (beta := node.kwargs.get("beta", 1)) == 0:
+        return y
+    bias = im.value(node.args[0])
+    if beta != 1:
+        bias = im.insert(T.MulOp(bias, im.value(float(beta), rt), bias.type), "beta")
+    return im.insert(T.AddOp(y, bias, rt), "addbmm")
 
 
 def _to_dtype(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -796,6 +832,193 @@ def _extreme_with_index(name: str) -> Converter:
     return convert
 
 
+def _round_decimals(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """round.decimals: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as aten."""
+    x, d = im.value(node.args[0]), int(_arg(node, 1, "decimals", 0))
+    if d == 0:
+        return im.insert(T.UNARY_CLASSES["round"](x, rt), "round")
+    scale = _scalar(im, 10.0 ** abs(d), x)
+    up, down = ("mul", "div") if d > 0 else ("div", "mul")
+    return _ew(im, down, im.insert(T.UNARY_CLASSES["round"](_ew(im, up, x, scale), rt), "round"),
+               scale)
+
+
+def _hardtanh(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """hardtanh (relu6 is hardtanh(0, 6)): clamp to [min_val, max_val]; NaN stays NaN."""
+    y = im.value(node.args[0])
+    lo, hi = float(_arg(node, 1, "min_val", -1.0)), float(_arg(node, 2, "max_val", 1.0))
+    return _ew(im, "minimum", _ew(im, "maximum", y, _scalar(im, lo, y)), _scalar(im, hi, y))
+
+
+def _leaky_relu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    x = im.value(node.args[0])
+    slope = float(_arg(node, 1, "negative_slope", 0.01))
+    return _select_positive(im, x, x, _ew(im, "mul", x, _scalar(im, slope, x)), rt)
+
+
+def _elu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """elu (selu and celu are elus with their constants): scale * x above 0, else
+    alpha * scale * expm1(x * input_scale)."""
+    x = im.value(node.args[0])
+    alpha, scale, in_scale = (float(_arg(node, i, k, 1.0)) for i, k in
+                              ((1, "alpha"), (2, "scale"), (3, "input_scale")))
+    neg = _ew(im, "expm1", _ew(im, "mul", x, _scalar(im, in_scale, x)))
+    neg = _ew(im, "mul", neg, _scalar(im, alpha * scale, x))
+    return _select_positive(im, x, _ew(im, "mul", x, _scalar(im, scale, x)), neg, rt)
+
+
+def _select_positive(im: Importer, x: SSAValue, pos: SSAValue, neg: SSAValue,
+                     rt: TensorType) -> SSAValue:
+    """where(x > 0, pos, neg) (NaN takes `neg`, which carries it)."""
+    above = im.insert(T.GtOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
+    return im.insert(T.WhereOp(above, pos, neg, rt), "where")
+
+
+def _is_value(kind: str) -> Converter:
+    """isnan (x != x), isinf (|x| == inf), logical_not (x == 0)."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = im.value(node.args[0])
+        if kind == "nan":
+            return im.insert(T.NeOp(x, x, rt), "isnan")
+        if kind == "inf":
+            if isinstance(x.type.element_type, IntegerType):
+                return im.insert(T.FullOp(0.0, rt), "isinf")
+            return im.insert(T.EqOp(_ew(im, "abs", x), _scalar(im, math.inf, x), rt), "isinf")
+        return im.insert(T.EqOp(x, _scalar(im, 0, x), rt), "logical_not")
+
+    return convert
+
+
+def _any_all(name: str) -> Converter:
+    """any / all (.default, .dim, .dims): the max / min of `x != 0` as 0/1 floats, then != 0."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x = im.value(node.args[0])
+        nz = im.insert(T.NeOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
+        f = im.insert(T.ToOp(nz, _t(x, elt=mlir_element_type(torch.float32))), name)
+        dims = _dims(node, 1, "dim", _rank(x)) if len(node.args) > 1 or "dim" in node.kwargs \
+            else list(range(_rank(x)))
+        y = _reduce(im, "amax" if name == "any" else "amin", f, dims,
+                    bool(_arg(node, 2, "keepdim", False)))
+        return im.insert(T.NeOp(y, _scalar(im, 0, y), rt), name)
+
+    return convert
+
+
+def _moments(std: bool) -> Converter:
+    """var_mean / std_mean (.correction, .dim): (var or std, mean)."""
+    spread = _variance(std)
+
+    def convert(im: Importer, node: torch.fx.Node, rts) -> tuple[SSAValue, SSAValue]:
+        x = _f32(im, im.value(node.args[0]))
+        dims = _dims(node, 1, "dim", _rank(x))
+        keep = _arg(node, 3, "keepdim", False) if node.target._overloadname == "dim" \
+            else node.kwargs.get("keepdim", False)
+        mean = _as_dtype(im, _reduce(im, "mean", x, dims, bool(keep)), rts[1].element_type)
+        return spread(im, node, rts[0]), mean
+
+    return convert
+
+
+def _modulo(rounding: str) -> Converter:
+    """remainder (a - floor(a / b) * b, the sign of b) and fmod (trunc: the sign of a); in
+    float32 for f16/bf16, one rounding."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        if isinstance(rt.element_type, IntegerType):
+            raise FrontendError(f"integer {node.target} is not supported (integer tensors are "
+                                f"indices here) {where_from(node)}")
+        a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
+        q = _ew(im, rounding, _ew(im, "div", a, b))
+        return _as_dtype(im, _ew(im, "sub", a, _ew(im, "mul", q, b)), rt.element_type)
+
+    return convert
+
+
+def _floor_divide(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """floor_divide: floor(a / b) (in float32 for f16/bf16, one rounding)."""
+    if isinstance(rt.element_type, IntegerType):
+        raise FrontendError(f"integer floor_divide is not supported (integer tensors are "
+                            f"indices here) {where_from(node)}")
+    a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
+    return _as_dtype(im, _ew(im, "floor", _ew(im, "div", a, b)), rt.element_type)
+
+
+def _logaddexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """log(exp(a) + exp(b)) = max(a, b) + log1p(exp(-|a - b|)), in float32 for f16/bf16;
+    where a == b it is a + log 2 (two equal infinities give that infinity, not NaN)."""
+    a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
+    gap = _ew(im, "neg", _ew(im, "abs", _ew(im, "sub", a, b)))
+    y = _ew(im, "add", _ew(im, "maximum", a, b), _ew(im, "log1p", _ew(im, "exp", gap)))
+    same = _ew(im, "add", a, _scalar(im, math.log(2), a))
+    eq = im.insert(T.EqOp(a, b, _t(y, elt=mlir_element_type(torch.bool))))
+    return _as_dtype(im, im.insert(T.WhereOp(eq, same, y, y.type), "logaddexp"), rt.element_type)
+
+
+def _copy(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """copy (functional, from decompositions that write a slice): `src` broadcast to `self`'s
+    shape in its dtype."""
+    src = _as_dtype(im, im.value(node.args[1]), rt.element_type)
+    return src if src.type == rt else im.insert(T.ExpandOp(src, rt), "copy")
+
+
+def _hypot(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    a, b = (im.value(x) for x in node.args[:2])
+    return _ew(im, "sqrt", _ew(im, "add", _ew(im, "mul", a, a), _ew(im, "mul", b, b)))
+
+
+def _flip(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """flip: each dim read through a reversed arange (an index on that dim)."""
+    x = im.value(node.args[0])
+    i64 = mlir_element_type(torch.int64)
+    for d in sorted({_norm(d, max(_rank(x), 1)) for d in node.args[1]}):
+        n = x.type.get_shape()[d] if _rank(x) else 1
+        if n <= 1:
+            continue
+        idx = im.insert(T.ArangeOp(n - 1, -1, -1, TensorType(i64, [n])), "flip")
+        x = im.insert(T.IndexOp(x, [idx], [d], x.type), "flip")
+    return x
+
+
+def _constant_pad(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """constant_pad_nd: per padded dim (pairs from the last dim), a slice for a negative pad and
+    a concatenation with `value`-filled blocks for a positive one."""
+    x = im.value(node.args[0])
+    pad, value = list(node.args[1]), float(_arg(node, 2, "value", 0.0) or 0.0)
+    for i in range(0, len(pad), 2):
+        d = _rank(x) - 1 - i // 2
+        lo, hi = pad[i], pad[i + 1]
+        n = x.type.get_shape()[d]
+        if lo < 0 or hi < 0:
+            start, stop = max(-lo, 0), n - max(-hi, 0)
+            shape = [*x.type.get_shape()[:d], stop - start, *x.type.get_shape()[d + 1:]]
+            x = im.insert(T.SliceOp(x, d, start, stop, 1, _t(x, shape)), "pad")
+        parts = []
+        for width in (max(lo, 0), None, max(hi, 0)):
+            if width is None:
+                parts.append(x)
+            elif width:
+                shape = [*x.type.get_shape()[:d], width, *x.type.get_shape()[d + 1:]]
+                parts.append(im.insert(T.FullOp(value, _t(x, shape)), "pad"))
+        if len(parts) > 1:
+            shape = list(x.type.get_shape())
+            shape[d] = sum(p.type.get_shape()[d] for p in parts)
+            x = im.insert(T.CatOp(parts, d, _t(x, shape)), "pad")
+    return x
+
+
+def _repeat(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """repeat: x viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], flattened."""
+    x = im.value(node.args[0])
+    reps = list(node.args[1])
+    shape = [1] * (len(reps) - _rank(x)) + list(x.type.get_shape())
+    x = _reshape(im, x, [v for s in shape for v in (1, s)], "repeat")
+    x = im.insert(T.ExpandOp(x, _t(x, [v for r, s in zip(reps, shape) for v in (r, s)])),
+                  "repeat")
+    return _reshape(im, x, rt.get_shape(), "repeat")
+
+
 def _index_select(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """index_select: torch.index on one dim (a 0-d input or index taken as 1-d)."""
     x, idx = im.value(node.args[0]), im.value(node.args[2])
@@ -938,6 +1161,35 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.linalg_vector_norm.default: _vector_norm,
     aten.group_norm.default: _group_norm,
     aten.batch_norm.default: _batch_norm,
+    aten.hardtanh.default: _hardtanh,
+    aten.round.decimals: _round_decimals,
+    aten.leaky_relu.default: _leaky_relu,
+    aten.elu.default: _elu,
+    aten.isnan.default: _is_value("nan"),
+    aten.isinf.default: _is_value("inf"),
+    aten.logical_not.default: _is_value("zero"),
+    **{op: _any_all(name) for name in ("any", "all")
+       for op in (getattr(aten, name).default, getattr(aten, name).dim, getattr(aten, name).dims)},
+    aten.prod.default: _reduction("prod"),
+    aten.prod.dim_int: _reduction("prod"),
+    aten.var_mean.correction: _moments(std=False),
+    aten.var_mean.dim: _moments(std=False),
+    aten.std_mean.correction: _moments(std=True),
+    aten.std_mean.dim: _moments(std=True),
+    aten.remainder.Scalar: _modulo("floor"),
+    aten.remainder.Tensor: _modulo("floor"),
+    aten.fmod.Scalar: _modulo("trunc"),
+    aten.fmod.Tensor: _modulo("trunc"),
+    aten.hypot.default: _hypot,
+    aten.copy.default: _copy,
+    aten.floor_divide.default: _floor_divide,
+    aten.logaddexp.default: _logaddexp,
+    aten.addbmm.default: _addbmm,
+    aten.flip.default: _flip,
+    aten.constant_pad_nd.default: _constant_pad,
+    aten.repeat.default: _repeat,
+    aten.numpy_T.default: lambda im, node, rt: im.insert(
+        T.PermuteOp(im.value(node.args[0]), list(range(rt.get_num_dims()))[::-1], rt), "T"),
     aten.max.dim: _extreme_with_index("max"),
     aten.min.dim: _extreme_with_index("min"),
     aten.baddbmm.default: _addmm,
@@ -951,6 +1203,10 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.abs.default: _unary("abs"),
     aten.log.default: _unary("log"),
     aten.erf.default: _unary("erf"),
+    **{getattr(aten, n).default: _rounding(n) if n in ("floor", "ceil", "trunc", "round")
+       else _unary(n) for n in ("floor", "ceil", "trunc", "round", "sign", "expm1", "log1p",
+                                "log2", "atan", "sinh", "cosh", "tan", "exp2", "log10",
+                                "asin", "acos", "asinh", "acosh", "atanh")},
     **{getattr(aten, f"conv{n}d").default: _conv for n in (1, 2, 3)},
     **{getattr(aten, f"conv{n}d").padding: _conv for n in (1, 2, 3)},
     **{getattr(aten, f"{k}{n}d").default: _pool(k) for k in ("max_pool", "avg_pool")

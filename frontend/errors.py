@@ -3,3 +3,11 @@
 
 class FrontendError(Exception):
     """An expression that does not evaluate, an op deplo does not support, a bad model source."""
+
+
+class UnsupportedOpError(FrontendError):
+    """An ATen op with no converter (the importer then tries PyTorch's decomposition of it)."""
+
+    def __init__(self, message: str, op: object = None):
+        super().__init__(message)
+        self.op = op

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
@@ -31,8 +32,9 @@ from deplo.frontend.aten import (
     tensor_type,
     where_from,
 )
+from deplo.frontend.decompose import decompose_unsupported
 from deplo.frontend.dtypes import to_numpy
-from deplo.frontend.errors import FrontendError
+from deplo.frontend.errors import FrontendError, UnsupportedOpError
 from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
 from deplo.frontend.layers import SCOPE_ATTR, layer_scope, outline_layers
 
@@ -118,6 +120,25 @@ def ssa_name(name: str) -> str:
     return name if re.match(r"[A-Za-z_$.-]", name) else "_" + name
 
 
+def _refuse_input_updates(ep: torch.export.ExportedProgram, placeholders: list[str],
+                          names: list[str]) -> None:
+    """An input updated in place (`y.mul_(2)`) is a side effect a compiled program cannot have:
+    refused, naming the input (it came back as an extra output). Export records it in the output
+    specs once functional, as an in-place op on the input before."""
+    updated = [s.target for s in ep.graph_signature.output_specs
+               if s.kind == OutputKind.USER_INPUT_MUTATION]
+    for n in ep.graph_module.graph.nodes:
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
+            updated += [a.name for a, arg in zip(n.args, n.target._schema.arguments)
+                        if isinstance(a, torch.fx.Node) and a.name in placeholders
+                        and arg.alias_info is not None and arg.alias_info.is_write]
+    if updated:
+        at = placeholders.index(updated[0]) if updated[0] in placeholders else None
+        which = f"{at + 1} ('{names[at]}')" if at is not None else f"'{updated[0]}'"
+        raise FrontendError(f"the program updates its input {which} in place; values are "
+                            "immutable here (return the new value instead)")
+
+
 def import_exported(
     ep: torch.export.ExportedProgram,
     input_names: Sequence[str] | None = None,
@@ -132,6 +153,7 @@ def import_exported(
     weights = [n for n in placeholders if specs[n.name].kind != InputKind.USER_INPUT]
     names = list(input_names) if input_names else [n.name for n in user]
 
+    _refuse_input_updates(ep, [n.name for n in user], names)
     known = dict(buffers or {}) | {
         k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)
     }
@@ -162,8 +184,8 @@ def import_exported(
             convert = ATEN_CONVERTERS.get(node.target)
             if convert is None:
                 why = f" ({REFUSED[node.target]})" if node.target in REFUSED else ""
-                raise FrontendError(
-                    f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}"
+                raise UnsupportedOpError(
+                    f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}", node.target
                 )
             last = im.block.last_op
             value = convert(im, node, result_type(node.meta["val"]))
@@ -182,7 +204,10 @@ def import_exported(
         elif node.op == "output":
             outs = node.args[0]
             outs = outs if isinstance(outs, (tuple, list)) else [outs]
-            results = [im.value(o) for o in outs]
+            kinds = [s.kind for s in ep.graph_signature.output_specs]
+            # (a buffer's update, BatchNorm's running statistics in training mode, is dropped)
+            results = [im.value(o) for o, k in zip(outs, kinds, strict=True)
+                       if k == OutputKind.USER_OUTPUT]
         elif node.op not in ("placeholder",):
             raise FrontendError(f"unsupported graph node {node.op} {node.target}")
     im.builder.insert(func.ReturnOp(*results))
@@ -203,7 +228,17 @@ def import_module(
     # remove_duplicate=False: a tied weight (lm_head = embed_tokens) is one tensor under two
     # names, and export may name it by either
     buffers = dict(module.named_buffers(remove_duplicate=False))
-    imported = import_exported(ep, input_names, buffers)
+    try:
+        imported = import_exported(ep, input_names, buffers)
+    except UnsupportedOpError as first:  # PyTorch's decompositions of what has no converter
+        ops = {n.target for n in ep.graph_module.graph.nodes if n.op == "call_function"}
+        try:
+            ep = _decomposed(ep)
+            imported = import_exported(ep, input_names, buffers)
+        except FrontendError as again:  # an op of the user's program, or else the first error
+            if isinstance(again, UnsupportedOpError) and again.op in ops:
+                raise
+            raise first from None  # (not what a decomposition left: diagonal's as_strided)
     imported.module = outline_layers(imported.module)
     constants = {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
     state = dict(module.named_parameters(remove_duplicate=False)) | buffers | constants
@@ -212,6 +247,18 @@ def import_module(
     return Program(imported.module, imported.input_names,
                    imported.param_names + list(imported.constants), params, inputs, module,
                    input_dtypes=[t.dtype for t in example_inputs])
+
+
+def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """`ep` through PyTorch's decompositions of its ops without a converter (only when one was
+    met: a model whose ops all convert is imported as exported, its shape-only ops folded)."""
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch's own deprecations, printed to the user)
+            return decompose_unsupported(ep, ATEN_CONVERTERS, REFUSED)
+    except Exception as e:  # noqa: BLE001 - torch's tracing may raise anything
+        raise FrontendError(f"decomposing ops deplo has no converter for failed: "
+                            f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
 
 
 def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):

@@ -50,6 +50,18 @@ def _abs(b: Builder, x: SSAValue) -> SSAValue:
     return b.insert(math.AbsFOp(x)).result
 
 
+def _sign(b: Builder, x: SSAValue) -> SSAValue:
+    """1, -1 or 0 (NaN and -0 give 0, as torch.sign)."""
+    zero, one, minus = (const(b, v, x.type) for v in (0.0, 1.0, -1.0))
+    neg = b.insert(arith.SelectOp(b.insert(arith.CmpfOp(x, zero, "olt")).result, minus, zero))
+    return b.insert(arith.SelectOp(b.insert(arith.CmpfOp(x, zero, "ogt")).result, one,
+                                   neg.result)).result
+
+
+def _math(op: type) -> Callable[..., SSAValue]:
+    return lambda b, x: b.insert(op(x)).result
+
+
 ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.ADD: _typed(arith.AddfOp, arith.AddiOp),
     EK.SUB: _typed(arith.SubfOp, arith.SubiOp),
@@ -70,6 +82,25 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.ERF: lambda b, x: b.insert(math.ErfOp(x)).result,
     EK.ABS: _abs,
     EK.LOG: lambda b, x: b.insert(math.LogOp(x)).result,
+    EK.FLOOR: _math(math.FloorOp),
+    EK.CEIL: _math(math.CeilOp),
+    EK.TRUNC: _math(math.TruncOp),
+    EK.ROUND: _math(math.RoundEvenOp),  # half to even, as torch.round
+    EK.SIGN: _sign,
+    EK.EXPM1: _math(math.ExpM1Op),
+    EK.LOG1P: _math(math.Log1pOp),
+    EK.LOG2: _math(math.Log2Op),
+    EK.ATAN: _math(math.AtanOp),
+    EK.SINH: _math(math.SinhOp),
+    EK.COSH: _math(math.CoshOp),
+    EK.TAN: _math(math.TanOp),
+    EK.EXP2: _math(math.Exp2Op),
+    EK.LOG10: _math(math.Log10Op),
+    EK.ASIN: _math(math.AsinOp),
+    EK.ACOS: _math(math.AcosOp),
+    EK.ASINH: _math(math.AsinhOp),
+    EK.ACOSH: _math(math.AcoshOp),
+    EK.ATANH: _math(math.AtanhOp),
     EK.AND: lambda b, x, y: b.insert(arith.AndIOp(x, y)).result,
     EK.OR: lambda b, x, y: b.insert(arith.OrIOp(x, y)).result,
 }

@@ -43,7 +43,10 @@ BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
                "maximum": EK.MAX, "minimum": EK.MIN}
 UNARY_KIND = {"neg": EK.NEG, "exp": EK.EXP, "rsqrt": EK.RSQRT, "sqrt": EK.SQRT,
               "tanh": EK.TANH, "sigmoid": EK.SIGMOID, "silu": EK.SILU,
-              "cos": EK.COS, "sin": EK.SIN, "abs": EK.ABS, "log": EK.LOG, "erf": EK.ERF}
+              "cos": EK.COS, "sin": EK.SIN, "abs": EK.ABS, "log": EK.LOG, "erf": EK.ERF,
+              **{k: EK(k) for k in ("floor", "ceil", "trunc", "round", "sign", "expm1", "log1p",
+                                    "log2", "atan", "sinh", "cosh", "tan", "exp2", "log10",
+                                    "asin", "acos", "asinh", "acosh", "atanh")}}
 COMPARE_KIND = {k.value: k for k in tir.CompareKind}  # torch.eq ... torch.ge
 
 
@@ -229,7 +232,7 @@ def reduction(b: TirBuilder, kind: tir.ReduceKind, x: SSAValue, dims: Sequence[i
     if not dims:
         return x
     like = x.type
-    if kind == tir.ReduceKind.ADD:
+    if kind in (tir.ReduceKind.ADD, tir.ReduceKind.MUL):
         x = _opmath(b, x)
     r = b.reduce(kind, x, dims)
     if mean:
@@ -400,6 +403,7 @@ MATH_DECOMPOSITIONS: dict[str, Decomposition] = {
     "mean": _reduction(tir.ReduceKind.ADD, mean=True),
     "amax": _reduction(tir.ReduceKind.MAX),
     "amin": _reduction(tir.ReduceKind.MIN),
+    "prod": _reduction(tir.ReduceKind.MUL),
     "argmax": _arg_reduction(tir.ReduceKind.ARGMAX),
     "argmin": _arg_reduction(tir.ReduceKind.ARGMIN),
     "cumsum": _scan(tir.ReduceKind.ADD),

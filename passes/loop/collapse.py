@@ -36,7 +36,6 @@ from xdsl.ir.affine import (
     AffineMap,
 )
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from deplo.dialects import loop
 from deplo.passes.loop.intermediates import intermediates, retype
@@ -80,12 +79,7 @@ def _merge(p: int, c: int):
             if merged is None:
                 merged = r[p] * c + r[p + 1]
             amap = AffineMap(m.num_dims, 0, (*r[:p], merged, *r[p + 2:]))
-            if isinstance(acc, loop.LoadOp):
-                new = loop.LoadOp(arg, list(acc.indices), amap)
-                new.result.name_hint = acc.result.name_hint
-            else:
-                new = loop.StoreOp(acc.value, arg, list(acc.indices), amap)
-            Rewriter.replace_op(acc, new)
+            loop.reaccess(acc, list(acc.indices), amap, arg)
     return rewrite
 
 

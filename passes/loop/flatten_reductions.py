@@ -79,13 +79,7 @@ def _reindex(access: loop.LoadOp | loop.StoreOp, hi: SSAValue, flat: SSAValue, n
              for v in old]
     results = tuple(_tidy(r.replace_dims_and_symbols(exprs, []))
                     for r in access.access_map().results)
-    amap = AffineMap(len(new), 0, results)
-    if isinstance(access, loop.LoadOp):
-        rep = loop.LoadOp(access.buffer, new, amap)
-        rep.result.name_hint = access.result.name_hint
-    else:
-        rep = loop.StoreOp(access.value, access.buffer, new, amap)
-    Rewriter.replace_op(access, rep)
+    loop.reaccess(access, new, AffineMap(len(new), 0, results))
 
 
 def _tidy(e: AffineExpr) -> AffineExpr:

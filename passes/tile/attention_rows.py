@@ -401,12 +401,7 @@ def rewrite(row: FlashRow, threads: int) -> None:
             else:
                 d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
                 indices, amap = [acc.indices[0], t], AffineMap(2, 0, ((d0 - d1) // threads,))
-            if isinstance(acc, loop.LoadOp):
-                rep = loop.LoadOp(new_p.result, indices, amap)
-                rep.result.name_hint = acc.result.name_hint
-            else:
-                rep = loop.StoreOp(acc.value, new_p.result, indices, amap)
-            Rewriter.replace_op(acc, rep)
+            loop.reaccess(acc, indices, amap, new_p.result)
         Rewriter.erase_op(p)
 
 

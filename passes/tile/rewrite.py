@@ -498,33 +498,14 @@ def share_reductions(reduces, t: SSAValue, threads: int, sliced: bool = False,
     (nest.arg_pair): the extreme value, then the least index of a share that holds it (NaN for a
     NaN: a share's index is its first, the shares' least is the row's first)."""
     for lp, kinds in reduces:
-        if lp in args:
+        if lp in args or lp in online:
             new = slice_loop(lp, t, threads) if sliced else \
                 stride_loop(lp, t, threads, Builder(InsertPoint.before(lp)))
-            value, index = new.res
-            uses = [list(value.uses), list(index.uses)]
+            uses = [list(r.uses) for r in new.res]
             after = Builder(InsertPoint.after(new))
-            top = after.insert(tile.CombineOp(kinds[0], value)).result
-            holds = after.insert(arith.OrIOp(
-                after.insert(arith.CmpfOp(value, top, "oeq")).result,
-                after.insert(arith.CmpfOp(value, value, "une")).result)).result
-            never = after.insert(arith.ConstantOp(identity(K.MIN, index.type))).result
-            mine = after.insert(arith.SelectOp(holds, index, never)).result
-            first = after.insert(tile.CombineOp(K.MIN, mine)).result
-            for v, found in zip((top, first), uses):
-                for use in found:
-                    use.operation.operands[use.index] = v
-            continue
-        if lp in online:
-            new = slice_loop(lp, t, threads) if sliced else \
-                stride_loop(lp, t, threads, Builder(InsertPoint.before(lp)))
-            m, l_ = new.res
-            uses = [list(m.uses), list(l_.uses)]
-            after = Builder(InsertPoint.after(new))
-            top = after.insert(tile.CombineOp(K.MAX, m)).result
-            mine = after.insert(arith.MulfOp(l_, exp_minus(after, m, top))).result
-            total = after.insert(tile.CombineOp(K.ADD, mine)).result
-            for value, found in zip((top, total), uses):
+            pair = _first_extreme(after, kinds[0], *new.res) if lp in args else \
+                _online_totals(after, *new.res)
+            for value, found in zip(pair, uses):
                 for use in found:
                     use.operation.operands[use.index] = value
             continue
@@ -547,6 +528,25 @@ def share_reductions(reduces, t: SSAValue, threads: int, sliced: bool = False,
                 res.name_hint = "p"
             for use in uses:
                 use.operation.operands[use.index] = total
+
+
+def _online_totals(b: Builder, m: SSAValue, l_: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The block's (m, l) from each thread's: the max m, the sum of l exp(m_t - max)."""
+    top = b.insert(tile.CombineOp(K.MAX, m)).result
+    mine = b.insert(arith.MulfOp(l_, exp_minus(b, m, top))).result
+    return top, b.insert(tile.CombineOp(K.ADD, mine)).result
+
+
+def _first_extreme(b: Builder, kind: K, value: SSAValue, index: SSAValue
+                   ) -> tuple[SSAValue, SSAValue]:
+    """The block's (extreme, index) from each thread's first extreme of its share: the extreme,
+    then the least index of a share holding it (or NaN, which the max/min combine keeps)."""
+    top = b.insert(tile.CombineOp(kind, value)).result
+    holds = b.insert(arith.OrIOp(b.insert(arith.CmpfOp(value, top, "oeq")).result,
+                                 b.insert(arith.CmpfOp(value, value, "une")).result)).result
+    never = b.insert(arith.ConstantOp(identity(K.MIN, index.type))).result
+    mine = b.insert(arith.SelectOp(holds, index, never)).result
+    return top, b.insert(tile.CombineOp(K.MIN, mine)).result
 
 
 def identity(kind: K, t: Attribute) -> Attribute:

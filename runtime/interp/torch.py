@@ -67,6 +67,25 @@ _TABLE: dict[str, Callable[..., Any]] = {
     "abs": ELEMENTWISE_IMPLS[K.ABS],
     "log": ELEMENTWISE_IMPLS[K.LOG],
     "erf": ELEMENTWISE_IMPLS[K.ERF],
+    "floor": ELEMENTWISE_IMPLS[K.FLOOR],
+    "ceil": ELEMENTWISE_IMPLS[K.CEIL],
+    "trunc": ELEMENTWISE_IMPLS[K.TRUNC],
+    "round": ELEMENTWISE_IMPLS[K.ROUND],
+    "sign": ELEMENTWISE_IMPLS[K.SIGN],
+    "expm1": ELEMENTWISE_IMPLS[K.EXPM1],
+    "log1p": ELEMENTWISE_IMPLS[K.LOG1P],
+    "log2": ELEMENTWISE_IMPLS[K.LOG2],
+    "atan": ELEMENTWISE_IMPLS[K.ATAN],
+    "sinh": ELEMENTWISE_IMPLS[K.SINH],
+    "cosh": ELEMENTWISE_IMPLS[K.COSH],
+    "tan": ELEMENTWISE_IMPLS[K.TAN],
+    "exp2": ELEMENTWISE_IMPLS[K.EXP2],
+    "log10": ELEMENTWISE_IMPLS[K.LOG10],
+    "asin": ELEMENTWISE_IMPLS[K.ASIN],
+    "acos": ELEMENTWISE_IMPLS[K.ACOS],
+    "asinh": ELEMENTWISE_IMPLS[K.ASINH],
+    "acosh": ELEMENTWISE_IMPLS[K.ACOSH],
+    "atanh": ELEMENTWISE_IMPLS[K.ATANH],
 }
 assert set(_TABLE) == set(torch_d.UNARY_OPS) | set(torch_d.BINARY_OPS), (
     "a torch op has no interpreter"
@@ -133,6 +152,7 @@ _REDUCTIONS: dict[str, Callable[..., Any]] = {
     "mean": lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims) if axis else x,
     "amax": _extreme(np.max, -np.inf),
     "amin": _extreme(np.min, np.inf),
+    "prod": lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
 }
 assert set(_REDUCTIONS) == set(torch_d.REDUCTION_OPS), "a torch reduction has no interpreter"
 

@@ -295,10 +295,10 @@ def test_truncated_kernel_so_is_rebuilt() -> None:
 
 
 def test_truncated_cubin_is_rebuilt() -> None:
+    import time
+
     from deplo.runtime import cache
     from deplo.runtime.gpu import compile_cubin
-
-    import time
 
     # a kernel no earlier run cached (an edited header leaves byte-equal cubins under old keys)
     src = ('extern "C" __global__ void robust_cubin(float* x) { x[threadIdx.x] = '

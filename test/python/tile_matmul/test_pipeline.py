@@ -114,8 +114,8 @@ def test_the_heuristic_keeps_to_static_shared_memory():
 def test_the_model_counts_dynamic_shared_memory():
     """ptxas reports static shared memory only: occupancy reads the kernel's own buffers, 147 KB
     here, one block an SM (228 KB), where the 0 bytes ptxas sees would allow several."""
-    from deplo.dialects import kernel
     from deplo.analysis import cost_model as cm
+    from deplo.dialects import kernel
 
     c, _ = _linear_plan({"splits": 1, "mma": False, "reg_m": 8, "reg_n": 8, "threads_m": 8,
                          "threads_n": 8, "k_chunk": 64, "stage": True, "pad": 4,

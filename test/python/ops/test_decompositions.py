@@ -1,0 +1,79 @@
+"""Ops deplo has no converter for go through PyTorch's own decompositions (frontend/decompose.py)
+— only when the program has one, and only those ops; what still has no converter is an error
+naming the user's op, never a primitive a decomposition left behind."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import deplo
+from deplo import origin
+from deplo.frontend.errors import FrontendError, UnsupportedOpError
+
+
+class Block(torch.nn.Module):
+    """A small conv-net block: padding, upsampling, hardswish, a loss-style reduction."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = F.hardswish(self.bn(self.conv(F.pad(x, (1, 1, 1, 1), mode="reflect"))))
+        y = F.interpolate(y, scale_factor=2, mode="bilinear")
+        return torch.einsum("nchw,c->nhw", y, torch.arange(4.0)), F.logsigmoid(y).mean((1, 2, 3))
+
+
+def test_a_block_of_decomposed_ops_matches_pytorch() -> None:
+    m = Block()
+    with torch.no_grad():
+        m.bn.running_mean.normal_()
+        m.bn.running_var.uniform_(0.5, 2)
+    c = deplo.compile(m, [torch.randn(2, 3, 6, 5)])
+    ops = {op.name for op in c.module("torch").walk()}
+    assert "torch.linear" not in ops and "torch.matmul" in ops  # einsum's bmm
+    lines = [line for k in c.module("loop").walk() for line in origin.of_op(k)]
+    assert any(" of aten.hardswish at test_decompositions.py:" in line for line in lines), lines
+    assert c.check(seed=1).ok
+    assert c.check(target="interp", level="loop", seed=2).ok
+
+
+def test_converted_ops_are_not_decomposed() -> None:
+    """linear stays one op beside a decomposed one (its matmul keeps its shape)."""
+    c = deplo.compile(lambda x, w: F.softplus(F.linear(x, w)), [torch.randn(3, 8), torch.randn(5, 8)])
+    assert any(op.name == "torch.linear" for op in c.module("torch").walk())
+    assert c.check(seed=1).ok
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda x: torch.diagonal(x), "aten.diagonal.default"),  # (decomposes to as_strided)
+    (lambda x: torch.erfinv(x.tanh()), "aten.erfinv.default"),
+    (lambda x: torch.bucketize(x, torch.tensor([-1.0, 0.0, 1.0])), "aten.bucketize.Tensor"),
+])
+def test_what_stays_unsupported_names_the_users_op(fn, op) -> None:
+    with pytest.raises(UnsupportedOpError, match=f"unsupported PyTorch op '{op}' at "):
+        deplo.compile(fn, [torch.randn(4, 4)])
+
+
+def test_the_error_names_the_line_of_a_modules_code() -> None:
+    """The innermost frame outside torch and deplo: the module's line, not torch's F.pad."""
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.special.erfinv(x)
+
+    with pytest.raises(UnsupportedOpError, match=r"test_decompositions.py:\d+: return torch"):
+        deplo.compile(M(), [torch.randn(3)])
+
+
+def test_an_input_updated_in_place_is_refused() -> None:
+    """An in-place update of an input is a side effect the program cannot have (it came back as
+    an extra output)."""
+    def fn(x, y):
+        y.mul_(2)
+        return x + y
+
+    with pytest.raises(FrontendError, match=r"updates its input 2 .* in place"):
+        deplo.compile(fn, [torch.randn(3), torch.randn(3)])

@@ -56,12 +56,12 @@ def user_frame(node, expression_file: str | None = None, any_frame: bool = False
 
     torch_dir, ours = os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep
 
-    def skipped(f: str) -> bool:  # torch's frames, deplo's own (not a venv inside its checkout,
-        # nor a test or example file there: the package is the checkout's root)
+    def skipped(f: str) -> bool:  # torch's frames, deplo's own package files (not a venv, test
+        # or example inside a checkout: the package is the checkout's root)
         if f.startswith(torch_dir):
             return True
         top = f[len(ours):].split(os.sep)[0] if f.startswith(ours) else ""
-        return bool(top) and "-packages" not in f and \
+        return bool(top) and \
             (top.endswith(".py") or os.path.isfile(os.path.join(ours, top, "__init__.py")))
 
     lines = (node.meta.get("stack_trace") or "").splitlines()

@@ -92,6 +92,7 @@ class ElementwiseKind(StrEnum):
     SIGMOID = "sigmoid"
     SILU = "silu"
     POW = "pow"
+    FMOD = "fmod"
     COS = "cos"
     SIN = "sin"
     ERF = "erf"
@@ -121,14 +122,15 @@ class ElementwiseKind(StrEnum):
 
 
 ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
-    k: 2 if k in ("add", "sub", "mul", "div", "max", "min", "pow", "and", "or") else 1
+    k: 2 if k in ("add", "sub", "mul", "div", "max", "min", "pow", "fmod", "and", "or") else 1
     for k in ElementwiseKind
 }
 
 LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
 """The kinds on i1 tensors; every other kind computes on numbers."""
 
-INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs"))
+INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs",
+                                                   "sign"))
 """The kinds that also compute on integers (index arithmetic; torch computes the rest in a
 float type)."""
 

@@ -133,6 +133,7 @@ BINARY_OPS: dict[str, str] = {
     "maximum": "MaximumOp",
     "minimum": "MinimumOp",
     "pow": "PowOp",
+    "fmod": "FmodOp",  # C's fmod: the sign of the dividend (torch.fmod)
 }
 
 # comparisons: operands of one element type, broadcast together; the result is i1

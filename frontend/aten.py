@@ -100,8 +100,12 @@ Converter = Callable[[Importer, torch.fx.Node, TensorType], SSAValue]
 
 
 def _unary(name: str) -> Converter:
+    """A unary torch op; an integer input of a float-valued op (log2 of an int tensor) is
+    converted to the result's type first, as torch promotes it."""
+
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        return im.insert(T.UNARY_CLASSES[name](im.value(node.args[0]), rt), name)
+        return im.insert(T.UNARY_CLASSES[name](_as_dtype(im, im.value(node.args[0]),
+                                                         rt.element_type), rt), name)
 
     return convert
 
@@ -425,7 +429,8 @@ _ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default, torch.ops.
 
 
 def _reduction(name: str) -> Converter:
-    """sum / mean (.default: every dim; .dim_IntList / .dim), amax, amin: an empty dim list
+    """sum / mean / prod (.default: every dim; .dim_IntList / .dim / .dim_int), amax, amin: an
+    empty dim list
     means every dim; a dtype argument converts the input first."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -851,7 +856,7 @@ def _hardtanh(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 
 def _leaky_relu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    x = im.value(node.args[0])
+    x = _f32(im, im.value(node.args[0]))
     slope = float(_arg(node, 1, "negative_slope", 0.01))
     return _select_positive(im, x, x, _ew(im, "mul", x, _scalar(im, slope, x)), rt)
 
@@ -859,7 +864,7 @@ def _leaky_relu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 def _elu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """elu (selu and celu are elus with their constants): scale * x above 0, else
     alpha * scale * expm1(x * input_scale)."""
-    x = im.value(node.args[0])
+    x = _f32(im, im.value(node.args[0]))
     alpha, scale, in_scale = (float(_arg(node, i, k, 1.0)) for i, k in
                               ((1, "alpha"), (2, "scale"), (3, "input_scale")))
     neg = _ew(im, "expm1", _ew(im, "mul", x, _scalar(im, in_scale, x)))
@@ -869,9 +874,10 @@ def _elu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 def _select_positive(im: Importer, x: SSAValue, pos: SSAValue, neg: SSAValue,
                      rt: TensorType) -> SSAValue:
-    """where(x > 0, pos, neg) (NaN takes `neg`, which carries it)."""
+    """where(x > 0, pos, neg) (NaN takes `neg`, which carries it), rounded once to `rt`."""
     above = im.insert(T.GtOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
-    return im.insert(T.WhereOp(above, pos, neg, rt), "where")
+    y = im.insert(T.WhereOp(above, pos, neg, _t(pos, elt=pos.type.element_type)), "where")
+    return _as_dtype(im, y, rt.element_type)
 
 
 def _is_value(kind: str) -> Converter:
@@ -891,7 +897,8 @@ def _is_value(kind: str) -> Converter:
 
 
 def _any_all(name: str) -> Converter:
-    """any / all (.default, .dim, .dims): the max / min of `x != 0` as 0/1 floats, then != 0."""
+    """any / all (.default, .dim, .dims): the sum (any: 0 over nothing) / min (all: +inf over
+    nothing) of `x != 0` as 0/1 floats, then != 0."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         x = im.value(node.args[0])
@@ -899,7 +906,7 @@ def _any_all(name: str) -> Converter:
         f = im.insert(T.ToOp(nz, _t(x, elt=mlir_element_type(torch.float32))), name)
         dims = _dims(node, 1, "dim", _rank(x)) if len(node.args) > 1 or "dim" in node.kwargs \
             else list(range(_rank(x)))
-        y = _reduce(im, "amax" if name == "any" else "amin", f, dims,
+        y = _reduce(im, "sum" if name == "any" else "amin", f, dims,
                     bool(_arg(node, 2, "keepdim", False)))
         return im.insert(T.NeOp(y, _scalar(im, 0, y), rt), name)
 
@@ -921,28 +928,38 @@ def _moments(std: bool) -> Converter:
     return convert
 
 
-def _modulo(rounding: str) -> Converter:
-    """remainder (a - floor(a / b) * b, the sign of b) and fmod (trunc: the sign of a); in
+def _modulo(name: str) -> Converter:
+    """fmod (C's: the sign of a), remainder (the sign of b: fmod, plus b where the signs
+    differ) and floor_divide ((a - remainder) / b, rounded as aten's div_floor_floating); in
     float32 for f16/bf16, one rounding."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         if isinstance(rt.element_type, IntegerType):
-            raise FrontendError(f"integer {node.target} is not supported (integer tensors are "
+            raise FrontendError(f"integer {name} is not supported (integer tensors are "
                                 f"indices here) {where_from(node)}")
         a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
-        q = _ew(im, rounding, _ew(im, "div", a, b))
-        return _as_dtype(im, _ew(im, "sub", a, _ew(im, "mul", q, b)), rt.element_type)
+        mod = _ew(im, "fmod", a, b)
+        zero = _scalar(im, 0, mod)
+        bool_t = _t(mod, elt=mlir_element_type(torch.bool))
+        fix = im.insert(T.LogicalAndOp(im.insert(T.NeOp(mod, zero, bool_t)), im.insert(T.NeOp(
+            im.insert(T.LtOp(b, zero, _t(b, elt=bool_t.element_type))),
+            im.insert(T.LtOp(mod, zero, bool_t)), bool_t)), bool_t))
+        if name == "remainder":
+            mod = im.insert(T.WhereOp(fix, _ew(im, "add", mod, b), mod, mod.type))
+        if name == "floor_divide":
+            div = _ew(im, "div", _ew(im, "sub", a, mod), b)
+            div = im.insert(T.WhereOp(fix, _ew(im, "sub", div, _scalar(im, 1, div)), div, div.type))
+            down = _ew(im, "floor", div)
+            up = im.insert(T.GtOp(_ew(im, "sub", div, down), _scalar(im, 0.5, div), bool_t))
+            q = im.insert(T.WhereOp(up, _ew(im, "add", down, _scalar(im, 1, down)), down, div.type))
+            exact = _ew(im, "div", a, b)  # (b == 0: a / b; a zero quotient keeps its sign)
+            q = im.insert(T.WhereOp(im.insert(T.EqOp(div, zero, bool_t)),
+                                    _ew(im, "mul", exact, zero), q, div.type))
+            mod = im.insert(T.WhereOp(im.insert(T.EqOp(b, zero, _t(b, elt=bool_t.element_type))),
+                                      exact, q, div.type))
+        return _as_dtype(im, mod, rt.element_type)
 
     return convert
-
-
-def _floor_divide(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """floor_divide: floor(a / b) (in float32 for f16/bf16, one rounding)."""
-    if isinstance(rt.element_type, IntegerType):
-        raise FrontendError(f"integer floor_divide is not supported (integer tensors are "
-                            f"indices here) {where_from(node)}")
-    a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
-    return _as_dtype(im, _ew(im, "floor", _ew(im, "div", a, b)), rt.element_type)
 
 
 def _logaddexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -964,8 +981,20 @@ def _copy(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 
 def _hypot(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    a, b = (im.value(x) for x in node.args[:2])
-    return _ew(im, "sqrt", _ew(im, "add", _ew(im, "mul", a, a), _ew(im, "mul", b, b)))
+    """sqrt(a^2 + b^2) without overflow: m sqrt(1 + (n/m)^2) for m, n the larger and smaller
+    magnitude (0 where m is, inf where either is, as C's hypot); in float32 for f16/bf16."""
+    a, b = (_ew(im, "abs", _f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)))
+            for x in node.args[:2])
+    m, n = _ew(im, "maximum", a, b), _ew(im, "minimum", a, b)
+    r = _ew(im, "div", n, m)
+    y = _ew(im, "mul", m, _ew(im, "sqrt", _ew(im, "add", _scalar(im, 1, r), _ew(im, "mul", r, r))))
+    bool_t = _t(y, elt=mlir_element_type(torch.bool))
+    y = im.insert(T.WhereOp(im.insert(T.EqOp(m, _scalar(im, 0, m), bool_t)), m, y, y.type))
+    inf = _scalar(im, math.inf, y)
+    either = im.insert(T.LogicalOrOp(im.insert(T.EqOp(a, inf, _t(a, elt=bool_t.element_type))),
+                                     im.insert(T.EqOp(b, inf, _t(b, elt=bool_t.element_type))),
+                                     bool_t))
+    return _as_dtype(im, im.insert(T.WhereOp(either, inf, y, y.type)), rt.element_type)
 
 
 def _flip(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -1176,13 +1205,13 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.var_mean.dim: _moments(std=False),
     aten.std_mean.correction: _moments(std=True),
     aten.std_mean.dim: _moments(std=True),
-    aten.remainder.Scalar: _modulo("floor"),
-    aten.remainder.Tensor: _modulo("floor"),
-    aten.fmod.Scalar: _modulo("trunc"),
-    aten.fmod.Tensor: _modulo("trunc"),
+    aten.remainder.Scalar: _modulo("remainder"),
+    aten.remainder.Tensor: _modulo("remainder"),
+    aten.fmod.Scalar: _modulo("fmod"),
+    aten.fmod.Tensor: _modulo("fmod"),
     aten.hypot.default: _hypot,
     aten.copy.default: _copy,
-    aten.floor_divide.default: _floor_divide,
+    aten.floor_divide.default: _modulo("floor_divide"),
     aten.logaddexp.default: _logaddexp,
     aten.addbmm.default: _addbmm,
     aten.flip.default: _flip,

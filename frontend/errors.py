@@ -2,7 +2,10 @@
 
 
 class FrontendError(Exception):
-    """An expression that does not evaluate, an op deplo does not support, a bad model source."""
+    """An expression that does not evaluate, an op deplo does not support, a bad model source;
+    `op`: the ATen op it is about, where there is one."""
+
+    op: object = None
 
 
 class UnsupportedOpError(FrontendError):

@@ -188,7 +188,11 @@ def import_exported(
                     f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}", node.target
                 )
             last = im.block.last_op
-            value = convert(im, node, result_type(node.meta["val"]))
+            try:
+                value = convert(im, node, result_type(node.meta["val"]))
+            except FrontendError as e:  # (which op it was about: import_module's fallback)
+                e.op = getattr(e, "op", None) or node.target
+                raise
             im.values[node] = value
             # every op the converter built (constants, dtype conversions too) carries the
             # node's origin and joins its layer's scope
@@ -223,7 +227,10 @@ def import_module(
     example_inputs: Sequence[torch.Tensor],
     input_names: Sequence[str] | None = None,
 ) -> Program:
-    """Export `module` on the example inputs (no_grad, non-strict) and import it."""
+    """Export `module` on the example inputs (no_grad, non-strict) and import it. A tensor
+    passed twice is two inputs (export would alias them: one argument read for both)."""
+    seen: set[int] = set()
+    example_inputs = [t.clone() if id(t) in seen or seen.add(id(t)) else t for t in example_inputs]
     ep = export(module, example_inputs)
     # remove_duplicate=False: a tied weight (lm_head = embed_tokens) is one tensor under two
     # names, and export may name it by either
@@ -231,14 +238,18 @@ def import_module(
     try:
         imported = import_exported(ep, input_names, buffers)
     except UnsupportedOpError as first:  # PyTorch's decompositions of what has no converter
+        if first.op in REFUSED:
+            raise
         ops = {n.target for n in ep.graph_module.graph.nodes if n.op == "call_function"}
         try:
             ep = _decomposed(ep)
             imported = import_exported(ep, input_names, buffers)
-        except FrontendError as again:  # an op of the user's program, or else the first error
-            if isinstance(again, UnsupportedOpError) and again.op in ops:
+        except FrontendError as again:  # about an op of the user's program, or the first error
+            if getattr(again, "op", None) in ops:
                 raise
-            raise first from None  # (not what a decomposition left: diagonal's as_strided)
+            # (what a decomposition left, diagonal's as_strided, is named second)
+            raise UnsupportedOpError(f"{first}; after PyTorch's decompositions: {again}",
+                                     first.op) from None
     imported.module = outline_layers(imported.module)
     constants = {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}
     state = dict(module.named_parameters(remove_duplicate=False)) | buffers | constants

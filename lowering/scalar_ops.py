@@ -53,9 +53,31 @@ def _abs(b: Builder, x: SSAValue) -> SSAValue:
 def _sign(b: Builder, x: SSAValue) -> SSAValue:
     """1, -1 or 0 (NaN and -0 give 0, as torch.sign)."""
     zero, one, minus = (const(b, v, x.type) for v in (0.0, 1.0, -1.0))
-    neg = b.insert(arith.SelectOp(b.insert(arith.CmpfOp(x, zero, "olt")).result, minus, zero))
-    return b.insert(arith.SelectOp(b.insert(arith.CmpfOp(x, zero, "ogt")).result, one,
-                                   neg.result)).result
+    below, above = (compare(b, kind, x, zero) for kind in (CK.LT, CK.GT))
+    neg = b.insert(arith.SelectOp(below, minus, zero))
+    return b.insert(arith.SelectOp(above, one, neg.result)).result
+
+
+def _fmod(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """C's fmod (xDSL's arith has no remf): x - trunc(x / y) y in one rounding (an fma), moved by
+    |y| once where the rounded quotient was one off (1e8 fmod 3 is 1, not 0 or -2); exact while
+    the quotient is below 2^24 in f32. A zero keeps x's sign; a finite x over an infinite y is x."""
+    def ins(op):
+        return b.insert(op).result
+
+    t = ins(math.TruncOp(ins(arith.DivfOp(x, y))))
+    r = ins(math.FmaOp(ins(arith.NegfOp(t)), y, x))
+    zero = const(b, 0.0, x.type)
+    step = ins(math.CopySignOp(ins(math.AbsFOp(y)), x))  # |y| toward x's sign
+    over = ins(arith.CmpfOp(ins(arith.MulfOp(r, x)), zero, "olt"))  # r's sign is not x's
+    r = ins(arith.SelectOp(over, ins(arith.AddfOp(r, step)), r))
+    under = ins(arith.CmpfOp(ins(math.AbsFOp(r)), ins(math.AbsFOp(y)), "oge"))
+    r = ins(arith.SelectOp(under, ins(arith.SubfOp(r, step)), r))
+    r = ins(arith.SelectOp(ins(arith.CmpfOp(r, zero, "oeq")), ins(math.CopySignOp(zero, x)), r))
+    inf = const(b, float("inf"), x.type)
+    finite_x = ins(arith.CmpfOp(ins(math.AbsFOp(x)), inf, "olt"))
+    inf_y = ins(arith.CmpfOp(ins(math.AbsFOp(y)), inf, "oeq"))
+    return ins(arith.SelectOp(ins(arith.AndIOp(finite_x, inf_y)), x, r))
 
 
 def _math(op: type) -> Callable[..., SSAValue]:
@@ -77,6 +99,7 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.SIGMOID: _sigmoid,
     EK.SILU: lambda b, x: b.insert(arith.MulfOp(x, _sigmoid(b, x))).result,
     EK.POW: lambda b, x, y: b.insert(math.PowFOp(x, y)).result,
+    EK.FMOD: _fmod,
     EK.COS: lambda b, x: b.insert(math.CosOp(x)).result,
     EK.SIN: lambda b, x: b.insert(math.SinOp(x)).result,
     EK.ERF: lambda b, x: b.insert(math.ErfOp(x)).result,

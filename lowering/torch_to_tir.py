@@ -40,7 +40,7 @@ from deplo.lowering.legality import check_converted
 EK = tir.ElementwiseKind
 
 BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
-               "maximum": EK.MAX, "minimum": EK.MIN}
+               "maximum": EK.MAX, "minimum": EK.MIN, "fmod": EK.FMOD}
 UNARY_KIND = {"neg": EK.NEG, "exp": EK.EXP, "rsqrt": EK.RSQRT, "sqrt": EK.SQRT,
               "tanh": EK.TANH, "sigmoid": EK.SIGMOID, "silu": EK.SILU,
               "cos": EK.COS, "sin": EK.SIN, "abs": EK.ABS, "log": EK.LOG, "erf": EK.ERF,

@@ -180,8 +180,10 @@ def bench_case(case: Case, *, arch: str = "sm_90", gpu: bool = False, warmup: in
     try:
         compiled.module("loop")
         _ = compiled.cuda_source  # lowers to cuda and prints the .cu
-    except PlanFileError:
-        raise  # (the user's --schedule file is wrong, not the pipeline: `deplo run`'s error)
+    except PlanFileError as e:
+        if schedule:
+            raise  # (the user's --schedule file is wrong, not the pipeline: `deplo run`'s error)
+        return _unsupported(entry, "lower", e)
     except Exception as e:  # noqa: BLE001
         return _unsupported(entry, "lower", e)
     try:

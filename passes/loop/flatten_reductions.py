@@ -13,7 +13,7 @@ loop level as reduce loops nested one in the other, each carrying the accumulato
 
 The tile classes see one reduction, as long as all of them, so a block's threads can share it
 (a row reduction) instead of one thread walking the whole nest: BatchNorm's statistics over
-[8, 64, 16, 16], the model, 29 -> ~3 us. The iteration order is unchanged (the outer index is
+[8, 64, 16, 16], the model, 29 -> 4 us. The iteration order is unchanged (the outer index is
 the major one), so the result is the nest's, term for term.
 
 A pair qualifies when the outer loop's body is the inner loop and a yield of its results, the
@@ -59,6 +59,12 @@ def _inner(outer: loop.ForOp) -> loop.ForOp | None:
     if any(len(list(a.uses)) != 1 for a in outer.accs):
         return None
     return inner
+
+
+def _flattens(outer: loop.ForOp) -> bool:
+    """`outer` and the reduce loop that is its body can become one loop."""
+    inner = _inner(outer)
+    return inner is not None and _only_indices(outer.iv) and _only_indices(inner.iv)
 
 
 def _only_indices(iv: SSAValue) -> bool:
@@ -130,10 +136,8 @@ class LoopFlattenReductionsPass(ModulePass):
             changed = False
             for outer in [o for o in op.walk() if _plain_reduce(o)]:
                 inner = _inner(outer)
-                if inner is None or _inner(inner) is not None:
+                if inner is None or _flattens(inner) or not _flattens(outer):
                     continue  # (innermost pairs first)
-                if not (_only_indices(outer.iv) and _only_indices(inner.iv)):
-                    continue
                 flatten(outer, inner)
                 changed = True
                 break

@@ -70,8 +70,8 @@ class TileStageInputsPass(KernelPass):
         for region in block_regions(kernel):
             last = None  # stages go first in the region, in order
             for s in region_slabs(kernel, region):
-                if len(s.loads) < min_loads:
-                    continue
+                if len(s.loads) < min_loads or not s.slab:
+                    continue  # (a 0-d input is one scalar: nothing to share)
                 offsets = [d[0] if isinstance(d, tuple) else d for d in s.slab]
                 sizes = [d[1] - d[0] if isinstance(d, tuple) else 1 for d in s.slab]
                 assert isinstance(s.buffer.type, MemRefType)

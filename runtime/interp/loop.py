@@ -167,7 +167,8 @@ ARITH_MATH_IMPLS: dict[type, Callable[..., Any]] = {
     math_d.PowFOp: np.power,
     math_d.FPowIOp: lambda a, b: np.power(a, b.astype(a.dtype) if hasattr(b, "astype") else b),
     math_d.IPowIOp: np.power,
-    math_d.FmaOp: lambda a, b, c: a * b + c,  # two roundings (numpy has no fused multiply-add)
+    # one rounding for f32/f16/bf16: the f64 product of two f32 is exact (an f64 fma rounds twice)
+    math_d.FmaOp: lambda a, b, c: np.asarray(a, np.float64) * np.asarray(b, np.float64) + c,
     math_d.ErfOp: _erf,
 }
 

@@ -76,6 +76,7 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.SIGMOID: sigmoid,
     tir.ElementwiseKind.SILU: lambda x: x * sigmoid(x),
     tir.ElementwiseKind.POW: np.power,
+    tir.ElementwiseKind.FMOD: np.fmod,
     tir.ElementwiseKind.COS: np.cos,
     tir.ElementwiseKind.SIN: np.sin,
     tir.ElementwiseKind.ERF: erf,
@@ -85,7 +86,7 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.CEIL: np.ceil,
     tir.ElementwiseKind.TRUNC: np.trunc,
     tir.ElementwiseKind.ROUND: np.rint,  # half to even
-    tir.ElementwiseKind.SIGN: lambda x: np.where(np.isnan(x), x.dtype.type(0), np.sign(x)) + 0,
+    tir.ElementwiseKind.SIGN: lambda x: np.nan_to_num(np.sign(x), nan=0) + x.dtype.type(0),
     tir.ElementwiseKind.EXPM1: np.expm1,
     tir.ElementwiseKind.LOG1P: np.log1p,
     tir.ElementwiseKind.LOG2: np.log2,

@@ -61,6 +61,7 @@ _TABLE: dict[str, Callable[..., Any]] = {
     "maximum": ELEMENTWISE_IMPLS[K.MAX],
     "minimum": ELEMENTWISE_IMPLS[K.MIN],
     "pow": ELEMENTWISE_IMPLS[K.POW],
+    "fmod": ELEMENTWISE_IMPLS[K.FMOD],
     "cos": ELEMENTWISE_IMPLS[K.COS],
     "sin": ELEMENTWISE_IMPLS[K.SIN],
     "reciprocal": np.reciprocal,

@@ -4,6 +4,7 @@ naming the user's op, never a primitive a decomposition left behind."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -77,3 +78,52 @@ def test_an_input_updated_in_place_is_refused() -> None:
 
     with pytest.raises(FrontendError, match=r"updates its input 2 .* in place"):
         deplo.compile(fn, [torch.randn(3), torch.randn(3)])
+
+
+INF, NAN = float("inf"), float("nan")
+A = [1e8, 5.0, -0.0, 0.3, -7.5, 7.5, -7.5, 3.0, INF, -5.0, 2.0, 0.0, 300.0]
+B = [3.0, INF, 1.0, 0.1, 2.0, -2.0, -2.0, 0.0, 2.0, INF, -0.0, 0.0, 4.0]
+
+
+@pytest.mark.parametrize("fn", [torch.remainder, torch.fmod, torch.floor_divide, torch.hypot],
+                         ids=["remainder", "fmod", "floor_divide", "hypot"])
+@pytest.mark.parametrize("target, level", [("cpu", None), ("interp", "loop"), ("interp", "torch")])
+def test_edge_values_as_pytorch(fn, target, level) -> None:
+    """C's fmod and hypot, not the textbook formulas: 1e8 % 3 is 1 (a - floor(a / b) b gave 0),
+    5 % inf is 5 (0 * inf was NaN), -0 keeps its sign, hypot(3e20, 3e20) does not overflow."""
+    a, b = torch.tensor(A), torch.tensor(B)
+    if fn is torch.hypot:
+        a = torch.cat([a, torch.tensor([3e20, INF, NAN])])
+        b = torch.cat([b, torch.tensor([3e20, NAN, INF])])
+    (got,) = deplo.compile(fn, [a, b]).run([a.numpy(), b.numpy()], target=target, level=level)
+    ref = fn(a, b).numpy()
+    np.testing.assert_allclose(got, ref, rtol=2e-7)
+    zeros = ref == 0
+    assert (np.signbit(got[zeros]) == np.signbit(ref[zeros])).all()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.any(x, 1), lambda x: torch.all(x, 1),
+], ids=["any", "all"])
+def test_any_all_over_an_empty_dim(fn) -> None:
+    x = torch.zeros(2, 0)
+    (got,) = deplo.compile(fn, [x]).run([x.numpy()])
+    np.testing.assert_array_equal(got, fn(x).numpy())
+
+
+@pytest.mark.parametrize("fn", [torch.log2, torch.exp2, torch.expm1, torch.sign, torch.floor])
+def test_unary_ops_of_integer_tensors(fn) -> None:
+    """Float-valued ops of an int tensor compute on its float conversion, as torch promotes it;
+    sign and the roundings keep integers."""
+    x = torch.tensor([1, -4, 0, 9])
+    (got,) = deplo.compile(fn, [x]).run([x.numpy()])
+    np.testing.assert_allclose(got, fn(x).numpy(), rtol=1e-6)
+    assert got.dtype == fn(x).numpy().dtype
+
+
+def test_a_tensor_passed_twice_is_two_inputs() -> None:
+    """export aliases one tensor given twice (one argument read for both): the check, on fresh
+    inputs, then compared x + x against x + y."""
+    x = torch.randn(40, dtype=torch.float16)
+    c = deplo.compile(torch.add, [x, x])
+    assert len(c.program.input_names) == 2 and c.check(seed=1).ok

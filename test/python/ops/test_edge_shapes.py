@@ -17,6 +17,7 @@ TARGETS = [("interp", "torch"), ("interp", "tensor"), ("interp", "loop"), ("cpu"
 
 CASES = {
     "exp_0d": (torch.exp, [()]),
+    "0d_read_twice": (lambda a, b: torch.where(b > 0, a, a * b), [(10, 5), ()]),  # (not staged)
     "add_0d_and_vector": (torch.add, [(), (5,)]),
     "sum_0d_dim0": (lambda x: torch.sum(x, 0), [()]),
     "sum_0d_keepdim": (lambda x: x.sum(-1, keepdim=True), [()]),

@@ -736,23 +736,44 @@ def _variance(std: bool) -> Converter:
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         x = _f32(im, im.value(node.args[0]))
-        overload = node.target._overloadname
-        dims = _dims(node, 1, "dim", _rank(x)) if overload != "default" else list(range(_rank(x)))
-        if overload == "correction":
-            c = node.kwargs.get("correction")
-            correction, keep = 1 if c is None else c, node.kwargs.get("keepdim", False)
-        else:
-            at = 1 if overload == "default" else 2
-            correction = int(_arg(node, at, "unbiased", True))
-            keep = overload == "dim" and _arg(node, 3, "keepdim", False)
-        n = math.prod(x.type.get_shape()[d] for d in dims if d < _rank(x))
-        mean = _ew(im, "div", _reduce(im, "sum", x, dims, True), _scalar(im, n, x))
-        dev = _ew(im, "sub", x, mean)
-        y = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, bool(keep)),
-                _scalar(im, max(n - correction, 0), x))
+        _, _, y = _mean_var(im, x, *_variance_args(node, x))
         return _as_dtype(im, _ew(im, "sqrt", y) if std else y, rt.element_type)
 
     return convert
+
+
+def _variance_args(node: torch.fx.Node, x: SSAValue) -> tuple[list[int], int, bool]:
+    """(dims, correction, keepdim) of var / std / var_mean / std_mean (.correction, .dim,
+    .default: unbiased at 1, every dim)."""
+    overload = node.target._overloadname
+    dims = _dims(node, 1, "dim", _rank(x)) if overload != "default" else list(range(_rank(x)))
+    if overload == "correction":
+        c = node.kwargs.get("correction")
+        return dims, 1 if c is None else c, bool(node.kwargs.get("keepdim", False))
+    correction = int(_arg(node, 1 if overload == "default" else 2, "unbiased", True))
+    return dims, correction, overload == "dim" and bool(_arg(node, 3, "keepdim", False))
+
+
+def _mean_var(im: Importer, x: SSAValue, dims, correction: int, keep: bool
+              ) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """(the mean over `dims`, kept as size-1 dims; x - mean; sum((x - mean)^2) / max(N -
+    correction, 0), `keep` saying whether it keeps them): var/std, var_mean/std_mean and
+    batch_norm's batch statistics, one way."""
+    n = math.prod(x.type.get_shape()[d] for d in dims if d < _rank(x))
+    mean = _ew(im, "div", _reduce(im, "sum", x, dims, True), _scalar(im, n, x))
+    dev = _ew(im, "sub", x, mean)
+    var = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, keep),
+              _scalar(im, max(n - correction, 0), x))
+    return mean, dev, var
+
+
+def _per_channel(im: Importer, y: SSAValue, weight, bias, shape: list[int]) -> SSAValue:
+    """y * weight + bias, each given (an FX argument or None) of the `shape` that broadcasts
+    one value a channel: group_norm's and batch_norm's affine step, in float32."""
+    for v, name in ((weight, "mul"), (bias, "add")):
+        if v is not None:
+            y = _ew(im, name, y, _reshape(im, _f32(im, im.value(v)), shape))
+    return y
 
 
 def _vector_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -788,10 +809,7 @@ def _group_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     y = _reshape(im, x, flat, "group_norm")
     y = im.insert(T.LayerNormOp(y, None, None, flat[-1:], eps, y.type), "group_norm")
     y = _reshape(im, y, shape, "group_norm")
-    per_channel = [shape[1], *[1] * (len(shape) - 2)]
-    for v, name in ((w, "mul"), (b, "add")):
-        if v is not None:
-            y = _ew(im, name, y, _reshape(im, _f32(im, im.value(v)), per_channel))
+    y = _per_channel(im, y, w, b, [shape[1], *[1] * (len(shape) - 2)])
     return _as_dtype(im, y, rt.element_type)
 
 
@@ -807,20 +825,12 @@ def _batch_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     c = min(1, len(shape) - 1)  # (the channels: dim 1, or the only dim of a vector)
     per_channel = [shape[c], *[1] * (len(shape) - c - 1)]
     if training or rmean is None or rvar is None:
-        dims = [d for d in range(len(shape)) if d != c]
-        mean = _ew(im, "div", _reduce(im, "sum", x, dims, True),
-                   _scalar(im, math.prod(shape[d] for d in dims), x))
-        dev = _ew(im, "sub", x, mean)
-        var = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, True),
-                  _scalar(im, math.prod(shape[d] for d in dims), x))
+        _, dev, var = _mean_var(im, x, [d for d in range(len(shape)) if d != c], 0, True)
     else:
         mean, var = (_reshape(im, _f32(im, im.value(v)), per_channel) for v in (rmean, rvar))
         dev = _ew(im, "sub", x, mean)
     y = _ew(im, "mul", dev, _ew(im, "rsqrt", _ew(im, "add", var, _scalar(im, eps, var))))
-    for v, name in ((w, "mul"), (b, "add")):
-        if v is not None:
-            y = _ew(im, name, y, _reshape(im, _f32(im, im.value(v)), per_channel))
-    return _as_dtype(im, y, rt.element_type)
+    return _as_dtype(im, _per_channel(im, y, w, b, per_channel), rt.element_type)
 
 
 def _extreme_with_index(name: str) -> Converter:
@@ -914,16 +924,14 @@ def _any_all(name: str) -> Converter:
 
 
 def _moments(std: bool) -> Converter:
-    """var_mean / std_mean (.correction, .dim): (var or std, mean)."""
-    spread = _variance(std)
+    """var_mean / std_mean (.correction, .dim): (var or std, the mean the variance used)."""
 
     def convert(im: Importer, node: torch.fx.Node, rts) -> tuple[SSAValue, SSAValue]:
         x = _f32(im, im.value(node.args[0]))
-        dims = _dims(node, 1, "dim", _rank(x))
-        keep = _arg(node, 3, "keepdim", False) if node.target._overloadname == "dim" \
-            else node.kwargs.get("keepdim", False)
-        mean = _as_dtype(im, _reduce(im, "mean", x, dims, bool(keep)), rts[1].element_type)
-        return spread(im, node, rts[0]), mean
+        mean, _, var = _mean_var(im, x, *_variance_args(node, x))
+        mean = _reshape(im, mean, var.type.get_shape())
+        return (_as_dtype(im, _ew(im, "sqrt", var) if std else var, rts[0].element_type),
+                _as_dtype(im, mean, rts[1].element_type))
 
     return convert
 

@@ -41,12 +41,8 @@ EK = tir.ElementwiseKind
 
 BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
                "maximum": EK.MAX, "minimum": EK.MIN, "fmod": EK.FMOD}
-UNARY_KIND = {"neg": EK.NEG, "exp": EK.EXP, "rsqrt": EK.RSQRT, "sqrt": EK.SQRT,
-              "tanh": EK.TANH, "sigmoid": EK.SIGMOID, "silu": EK.SILU,
-              "cos": EK.COS, "sin": EK.SIN, "abs": EK.ABS, "log": EK.LOG, "erf": EK.ERF,
-              **{k: EK(k) for k in ("floor", "ceil", "trunc", "round", "sign", "expm1", "log1p",
-                                    "log2", "atan", "sinh", "cosh", "tan", "exp2", "log10",
-                                    "asin", "acos", "asinh", "acosh", "atanh")}}
+# a unary torch op named as a tir kind is that kind (relu and reciprocal decompose below)
+UNARY_KIND = {name: EK(name) for name in T.UNARY_OPS if name in {k.value for k in EK}}
 COMPARE_KIND = {k.value: k for k in tir.CompareKind}  # torch.eq ... torch.ge
 
 

@@ -56,7 +56,7 @@ def _inner(outer: loop.ForOp) -> loop.ForOp | None:
     assert isinstance(inner, loop.ForOp) and isinstance(last, loop.YieldOp)
     if list(inner.inits) != list(outer.accs) or list(last.operands) != list(inner.res):
         return None
-    if any(len(list(a.uses)) != 1 for a in outer.accs):
+    if not all(a.has_one_use() for a in outer.accs):
         return None
     return inner
 
@@ -131,13 +131,8 @@ class LoopFlattenReductionsPass(ModulePass):
     name = "loop-flatten-reductions"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        changed = True
-        while changed:
-            changed = False
-            for outer in [o for o in op.walk() if _plain_reduce(o)]:
-                inner = _inner(outer)
-                if inner is None or _flattens(inner) or not _flattens(outer):
-                    continue  # (innermost pairs first)
-                flatten(outer, inner)
-                changed = True
-                break
+        # innermost loops first (the walk's reverse): a nest of three has flattened its inner
+        # pair by the time its outer loop is met, which then flattens with the flat loop
+        for outer in reversed([o for o in op.walk() if _plain_reduce(o)]):
+            if _flattens(outer):
+                flatten(outer, _inner(outer))

@@ -45,48 +45,14 @@ def relu(x: Any) -> Any:
     return np.maximum(x, x.dtype.type(0))
 
 
+# a torch op named as a tir kind computes as that kind
 _TABLE: dict[str, Callable[..., Any]] = {
     "relu": relu,
-    "neg": ELEMENTWISE_IMPLS[K.NEG],
-    "exp": ELEMENTWISE_IMPLS[K.EXP],
-    "rsqrt": ELEMENTWISE_IMPLS[K.RSQRT],
-    "sqrt": ELEMENTWISE_IMPLS[K.SQRT],
-    "tanh": ELEMENTWISE_IMPLS[K.TANH],
-    "sigmoid": ELEMENTWISE_IMPLS[K.SIGMOID],
-    "silu": ELEMENTWISE_IMPLS[K.SILU],
-    "add": ELEMENTWISE_IMPLS[K.ADD],
-    "sub": ELEMENTWISE_IMPLS[K.SUB],
-    "mul": ELEMENTWISE_IMPLS[K.MUL],
-    "div": ELEMENTWISE_IMPLS[K.DIV],
+    "reciprocal": np.reciprocal,
     "maximum": ELEMENTWISE_IMPLS[K.MAX],
     "minimum": ELEMENTWISE_IMPLS[K.MIN],
-    "pow": ELEMENTWISE_IMPLS[K.POW],
-    "fmod": ELEMENTWISE_IMPLS[K.FMOD],
-    "cos": ELEMENTWISE_IMPLS[K.COS],
-    "sin": ELEMENTWISE_IMPLS[K.SIN],
-    "reciprocal": np.reciprocal,
-    "abs": ELEMENTWISE_IMPLS[K.ABS],
-    "log": ELEMENTWISE_IMPLS[K.LOG],
-    "erf": ELEMENTWISE_IMPLS[K.ERF],
-    "floor": ELEMENTWISE_IMPLS[K.FLOOR],
-    "ceil": ELEMENTWISE_IMPLS[K.CEIL],
-    "trunc": ELEMENTWISE_IMPLS[K.TRUNC],
-    "round": ELEMENTWISE_IMPLS[K.ROUND],
-    "sign": ELEMENTWISE_IMPLS[K.SIGN],
-    "expm1": ELEMENTWISE_IMPLS[K.EXPM1],
-    "log1p": ELEMENTWISE_IMPLS[K.LOG1P],
-    "log2": ELEMENTWISE_IMPLS[K.LOG2],
-    "atan": ELEMENTWISE_IMPLS[K.ATAN],
-    "sinh": ELEMENTWISE_IMPLS[K.SINH],
-    "cosh": ELEMENTWISE_IMPLS[K.COSH],
-    "tan": ELEMENTWISE_IMPLS[K.TAN],
-    "exp2": ELEMENTWISE_IMPLS[K.EXP2],
-    "log10": ELEMENTWISE_IMPLS[K.LOG10],
-    "asin": ELEMENTWISE_IMPLS[K.ASIN],
-    "acos": ELEMENTWISE_IMPLS[K.ACOS],
-    "asinh": ELEMENTWISE_IMPLS[K.ASINH],
-    "acosh": ELEMENTWISE_IMPLS[K.ACOSH],
-    "atanh": ELEMENTWISE_IMPLS[K.ATANH],
+    **{name: ELEMENTWISE_IMPLS[K(name)] for name in (*torch_d.UNARY_OPS, *torch_d.BINARY_OPS)
+       if name in {k.value for k in K}},
 }
 assert set(_TABLE) == set(torch_d.UNARY_OPS) | set(torch_d.BINARY_OPS), (
     "a torch op has no interpreter"

@@ -195,3 +195,20 @@ func.func @zero_d(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, te
   %a = torch.argmax %x {dim = 0 : i64} : (tensor<f32>) -> tensor<i64>
   func.return %s, %m, %c, %a : tensor<f32>, tensor<f32>, tensor<f32>, tensor<i64>
 }
+
+// -----
+
+// Ops added with the decompositions work: a torch op named as a tir kind is that kind
+// (floor, sign, fmod); prod is a reduce mul.
+// CHECK-LABEL: func.func @rounding_fmod_prod
+// CHECK:         tir.elementwise floor(%x) : tensor<4x3xf32>
+// CHECK-NEXT:    tir.elementwise sign(%x) : tensor<4x3xf32>
+// CHECK-NEXT:    tir.elementwise fmod(%x, %y) : tensor<4x3xf32>
+// CHECK-NEXT:    tir.reduce mul %x [1] : tensor<4x3xf32> -> tensor<4xf32>
+func.func @rounding_fmod_prod(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4xf32>) {
+  %f = torch.floor %x : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %s = torch.sign %x : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %m = torch.fmod %x, %y : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %p = torch.prod %x {dim = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<4xf32>
+  func.return %f, %s, %m, %p : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4xf32>
+}

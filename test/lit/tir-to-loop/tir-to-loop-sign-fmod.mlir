@@ -1,0 +1,25 @@
+// RUN: deplo-opt %s -p tir-to-loop | filecheck %s
+
+// sign: 1, -1 or 0 by two compares (NaN gives 0, as torch.sign); fmod as C's: the quotient
+// truncated, an fma for x - t y in one rounding, then one step of |y| toward x's sign where the
+// rounded quotient was one off, and a zero with x's sign.
+// CHECK-LABEL: loop.kernel @sign
+// CHECK:           %[[LT:.*]] = arith.cmpf olt, %[[V:.*]], %[[Z:.*]] : f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      %[[NEG:.*]] = arith.select %[[LT]], %{{.*}}, %[[Z]] : f32
+// CHECK-NEXT:      arith.select %[[GT]], %{{.*}}, %[[NEG]] : f32
+// CHECK-LABEL: loop.kernel @fmod
+// CHECK:           %[[Q:.*]] = arith.divf %[[X:.*]], %[[Y:.*]] : f32
+// CHECK-NEXT:      %[[T:.*]] = math.trunc %[[Q]] : f32
+// CHECK-NEXT:      %[[NT:.*]] = arith.negf %[[T]] : f32
+// CHECK-NEXT:      %[[R:.*]] = math.fma %[[NT]], %[[Y]], %[[X]] : f32
+// CHECK:           %[[AY:.*]] = math.absf %[[Y]] : f32
+// CHECK-NEXT:      %[[STEP:.*]] = math.copysign %[[AY]], %[[X]] : f32
+// CHECK:           arith.addf %[[R]], %[[STEP]] : f32
+// CHECK:           arith.subf %{{.*}}, %[[STEP]] : f32
+// CHECK:           math.copysign %{{.*}}, %[[X]] : f32
+func.func @main(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %sign = tir.elementwise sign(%x) : tensor<4x3xf32>
+  %fmod = tir.elementwise fmod(%x, %y) : tensor<4x3xf32>
+  func.return %sign, %fmod : tensor<4x3xf32>, tensor<4x3xf32>
+}

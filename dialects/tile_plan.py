@@ -101,7 +101,8 @@ KNOBS: dict[str, Knob] = {
         Knob("mma", bool, "tensor cores: warps of mma.sync m16n8k16 (f16/bf16, fp32 accumulators)"),
         Knob("warps_m", int, "warps per block along the rows (mma)"),
         Knob("warps_n", int, "warps per block along the columns (mma)"),
-        Knob("frags_m", int, "16-row fragments per warp (mma)"),
+        Knob("frags_m", int, "16-row fragments per warp (mma; attention: query-row tiles a warp, "
+                             "each K and V fragment feeding one mma of each)", default=1),
         Knob("frags_n", int, "8-column fragments per warp (mma)"),
         Knob("reg_m", int, "rows of outputs per thread (register tile)"),
         Knob("reg_n", int, "columns of outputs per thread (register tile)"),
@@ -407,7 +408,7 @@ class RowClass(KernelClass):
         return super().domain(knob, facts, knobs)
 
 
-ATTENTION_MMA = ("warps", "key_block", "stage", "buffers")
+ATTENTION_MMA = ("warps", "frags_m", "key_block", "stage", "buffers")
 ATTENTION_SIMT = ("threads", "group_heads", "rows", "stage_keys", "lane_keys", "head_parts",
                   "stage_inputs")
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
@@ -486,7 +487,7 @@ class AttentionClass(RowClass):
     """Flash-attention rows: also fewer threads than a warp a row (a group of lanes shares the
     head dim) and `rows` query rows a block (thread.y) — or, with `mma` (fact `tensor_cores`:
     an f16/bf16 row tensor cores can run; `queries`: its query rows, on whichever grid loop),
-    `warps` warps of 16 rows walking `key_block` keys a step on mma.sync."""
+    `warps` warps of `frags_m` 16-row tiles walking `key_block` keys a step on mma.sync."""
 
     def implied(self, knobs: dict) -> dict:
         if set(knobs) & set(ATTENTION_MMA) - {"buffers"}:  # (buffers: matmuls' too)
@@ -571,9 +572,14 @@ class AttentionClass(RowClass):
         if not 1 <= knobs["grid_dims"] <= 3:
             bad.append(("grid_dims", f"expected 1 to 3 grid axes (the query rows on blocks), "
                                      f"got {knobs['grid_dims']}"))
+        frags = knobs.get("frags_m", 1)
         if knobs["warps"] not in (1, 2, 4, 8) or 16 * knobs["warps"] > _round_up(queries, 16):
             bad.append(("warps", f"expected 1, 2, 4 or 8 warps of 16 rows, at most the "
                                  f"{queries} query rows rounded up to 16; got {knobs['warps']}"))
+        elif frags not in (1, 2, 4) or 16 * frags * knobs["warps"] > _round_up(queries, 16):
+            bad.append(("frags_m", f"expected 1, 2 or 4 tiles of 16 rows a warp, the block's "
+                                   f"{knobs['warps']} warps at most the {queries} query rows "
+                                   f"rounded up to 16; got {frags}"))
         kb = knobs["key_block"]
         if kb not in (16, 32, 64, 128):
             bad.append(("key_block", f"expected 16, 32, 64 or 128 keys a step, got {kb}"))
@@ -600,6 +606,9 @@ class AttentionClass(RowClass):
         if knob == "warps":
             top = _round_up(facts.get("queries", 1), 16)
             return tuple(w for w in (1, 2, 4, 8) if 16 * w <= top)
+        if knob == "frags_m":
+            top = _round_up(facts.get("queries", 1), 16)
+            return tuple(f for f in (1, 2, 4) if 16 * f * knobs["warps"] <= top)
         if knob == "key_block":
             return (16, 32, 64)
         if knob == "key_splits":
@@ -899,13 +908,14 @@ CLASSES: dict[str, KernelClass] = {
             "attention",
             "flash-attention rows on blocks, `rows` a block: each row's threads share the head "
             "dim (q.k combined per key, the accumulator split across them); or (f16/bf16, "
-            "mma) warps of 16 rows on tensor cores, `key_block` keys a step; causal key loops "
-            "stop at the block's (warp's) last row; `key_splits` slices of the keys on block.z "
-            "(split-KV)",
+            "mma) warps of `frags_m` 16-row tiles on tensor cores, `key_block` keys a step; "
+            "causal key loops stop at the block's (warp's) last row; `key_splits` slices of the "
+            "keys on block.z (split-KV)",
             ("rows", "head_dim", "keys"),
             (
                 ("tile-map-grid", ("grid_dims",)),
-                ("tile-attention-mma", ("mma", "warps", "key_block", "stage", "key_splits")),
+                ("tile-attention-mma", ("mma", "warps", "frags_m", "key_block", "stage",
+                                        "key_splits")),
                 ("tile-attention-rows", ("threads", "group_heads", "rows", "stage_keys",
                                          "lane_keys", "head_parts", "key_splits")),
                 ("tile-stage-inputs", ("stage_inputs",)),

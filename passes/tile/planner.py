@@ -399,8 +399,11 @@ def attention_shortlist(f: dict) -> list[dict]:
     completed by the heuristic: the keys in 1, 2 or 4 slices and, on tensor cores, 4 or 2 warps
     a block. `_key_splits` guesses registers and waves; the model, with ptxas's registers, sees
     where more blocks repay split-KV's combine or fewer warps a block (Qwen2.5's bf16
-    attention at 128 tokens: 2 warps, 10.7 -> 10.3 us). Plans the class refuses are dropped by
-    the caller."""
+    attention at 128 tokens: 2 warps, 10.7 -> 10.3 us). Warps of two row tiles (`frags_m` 2)
+    are not offered: the model finds them slower on every suite case (TinyLlama's bf16
+    attention at 512 tokens 12.4 -> 15.0 us at best; their ~240 registers halve the warps an
+    SM, and its pipes run by warps, not by a warp's independent mma). Plans the class refuses
+    are dropped by the caller."""
     warps = ({"warps": 4}, {"warps": 2}) if attention_knobs(f, {})["mma"] else ({},)
     return [{}] + [{"key_splits": s} | w for w in warps for s in (1, 2, 4)]
 
@@ -532,7 +535,7 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     if fixed.get("mma", implied.get("mma", f.get("tensor_cores", False) and bool(rows))):
         top = -(-f.get("queries", 1) // 16) * 16
         warps = next(w for w in (4, 2, 1) if 16 * w <= top)
-        knobs = {"grid_dims": min(3, len(rows)), "mma": True, "warps": warps,
+        knobs = {"grid_dims": min(3, len(rows)), "mma": True, "warps": warps, "frags_m": 1,
                  "key_block": 64 if f["head_dim"] <= 64 else 32,
                  "stage": f["head_dim"] % 16 == 0, "key_splits": 1,
                  "copy": "sync", "unroll": 32} | fixed
@@ -620,8 +623,9 @@ def _key_splits(f: dict, knobs: dict) -> int:
     if not rows_on_grid(f, knobs) or steps < 8:
         return 1
     queries = f.get("queries", 1)  # (on whichever of the grid's loops)
-    blocks = -(-queries // (16 * knobs["warps"])) * (math.prod(f["rows"]) // queries)
-    registers = f["head_dim"] // 2 + f["head_dim"] // 4 + knobs["key_block"] // 2 + 40
+    frags = knobs.get("frags_m", 1)
+    blocks = -(-queries // (16 * frags * knobs["warps"])) * (math.prod(f["rows"]) // queries)
+    registers = frags * (f["head_dim"] // 2 + f["head_dim"] // 4 + knobs["key_block"] // 2) + 40
     resident = H100_SXM.registers_per_sm // (hw.WARP * knobs["warps"] * registers)
     return 2 if 2 * blocks <= resident * SMS else 1
 

@@ -2,6 +2,8 @@
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=2 key-block=16 stage=true}" | deplo-opt | filecheck %s
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{stage=false}" | filecheck %s --check-prefix=GLOBAL
 // RUN: not deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=3}" 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=1 frags-m=2 key-block=16 stage=true}" | filecheck %s --check-prefix=TILES
+// RUN: not deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=2 frags-m=2}" 2>&1 | filecheck %s --check-prefix=BAD-TILES
 // RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-attention-mma{warps=2 key-block=16 stage=true},tile-double-buffer,tile-cp-async,tile-unroll,tile-to-kernel" | filecheck %s --check-prefix=PIPE
 
 // The flash kernel of causal GQA sdpa in bf16 (2 query heads on 1 kv head, S = 20, D = 16)
@@ -12,7 +14,7 @@
 // (scale, causal select, the mask of keys past 20) runs on each score, the row
 // max is a lane's own then 4 lanes', the probabilities are packed to an A fragment in
 // registers, O += P V on two 8-column tiles of V. The key loop stops after the block's last row.
-// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20, kv_group = 2) {grid_dims = 2, mma = true, warps = 2, key_block = 16, stage = true, key_splits = 1, buffers = 2, copy = cp_async, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
+// CHECK-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 2, 1) key "{{.*}}" plan attention(rows = [2, 20], head_dim = 16, keys = 20, own_keys = true, tensor_cores = true, queries = 20, kv_group = 2) {grid_dims = 2, mma = true, warps = 2, frags_m = 1, key_block = 16, stage = true, key_splits = 1, buffers = 2, copy = cp_async, unroll = 32} done ["tile-map-grid", "tile-attention-mma"]
 // CHECK:         tile.for %a2 = 0 to 1 bind(block.x) {
 // CHECK-NEXT:      tile.for %w = 0 to 2 bind(thread.y) {
 // CHECK-NEXT:        tile.for %l = 0 to 32 bind(thread.x) {
@@ -42,6 +44,22 @@
 // GLOBAL:        tile.fragment_load b_nk %x1[%a0, %{{.*}}, %{{.*}}, %c0] lane(%l)
 // GLOBAL:        tile.fragment_load b_kn %x2[%a0, %{{.*}}, %{{.*}}, %c0] lane(%l)
 // GLOBAL-NOT:    tile.stage
+
+// One warp of two 16-row tiles (frags_m 2): Q's fragments at the warp's rows 0 and 16; each K
+// fragment read from shared memory feeds one mma of each tile, and so does each V fragment.
+// TILES-LABEL: tile.kernel @sdpa({{.*}}) grid(1, 2, 1) block(32, 1, 1)
+// TILES:         %row0 = arith.addi
+// TILES:         tile.fragment_load a %x0[%a0, %a1, %row0, %c0] lane(%l)
+// TILES:         %[[ROW16:.*]] = arith.addi %row0, %c16 : index
+// TILES-NEXT:    tile.fragment_load a %x0[%a0, %a1, %[[ROW16]], %c0] lane(%l)
+// TILES:         tile.fragment_load b_nk %x1s[{{.*}}] lane(%l)
+// TILES-NEXT:    tile.mma bf16
+// TILES-NEXT:    tile.mma bf16
+// TILES:         tile.fragment_load b_kn %x2s[{{.*}}, %c0] lane(%l)
+// TILES-NEXT:    tile.mma bf16
+// TILES-NEXT:    tile.mma bf16
+
+// BAD-TILES: tile-attention-mma{warps=2 frags-m=2}: kernel @sdpa: knob frags_m: expected 1, 2 or 4 tiles of 16 rows a warp, the block's 2 warps at most the 20 query rows rounded up to 16; got 2
 
 // BAD: tile-attention-mma{warps=3}: kernel @sdpa: knob warps: expected 1, 2, 4 or 8 warps of 16 rows
 

@@ -1,7 +1,7 @@
 """tile-attention-mma: f16/bf16 flash attention on warps of mma.sync, against float64.
 
 Shapes the fragments do not tile (S = 20, 37, 50, 70; D = 40) and one they do (S = 64: the
-global fragment loads unmasked), causal and not, GQA, an additive mask, Sq != Sk; every knob (warps, key_block, stage, copy) on the CPU runtime, whose mma and
+global fragment loads unmasked), causal and not, GQA, an additive mask, Sq != Sk; every knob (warps, frags_m, key_block, stage, copy) on the CPU runtime, whose mma and
 ldmatrix are emulated lane by lane (runtime/include/kc_prelude.cuh); the heuristic's plan for the
 LLM shapes builds with NVRTC sm_90 without spills; a tiny bf16 Llama's attention takes the path.
 """
@@ -187,6 +187,53 @@ def test_key_splits_on_cpu(shape, knobs) -> None:
     assert k.grid_dims[2] == knobs["key_splits"]
     assert any(isinstance(op, tile.SplitLastOp) for op in k.walk())
     _check(c, fn)
+
+
+ROW_TILES = [  # (shape as SHAPES, knobs): warps of 2 or 4 16-row tiles
+    ((4, 2, 20, 20, 16, True), {"warps": 1, "frags_m": 2, "key_block": 16, "stage": True}),
+    ((2, 2, 37, 70, 64, False), {"warps": 1, "frags_m": 2, "key_block": 32, "stage": False}),
+    # 50 rows in blocks of 64 (two warps of two tiles): the second warp's rows past the end
+    ((4, 1, 50, 50, 32, True), {"warps": 2, "frags_m": 2, "key_block": 16, "stage": True,
+                                "copy": "cp_async", "buffers": 2}),
+    ((2, 2, 33, 33, 40, True), {"warps": 1, "frags_m": 2, "key_block": 16, "stage": False,
+                                "key_splits": 2}),
+    ((2, 1, 70, 70, 32, True), {"warps": 1, "frags_m": 4, "key_block": 32, "stage": True,
+                                "key_splits": 2}),
+]
+
+
+@pytest.mark.parametrize("shape,knobs", ROW_TILES, ids=lambda v: "x".join(map(str, v[:5]))
+                         if isinstance(v, tuple) else f"w{v['warps']}f{v['frags_m']}")
+def test_row_tiles_a_warp_on_cpu(shape, knobs) -> None:
+    """frags_m: each K and V fragment feeds the mma of every row tile of the warp; the causal
+    stop, the rows past the end, split-KV's scratch rows follow the warp's 16 x frags_m rows."""
+    hq, hk, sq, sk, d, causal = shape
+    fn = _sdpa(causal)
+    c = _compile_with(fn, _inputs(hq, hk, sq, sk, d), knobs)
+    (k,) = _mma_kernels(c)
+    rows = 16 * knobs["frags_m"] * knobs["warps"]
+    assert k.block_dims == (32, knobs["warps"], 1) and k.grid_dims[0] == -(-sq // rows)
+    frags = [op for op in k.walk() if isinstance(op, tile.FragmentLoadOp)]
+    mmas = [op for op in k.walk() if isinstance(op, tile.MmaOp)]
+    # one K / V fragment load per frags_m mma in the key loop (Q's loads are outside it)
+    in_loop = [f for f in frags if f.kind.data != tile.FragmentKind.A]
+    assert len(mmas) == knobs["frags_m"] * len(in_loop)
+    _check(c, fn)
+
+
+def test_row_tiles_with_a_mask() -> None:
+    """An additive mask's loads clamp the rows of a warp's second tile past the end."""
+    fn = _sdpa(False, mask=True)
+    c = _compile_with(fn, _inputs(2, 2, 40, 24, 32, mask=True),
+                      {"warps": 1, "frags_m": 2, "key_block": 16})
+    _check(c, fn)
+
+
+def test_row_tiles_past_the_queries_are_refused() -> None:
+    from deplo.passes.tile.kernel_pass import PassOptionError
+
+    with pytest.raises(PassOptionError, match="knob frags_m: expected 1, 2 or 4 tiles"):
+        _compile_with(_sdpa(True), _inputs(2, 2, 20, 20, 16), {"warps": 2, "frags_m": 2})
 
 
 def test_key_splits_with_a_mask_and_fp16() -> None:

@@ -411,6 +411,9 @@ class RowClass(KernelClass):
 ATTENTION_MMA = ("warps", "frags_m", "key_block", "stage", "buffers")
 ATTENTION_SIMT = ("threads", "group_heads", "rows", "stage_keys", "lane_keys", "head_parts",
                   "stage_inputs")
+MMA_ACCUMULATORS = 128
+"""A lane's fp32 accumulators on tensor cores: a 64 x 64 warp tile (4 x 8 fragments), CUTLASS's
+largest for mma.sync; past it ptxas's 255 registers cannot also hold the fragments."""
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
 """lane_keys: the most of the head dim (its part, with head_parts) whose q a lane keeps in
@@ -696,10 +699,10 @@ class MatmulClass(KernelClass):
             if knobs["warps_m"] * knobs["warps_n"] * WARP > MAX_BLOCK_THREADS:
                 bad.append(("warps_n", f"{knobs['warps_m']} x {knobs['warps_n']} warps: more "
                                        f"than {MAX_BLOCK_THREADS} threads"))
-            if knobs["frags_m"] * knobs["frags_n"] * 4 * accs > 64:
+            if knobs["frags_m"] * knobs["frags_n"] * 4 * accs > MMA_ACCUMULATORS:
                 bad.append(("frags_n", f"{knobs['frags_m']} x {knobs['frags_n']} fragments of "
-                                       f"{accs} product(s): more than 64 fp32 accumulators a "
-                                       "lane"))
+                                       f"{accs} product(s): more than {MMA_ACCUMULATORS} fp32 "
+                                       "accumulators a lane"))
         else:
             for name, n in (("reg_m", rows), ("reg_n", cols)):
                 if not 1 <= knobs[name] <= n:
@@ -762,7 +765,7 @@ class MatmulClass(KernelClass):
         if knob in ("frags_m", "frags_n"):
             n, unit, w = (rows, 16, knobs["warps_m"]) if knob == "frags_m" else (
                 cols, 8, knobs["warps_n"])
-            return tuple(f for f in (1, 2, 4) if w * f * unit <= max(unit, _pow2_ceil(n)))
+            return tuple(f for f in (1, 2, 4, 8) if w * f * unit <= max(unit, _pow2_ceil(n)))
         if knob in ("reg_m", "reg_n"):
             return tuple(r for r in (1, 2, 4, 8) if r <= (rows if knob == "reg_m" else cols))
         if knob in ("threads_m", "threads_n"):

@@ -63,3 +63,37 @@ def test_the_shortlist_offers_many_warp_tiles_the_heuristic_does_not_pick():
     assert any(t in planner.MANY_WARP_TILES for t in tiles), tiles
     mma, heuristic = planner._tiles(facts, {})
     assert mma and not any(t in planner.MANY_WARP_TILES for t, *_ in heuristic)
+
+
+@pytest.mark.parametrize("tile, splits", [((2, 1, 4, 8), 1), ((1, 2, 8, 4), 2), ((2, 2, 4, 8), 1)],
+                         ids=["2x1w-4x8f", "1x2w-8x4f-split", "2x2w-4x8f"])
+def test_64x64_warp_tiles_match_pytorch(tile, splits):
+    """Warps of 4 x 8 or 8 x 4 fragments (128 fp32 accumulators a lane, CUTLASS's 64 x 64 warp
+    tile): legal for plan files and the tuner, each B (A) fragment feeding 4 (8) mma."""
+    knobs = dict(zip(("warps_m", "warps_n", "frags_m", "frags_n"), tile), mma=True,
+                 splits=splits, split_sum="kernel", k_chunk=32)
+    c, (x, w) = _pinned(100, 136, 320, torch.bfloat16, knobs)
+    inputs = random_inputs(c.program, seed=5)
+    got = check_program(c.executable("cpu").run(inputs), c.program, inputs,
+                        c.output_element_types(), c.program.reference(inputs))
+    assert got.ok, got
+
+
+def test_64x64_warp_tiles_build_without_spills():
+    """ptxas fits the 128 accumulators, the fragments and the addresses in 255 registers."""
+    from deplo.runtime.gpu import compile_cubin
+
+    knobs = dict(warps_m=2, warps_n=2, frags_m=4, frags_n=8, mma=True, splits=1, k_chunk=32)
+    c, _ = _pinned(512, 1024, 2048, torch.bfloat16, knobs)
+    res = compile_cubin(c.cuda_source, arch="sm_90", spills_are_errors=True)
+    for name, report in res.kernels.items():
+        assert (report.spill_stores, report.spill_loads) == (0, 0), (name, report)
+
+
+def test_more_than_128_accumulators_are_refused():
+    from deplo.passes.tile.plan import PlanFileError
+
+    c, _ = _pinned(128, 256, 64, torch.bfloat16,
+                   dict(warps_m=1, warps_n=1, frags_m=8, frags_n=8, mma=True, splits=1))
+    with pytest.raises(PlanFileError, match="more than 128 fp32 accumulators a lane"):
+        c.plans()

@@ -193,7 +193,7 @@ def _transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return x if a == b else im.insert(T.TransposeOp(x, a, b, rt), "transpose")
 
 
-def _t(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+def _transpose_2d(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     x = im.value(node.args[0])
     return x if _rank(x) < 2 else im.insert(T.TransposeOp(x, 0, 1, rt), "t")
 
@@ -311,7 +311,7 @@ SHAPE_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten._unsafe_view.default: _view("view"),
     torch.ops.aten.permute.default: _permute,
     torch.ops.aten.transpose.int: _transpose,
-    torch.ops.aten.t.default: _t,
+    torch.ops.aten.t.default: _transpose_2d,
     torch.ops.aten.expand.default: _expand,
     torch.ops.aten.unsqueeze.default: _unsqueeze,
     torch.ops.aten.squeeze.default: _squeeze,
@@ -1005,6 +1005,39 @@ def _hypot(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _as_dtype(im, im.insert(T.WhereOp(either, inf, y, y.type)), rt.element_type)
 
 
+def _as_strided(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """as_strided of a tensor laid out from its storage's start (what PyTorch's decompositions
+    of diagonal, unfold and einsum's repeated index leave): the flat tensor gathered at
+    storage_offset + sum_k i_k stride_k, an index the loop level computes from the loop
+    variables. A view's storage (a transpose's, a slice's offset) is not what deplo's value
+    holds: refused."""
+    src = node.args[0]
+    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or not val.is_contiguous() or val.storage_offset():
+        raise FrontendError(f"unsupported as_strided of a view (its input is not contiguous "
+                            f"from its storage's start) {where_from(node)}")
+    x = im.value(src)
+    size, stride = [int(n) for n in node.args[1]], [int(s) for s in node.args[2]]
+    offset = int(_arg(node, 3, "storage_offset", 0) or 0)
+    numel = math.prod(x.type.get_shape())
+    reach = [sum((n - 1) * f(st, 0) for n, st in zip(size, stride)) for f in (min, max)]
+    if 0 not in size and (offset + reach[0] < 0 or offset + reach[1] >= numel):
+        raise FrontendError(f"unsupported as_strided past its input's {numel} elements (into "
+                            f"its base's storage) {where_from(node)}")
+    i64 = mlir_element_type(torch.int64)
+    idx = im.insert(T.FullOp(offset, TensorType(i64, [])), "as_strided")
+    for k, (n, step) in enumerate(zip(size, stride)):
+        if n > 1 and step:
+            at = im.insert(T.ArangeOp(0, n * step, step, TensorType(i64, [n])), "as_strided")
+            at = _reshape(im, at, [1] * k + [n] + [1] * (len(size) - k - 1))
+            shape = np.broadcast_shapes(tuple(idx.type.get_shape()), tuple(at.type.get_shape()))
+            idx = im.insert(T.AddOp(idx, at, TensorType(i64, list(shape))), "as_strided")
+    if list(idx.type.get_shape()) != size:
+        idx = im.insert(T.ExpandOp(idx, TensorType(i64, size)), "as_strided")
+    flat = _reshape(im, x, [numel], "as_strided")
+    return im.insert(T.IndexOp(flat, [idx], [0], rt), "as_strided")
+
+
 def _flip(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """flip: each dim read through a reversed arange (an index on that dim)."""
     x = im.value(node.args[0])
@@ -1223,6 +1256,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.logaddexp.default: _logaddexp,
     aten.addbmm.default: _addbmm,
     aten.flip.default: _flip,
+    aten.as_strided.default: _as_strided,
     aten.constant_pad_nd.default: _constant_pad,
     aten.repeat.default: _repeat,
     aten.numpy_T.default: lambda im, node, rt: im.insert(

@@ -239,8 +239,23 @@ COVERAGE: list[Entry] = [
     Entry("nn.functional.interpolate", "PyTorch's decomposition (indexing)", "bicubic"),
     Entry("nn.functional.interpolate", "PyTorch's decomposition (indexing)", "trilinear"),
     Entry("nn.functional.adaptive_avg_pool2d", "PyTorch's decomposition"),
-    Entry("einsum", "PyTorch's decomposition (bmm, permute, view)",
-          refusals={"aten.einsum": "a repeated index (a diagonal) decomposes to as_strided"}),
+    Entry("einsum", "PyTorch's decomposition (bmm, permute, view; as_strided)"),
+    Entry("as_strided", "a gather of the flat input at offset + sum(i * stride)",
+          refusals={"as_strided of a view": "a view's storage (a strided input)"}),
+    Entry("diagonal", "PyTorch's decomposition (as_strided)",
+          refusals={"as_strided of a view": "a view's storage (a strided input)"}),
+    Entry("diagonal_copy", "PyTorch's decomposition (as_strided)",
+          refusals={"as_strided of a view": "a view's storage (a strided input)"}),
+    Entry("linalg.diagonal", "PyTorch's decomposition (as_strided)",
+          refusals={"as_strided of a view": "a view's storage (a strided input)"}),
+    Entry("diag", "PyTorch's decomposition"),
+    Entry("diag_embed", "PyTorch's decomposition"),
+    Entry("diagflat", "PyTorch's decomposition"),
+    Entry("trace", "PyTorch's decomposition (as_strided, sum)"),
+    Entry("unfold", "PyTorch's decomposition (as_strided)",
+          refusals={"as_strided of a view": "a view's storage (a strided input)"}),
+    Entry("unfold_copy", "PyTorch's decomposition (as_strided)",
+          refusals={"as_strided of a view": "a view's storage (a strided input)"}),
     Entry("outer", "PyTorch's decomposition"),
     Entry("dot", "PyTorch's decomposition"),
     Entry("mv", "PyTorch's decomposition"),
@@ -412,9 +427,10 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   cannot trace the first; shapes would depend on values for the others).
 - Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`, `cummax`/`cummin` (a scan
   of (value, index) pairs; `tir.scan` carries one value).
-- `diagonal`, `unfold`, `as_strided`: strided views whose decomposition is `as_strided`, which
-  has no converter yet; `erfinv`, `bucketize`, `copysign`, `instance_norm` with running statistics
-  (it updates them in place). An error names the op and the user's line.
+- `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's
+  values do not have; `diagonal` of `x.t()`); `erfinv`, `bucketize`, `copysign`,
+  `instance_norm` with running statistics (it updates them in place). An error names the op
+  and the user's line.
 - An input updated in place (`x.mul_(2)`): refused, naming the input (values are immutable here).
 - `nll_loss` is not claimed: it runs (PyTorch's decomposition), exact in fp32, but in bf16 the
   decomposition rounds each step, up to 3% off on 3 of its 61 OpInfo samples (`cross_entropy`,

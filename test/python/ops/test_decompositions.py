@@ -50,13 +50,38 @@ def test_converted_ops_are_not_decomposed() -> None:
 
 
 @pytest.mark.parametrize("fn, op", [
-    (lambda x: torch.diagonal(x), "aten.diagonal.default"),  # (decomposes to as_strided)
     (lambda x: torch.erfinv(x.tanh()), "aten.erfinv.default"),
     (lambda x: torch.bucketize(x, torch.tensor([-1.0, 0.0, 1.0])), "aten.bucketize.Tensor"),
 ])
 def test_what_stays_unsupported_names_the_users_op(fn, op) -> None:
     with pytest.raises(UnsupportedOpError, match=f"unsupported PyTorch op '{op}' at "):
         deplo.compile(fn, [torch.randn(4, 4)])
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: torch.diagonal(x, 1, 1, 2) * 2, (3, 5, 6)),
+    (lambda x: x.unfold(1, 3, 2), (4, 10)),
+    (lambda x: torch.einsum("bii->bi", x), (2, 5, 5)),
+    (lambda x: torch.trace(x @ x), (6, 6)),  # the diagonal of an intermediate
+    (lambda x: torch.as_strided(x, (3, 2, 2), (1, 4, 0), 2), (4, 5)),  # overlapping, offset
+], ids=["diagonal", "unfold", "einsum", "trace", "as_strided"])
+def test_strided_views_gather_the_flat_input(fn, shape) -> None:
+    """as_strided (diagonal's, unfold's, a repeated einsum index's decomposition): the flat
+    tensor read at offset + sum(i * stride), computed from the loop variables."""
+    c = deplo.compile(fn, [torch.randn(*shape)])
+    assert c.check(seed=1).ok
+    assert c.check(target="interp", level="loop", seed=2).ok
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda x: torch.diagonal(x.t()), r"op .aten.diagonal.default. .*as_strided of a view"),
+    (lambda x: x[:2].as_strided((3,), (6,)), r"as_strided past its input's 12 elements"),
+], ids=["transposed", "past-the-view"])
+def test_as_strided_of_a_views_storage_is_refused(fn, match) -> None:
+    """The strides of a transposed tensor, and elements past a slice, refer to its base's
+    storage, which deplo's value of the view does not have: an error, not a wrong answer."""
+    with pytest.raises(FrontendError, match=match):
+        deplo.compile(fn, [torch.randn(4, 6)])
 
 
 def test_the_error_names_the_line_of_a_modules_code() -> None:

@@ -1005,6 +1005,21 @@ def _hypot(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _as_dtype(im, im.insert(T.WhereOp(either, inf, y, y.type)), rt.element_type)
 
 
+def _copysign(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """|a| with the sign of b, -0 included (b < 0, or b == 0 and 1 / b < 0). Float compares
+    cannot see a NaN's sign bit: a NaN b counts as positive (PyTorch reads the bit)."""
+    a, b = (_as_dtype(im, im.value(x, rt), rt.element_type) for x in node.args[:2])
+    mag = _ew(im, "abs", a)
+    zero = _scalar(im, 0, b)
+    bool_t = _t(b, elt=mlir_element_type(torch.bool))
+    below = im.insert(T.LtOp(b, zero, bool_t), "copysign")
+    negative_zero = im.insert(T.LogicalAndOp(
+        im.insert(T.EqOp(b, zero, bool_t), "copysign"),
+        im.insert(T.LtOp(_ew(im, "reciprocal", b), zero, bool_t), "copysign"), bool_t))
+    negative = im.insert(T.LogicalOrOp(below, negative_zero, bool_t), "copysign")
+    return im.insert(T.WhereOp(negative, _ew(im, "neg", mag), mag, rt), "copysign")
+
+
 def _as_strided(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """as_strided of a tensor laid out from its storage's start (what PyTorch's decompositions
     of diagonal, unfold and einsum's repeated index leave): the flat tensor gathered at
@@ -1257,6 +1272,8 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.addbmm.default: _addbmm,
     aten.flip.default: _flip,
     aten.as_strided.default: _as_strided,
+    aten.copysign.Tensor: _copysign,
+    aten.copysign.Scalar: _copysign,
     aten.constant_pad_nd.default: _constant_pad,
     aten.repeat.default: _repeat,
     aten.numpy_T.default: lambda im, node, rt: im.insert(

@@ -240,6 +240,7 @@ COVERAGE: list[Entry] = [
     Entry("nn.functional.interpolate", "PyTorch's decomposition (indexing)", "trilinear"),
     Entry("nn.functional.adaptive_avg_pool2d", "PyTorch's decomposition"),
     Entry("einsum", "PyTorch's decomposition (bmm, permute, view; as_strided)"),
+    Entry("copysign", "where(b < 0 or b is -0, -abs(a), abs(a))"),
     Entry("as_strided", "a gather of the flat input at offset + sum(i * stride)",
           refusals={"as_strided of a view": "a view's storage (a strided input)"}),
     Entry("diagonal", "PyTorch's decomposition (as_strided)",
@@ -428,7 +429,7 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`, `cummax`/`cummin` (a scan
   of (value, index) pairs; `tir.scan` carries one value).
 - `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's
-  values do not have; `diagonal` of `x.t()`); `erfinv`, `bucketize`, `copysign`,
+  values do not have; `diagonal` of `x.t()`); `erfinv`, `bucketize`,
   `instance_norm` with running statistics (it updates them in place). An error names the op
   and the user's line.
 - An input updated in place (`x.mul_(2)`): refused, naming the input (values are immutable here).

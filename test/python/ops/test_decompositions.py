@@ -110,12 +110,14 @@ A = [1e8, 5.0, -0.0, 0.3, -7.5, 7.5, -7.5, 3.0, INF, -5.0, 2.0, 0.0, 300.0]
 B = [3.0, INF, 1.0, 0.1, 2.0, -2.0, -2.0, 0.0, 2.0, INF, -0.0, 0.0, 4.0]
 
 
-@pytest.mark.parametrize("fn", [torch.remainder, torch.fmod, torch.floor_divide, torch.hypot],
-                         ids=["remainder", "fmod", "floor_divide", "hypot"])
+@pytest.mark.parametrize("fn", [torch.remainder, torch.fmod, torch.floor_divide, torch.hypot,
+                                torch.copysign],
+                         ids=["remainder", "fmod", "floor_divide", "hypot", "copysign"])
 @pytest.mark.parametrize("target, level", [("cpu", None), ("interp", "loop"), ("interp", "torch")])
 def test_edge_values_as_pytorch(fn, target, level) -> None:
     """C's fmod and hypot, not the textbook formulas: 1e8 % 3 is 1 (a - floor(a / b) b gave 0),
-    5 % inf is 5 (0 * inf was NaN), -0 keeps its sign, hypot(3e20, 3e20) does not overflow."""
+    5 % inf is 5 (0 * inf was NaN), -0 keeps its sign, hypot(3e20, 3e20) does not overflow;
+    copysign takes the sign of -0."""
     a, b = torch.tensor(A), torch.tensor(B)
     if fn is torch.hypot:
         a = torch.cat([a, torch.tensor([3e20, INF, NAN])])

@@ -49,6 +49,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-narrow-buffers": ("passes.loop.narrow", "LoopNarrowBuffersPass"),
     "loop-collapse-dims": ("passes.loop.collapse", "LoopCollapseDimsPass"),
     "loop-flatten-reductions": ("passes.loop.flatten_reductions", "LoopFlattenReductionsPass"),
+    "loop-split-reductions": ("passes.loop.split_reductions", "LoopSplitReductionsPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
@@ -95,6 +96,7 @@ _TO_LOOP = _TO_TIR + [
     "loop-narrow-buffers",  # intermediates written as extf(narrow) hold the narrow type
     "loop-collapse-dims",  # intermediates read through a reshape take its shape
     "loop-flatten-reductions",  # a reduction over several dims: one loop over their product
+    "loop-split-reductions",  # a long reduction over few outputs: partials on many blocks
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [

@@ -1,0 +1,206 @@
+"""loop-split-reductions: a long reduction over few outputs runs on many blocks, in two kernels.
+
+`x.sum()` over 4M floats is one row: the tile classes give a row to one block, so one SM of 132
+walks 16 MB (the model, H100: 1581 us against a roofline of 7.3). The kernel becomes a kernel
+of S partial reductions of E / S elements each (S rows more for the planner to spread over the
+SMs) and the kernel itself, reducing the S partials before its epilogue:
+
+    loop.kernel @sum(%x, %out) {                      loop.kernel @sum_part(%x, %out, %part) {
+      %t = loop.for %r = 0 to E reduce                  loop.for %s = 0 to S free {
+             iter(%a = %init) { .. %x[%r] .. }            %p = loop.for %r = 0 to E/S reduce iter(%a = %id)
+      EPILOGUE(%t) }                            ->               { .. %x[%s * E/S + %r] .. }
+                                                          loop.store %p, %part[%s] } }
+                                                      loop.kernel @sum(%x, %out, %part) {
+                                                        %t = loop.for %s = 0 to S reduce iter(%a = %init)
+                                                               { combine(%a, %part[%s]) }
+                                                        EPILOGUE(%t) }
+
+A kernel qualifies when it holds one reduce loop, 0 to E by 1, under a perfect nest of free
+loops (its outputs; at most MAX_OUTPUTS of them, else the outputs already fill the SMs), with
+one float accumulator combined by addf, maximumf or minimumf with a value that does not use it,
+and an induction variable used only as an index of loads. The partials start from the
+identity (0 for a sum; max and min start from the init, which they absorb), so the init is
+counted once. S is the largest power of two dividing E that leaves at least MIN_SLICE elements
+a slice and at most MAX_ROWS rows of partials; below 4 slices nothing changes. The sum's order
+changes (slices, then their sum): fp32 rounding, not a different result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from deplo.dialects import loop
+
+MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one block's row
+MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
+MIN_SLICE = 2048  # elements a slice: a block's 256 threads, 8 each
+COMBINES = (arith.AddfOp, arith.MaximumfOp, arith.MinimumfOp)
+
+
+def _reduce_loops(kernel: loop.KernelOp) -> list[loop.ForOp]:
+    return [o for o in kernel.walk() if isinstance(o, loop.ForOp)
+            and o.kind.data == loop.LoopKind.REDUCE]
+
+
+def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
+    """The free loops around `red`, outermost first, when each is plain (0 to N by 1) and the
+    only loop of its enclosing block; else None."""
+    path: list[loop.ForOp] = []
+    op: Operation = red
+    while (parent := op.parent_op()) is not kernel:
+        if not (isinstance(parent, loop.ForOp) and parent.kind.data == loop.LoopKind.FREE
+                and parent.lb.data == 0 and parent.step.data == 1):
+            return None
+        path.insert(0, parent)
+        op = parent
+    for lp in path:
+        if sum(isinstance(o, loop.ForOp) for o in lp.parent_block().ops) != 1:
+            return None
+    return path
+
+
+def _combine(red: loop.ForOp) -> Operation | None:
+    """The op that folds one value into the accumulator, when it is the loop's only use of it."""
+    if len(red.accs) != 1 or not red.accs[0].has_one_use():
+        return None
+    (use,) = red.accs[0].uses
+    op, y = use.operation, red.body.block.last_op
+    if not isinstance(op, COMBINES) or not isinstance(y, loop.YieldOp) \
+            or list(y.operands) != [op.results[0]]:
+        return None
+    other = op.operands[1 - use.index]
+    return op if other is not red.accs[0] else None
+
+
+def _slices(extent: int, outputs: int) -> int:
+    s = 1
+    while extent % (2 * s) == 0 and extent // (2 * s) >= MIN_SLICE \
+            and outputs * 2 * s <= MAX_ROWS:
+        s *= 2
+    return s
+
+
+def _identity(combine: Operation, init: SSAValue, before: Operation) -> SSAValue:
+    """Where a slice's partial starts: 0 for a sum (the init is counted once, by the kernel
+    reducing the partials); max and min absorb their init."""
+    if not isinstance(combine, arith.AddfOp):
+        return init
+    zero = arith.ConstantOp(FloatAttr(0.0, init.type))
+    Rewriter.insert_op(zero, InsertPoint.before(before))
+    return zero.result
+
+
+def _slice_indices(red: loop.ForOp, s: SSAValue, chunk: int) -> None:
+    """Each load of `red`'s iv reads `s * chunk + iv` instead."""
+    iv = red.iv
+    for use in list(iv.uses):
+        access = use.operation
+        assert isinstance(access, loop.LoadOp)
+        old = list(access.indices)
+        new = old + ([s] if s not in old else [])
+        pos = {v: i for i, v in enumerate(new)}
+        d = AffineExpr.dimension
+        exprs = [d(pos[s]) * chunk + d(pos[iv]) if v is iv else d(pos[v]) for v in old]
+        results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
+        loop.reaccess(access, new, AffineMap(len(new), 0, results))
+
+
+def _partial_kernel(kernel: loop.KernelOp, slices: int, part_t: MemRefType) -> loop.KernelOp:
+    """@name_part: the kernel's clone whose reduce loop walks one slice a new free loop names,
+    storing its partial instead of running the epilogue."""
+    part = kernel.clone()
+    part.properties["sym_name"] = StringAttr(kernel.sym_name.data + "_part")
+    buf = part.body.block.insert_arg(part_t, len(part.body.block.args))
+    buf.name_hint = "part"
+    (red,) = _reduce_loops(part)
+    path = _free_path(red, part)
+    assert path is not None
+    # the epilogue goes: everything after the reduce loop in its block
+    block = red.parent_block()
+    for op in reversed(list(block.ops)):
+        if op is red:
+            break
+        if not isinstance(op, loop.YieldOp):
+            Rewriter.erase_op(op, safe_erase=False)
+    chunk = red.ub.data // slices
+    s_loop = loop.ForOp(0, slices, loop.LoopKind.FREE)
+    s_loop.iv.name_hint = "s"
+    Rewriter.insert_op(s_loop, InsertPoint.before(red))
+    red.detach()
+    s_loop.body.block.add_op(red)
+    red.ub = IntAttr(chunk)
+    red.operands = [_identity(_combine(red), red.inits[0], s_loop)]
+    _slice_indices(red, s_loop.iv, chunk)
+    s_loop.body.block.add_ops([loop.StoreOp(red.res[0], buf, [*(lp.iv for lp in path), s_loop.iv]),
+                               loop.YieldOp()])
+    return part
+
+
+def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
+    reds = _reduce_loops(kernel)
+    if len(reds) != 1:
+        return False
+    red = reds[0]
+    path = _free_path(red, kernel)
+    combine = _combine(red)
+    if path is None or combine is None or red.lb.data or red.step.data != 1 \
+            or not all(isinstance(u.operation, loop.LoadOp) and u.index >= 1
+                       for u in red.iv.uses):
+        return False
+    outputs = math.prod(lp.ub.data for lp in path)
+    slices = _slices(red.ub.data, outputs)
+    if outputs > MAX_OUTPUTS or slices < 4:
+        return False
+    acc_t = red.accs[0].type
+    part_t = MemRefType(acc_t, [*(lp.ub.data for lp in path), slices])
+    part_kernel = _partial_kernel(kernel, slices, part_t)
+    Rewriter.insert_op(part_kernel, InsertPoint.before(kernel))
+    # the kernel reduces the partials
+    buf = kernel.body.block.insert_arg(part_t, len(kernel.body.block.args))
+    buf.name_hint = "part"
+    over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, [red.inits[0]])
+    over.iv.name_hint = "s"
+    over.accs[0].name_hint = red.accs[0].name_hint
+    value = loop.LoadOp(buf, [*(lp.iv for lp in path), over.iv])
+    folded = type(combine)(over.accs[0], value.result)
+    over.body.block.add_ops([value, folded, loop.YieldOp(folded.result)])
+    Rewriter.insert_op(over, InsertPoint.before(red))
+    red.res[0].replace_all_uses_with(over.res[0])
+    Rewriter.erase_op(red)
+    # the host: the partials' buffer, the partial launch, then the kernel with it
+    alloc = memref.AllocOp.get(acc_t, shape=part_t.get_shape())
+    alloc.memref.name_hint = part_kernel.sym_name.data
+    Rewriter.insert_op(alloc, InsertPoint.before(launch))
+    args = list(launch.args)
+    Rewriter.insert_op(loop.LaunchOp(part_kernel.sym_name.data, [*args, alloc.memref]),
+                       InsertPoint.before(launch))
+    Rewriter.replace_op(launch, loop.LaunchOp(kernel.sym_name.data, [*args, alloc.memref]))
+    return True
+
+
+@dataclass(frozen=True)
+class LoopSplitReductionsPass(ModulePass):
+    """A long reduction over few outputs: partials over slices on their own rows, then the
+    kernel reduces the partials."""
+
+    name = "loop-split-reductions"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernels = {k.sym_name.data: k for k in op.walk() if isinstance(k, loop.KernelOp)}
+        launches: dict[str, list[loop.LaunchOp]] = {}
+        for launch in op.walk():
+            if isinstance(launch, loop.LaunchOp):
+                launches.setdefault(launch.callee.root_reference.data, []).append(launch)
+        for name, kernel in kernels.items():
+            if len(launches.get(name, [])) == 1 and isinstance(
+                    launches[name][0].parent_op(), func.FuncOp):
+                _split(kernel, launches[name][0])

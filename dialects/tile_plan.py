@@ -102,7 +102,7 @@ KNOBS: dict[str, Knob] = {
         Knob("warps_m", int, "warps per block along the rows (mma)"),
         Knob("warps_n", int, "warps per block along the columns (mma)"),
         Knob("frags_m", int, "16-row fragments per warp (mma; attention: query-row tiles a warp, "
-                             "each K and V fragment feeding one mma of each)", default=1),
+                             "each K and V fragment feeding one mma of each)"),
         Knob("frags_n", int, "8-column fragments per warp (mma)"),
         Knob("reg_m", int, "rows of outputs per thread (register tile)"),
         Knob("reg_n", int, "columns of outputs per thread (register tile)"),
@@ -144,7 +144,8 @@ KNOBS: dict[str, Knob] = {
                                  "runs together (thread.z), their rows reading each key's K and "
                                  "V at the same time (grouped-query attention; fact kv_group)",
              default=1),
-        Knob("warps", int, "attention on tensor cores: warps a block, 16 query rows each"),
+        Knob("warps", int, "attention on tensor cores: warps a block, 16 x frags_m query rows "
+                           "each"),
         Knob("key_block", int, "attention on tensor cores: keys a step of the key loop (a "
                                "multiple of 16)"),
         Knob("key_splits", int, "attention (tensor cores, or lanes that own keys): the keys "
@@ -412,8 +413,10 @@ ATTENTION_MMA = ("warps", "frags_m", "key_block", "stage", "buffers")
 ATTENTION_SIMT = ("threads", "group_heads", "rows", "stage_keys", "lane_keys", "head_parts",
                   "stage_inputs")
 MMA_ACCUMULATORS = 128
-"""A lane's fp32 accumulators on tensor cores: a 64 x 64 warp tile (4 x 8 fragments), CUTLASS's
-largest for mma.sync; past it ptxas's 255 registers cannot also hold the fragments."""
+"""A lane's fp32 accumulators on tensor cores (frags_m x frags_n x 4 a product): 4 x 8 fragments
+are a 64 x 64 warp tile, CUTLASS's largest for mma.sync; past it ptxas's 255 registers cannot
+also hold the fragments. Attention: D / 2 a row tile, at most half as many (Q's fragments and
+the scores share the lane: ptxas spills at 4 tiles of D 64 and 2 of D 128)."""
 STAGE_PAD = 8  # halves added to each staged K / V row: 16-byte rows off the bank alignment
 HOISTED_Q = 64
 """lane_keys: the most of the head dim (its part, with head_parts) whose q a lane keeps in
@@ -583,6 +586,10 @@ class AttentionClass(RowClass):
             bad.append(("frags_m", f"expected 1, 2 or 4 tiles of 16 rows a warp, the block's "
                                    f"{knobs['warps']} warps at most the {queries} query rows "
                                    f"rounded up to 16; got {frags}"))
+        elif frags > 1 and frags * facts["head_dim"] // 2 > MMA_ACCUMULATORS // 2:
+            bad.append(("frags_m", f"{frags} tiles of 16 rows with a head dim of "
+                                   f"{facts['head_dim']}: more than {MMA_ACCUMULATORS // 2} fp32 "
+                                   "accumulators a lane (ptxas spills)"))
         kb = knobs["key_block"]
         if kb not in (16, 32, 64, 128):
             bad.append(("key_block", f"expected 16, 32, 64 or 128 keys a step, got {kb}"))
@@ -611,7 +618,8 @@ class AttentionClass(RowClass):
             return tuple(w for w in (1, 2, 4, 8) if 16 * w <= top)
         if knob == "frags_m":
             top = _round_up(facts.get("queries", 1), 16)
-            return tuple(f for f in (1, 2, 4) if 16 * f * knobs["warps"] <= top)
+            return tuple(f for f in (1, 2, 4) if 16 * f * knobs["warps"] <= top
+                         and (f == 1 or f * facts["head_dim"] // 2 <= MMA_ACCUMULATORS // 2))
         if knob == "key_block":
             return (16, 32, 64)
         if knob == "key_splits":

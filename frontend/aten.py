@@ -1029,8 +1029,9 @@ def _as_strided(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     src = node.args[0]
     val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
     if not isinstance(val, torch.Tensor) or not val.is_contiguous() or val.storage_offset():
-        raise FrontendError(f"unsupported as_strided of a view (its input is not contiguous "
-                            f"from its storage's start) {where_from(node)}")
+        raise FrontendError(f"unsupported as_strided of a non-contiguous tensor (a view, or a "
+                            f"result laid out like one: its strides refer to a storage deplo's "
+                            f"values do not have) {where_from(node)}")
     x = im.value(src)
     size, stride = [int(n) for n in node.args[1]], [int(s) for s in node.args[2]]
     offset = int(_arg(node, 3, "storage_offset", 0) or 0)

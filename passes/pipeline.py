@@ -110,7 +110,7 @@ _TO_TILE = _TO_LOOP + [
     "tile-chunk-reduce",  # matmul: K in chunks, the unit of staging
     "tile-stage-chunks",  # matmul: each chunk's A and B tiles in shared memory
     "tile-map-grid",  # pointwise, row_reduce, attention: outer free axes -> blocks
-    "tile-attention-mma",  # attention in f16/bf16: warps of mma.sync, 16 rows each
+    "tile-attention-mma",  # attention in f16/bf16: warps of mma.sync, 16-row tiles each
     "tile-attention-rows",  # attention: threads over the head dim, q.k combined per key
     "tile-cooperative-reduce",  # row_reduce: strided thread loop + tile.combine
     "tile-map-threads",  # pointwise: innermost free axis -> threads (strided if long)

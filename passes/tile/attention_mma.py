@@ -2,9 +2,9 @@
 
 The flash row (analysis/nest.py, `flash_mma`: q . k a plain 16-bit product, the online update,
 `acc = acc * alpha + p * V[key]`) is rebuilt for warps of `mma.sync.m16n8k16`, as FlashAttention-2
-does it: each warp owns 16 query rows (`frags_m` tiles of 16: each K and V fragment then feeds
-one mma of every tile, fewer shared-memory reads an mma for more registers) and walks the keys
-`key_block` at a time.
+does it: each warp owns 16 query rows and walks the keys `key_block` at a time. (With
+`frags_m` F > 1 a warp owns F tiles of 16 rows, 16F from %row0: each K and V fragment feeds one
+mma of every tile, fewer shared-memory reads an mma for more registers; below, F = 1.)
 
     tile.for %rb = 0 to ceil(S / 16W) bind(block.x) {
       tile.for %w = 0 to W bind(thread.y) { tile.for %l = 0 to 32 bind(thread.x) {
@@ -94,7 +94,7 @@ class TileAttentionMmaPass(KernelPass):
                                   "row with its query rows on a block axis")
         rows, fm = found[0]
         _Rewrite(kernel, rows, fm, plan.knob("warps"), plan.knob("key_block"),
-                 plan.knob("stage"), plan.knob("key_splits"), plan.knob("frags_m")).run()
+                 plan.knob("stage"), plan.knob("key_splits"), plan.knob("frags_m") or 1).run()
 
 
 class _Rewrite:
@@ -181,7 +181,7 @@ class _Rewrite:
         return stop
 
     def key_loop(self, b: Builder) -> tile.ForOp:
-        """The key loop: its carried values are each row tile's (m, m') for rows g and g + 8,
+        """The key loop: its carried values are each row tile's m of rows g and g + 8,
         then their l, then the tiles' accumulators."""
         fm, bk, d, tiles = self.fm, self.bk, self.d, range(self.frags)
         kl = fm.key_loop

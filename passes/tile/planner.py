@@ -538,7 +538,8 @@ def attention_knobs(f: dict, fixed: dict) -> dict:
     implied = CLASSES["attention"].implied(fixed)  # a SIMT knob given: no tensor cores
     if fixed.get("mma", implied.get("mma", f.get("tensor_cores", False) and bool(rows))):
         top = -(-f.get("queries", 1) // 16) * 16
-        warps = next(w for w in (4, 2, 1) if 16 * w <= top)
+        frags = fixed.get("frags_m", 1)
+        warps = next((w for w in (4, 2, 1) if 16 * w * frags <= top), 1)
         knobs = {"grid_dims": min(3, len(rows)), "mma": True, "warps": warps, "frags_m": 1,
                  "key_block": 64 if f["head_dim"] <= 64 else 32,
                  "stage": f["head_dim"] % 16 == 0, "key_splits": 1,

@@ -74,7 +74,7 @@ def test_strided_views_gather_the_flat_input(fn, shape) -> None:
 
 
 @pytest.mark.parametrize("fn, match", [
-    (lambda x: torch.diagonal(x.t()), r"op .aten.diagonal.default. .*as_strided of a view"),
+    (lambda x: torch.diagonal(x.t()), r"op .aten.diagonal.default. .*as_strided of a non-contiguous"),
     (lambda x: x[:2].as_strided((3,), (6,)), r"as_strided past its input's 12 elements"),
 ], ids=["transposed", "past-the-view"])
 def test_as_strided_of_a_views_storage_is_refused(fn, match) -> None:

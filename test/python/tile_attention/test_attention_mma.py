@@ -8,6 +8,8 @@ LLM shapes builds with NVRTC sm_90 without spills; a tiny bf16 Llama's attention
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -227,6 +229,27 @@ def test_row_tiles_with_a_mask() -> None:
     c = _compile_with(fn, _inputs(2, 2, 40, 24, 32, mask=True),
                       {"warps": 1, "frags_m": 2, "key_block": 16})
     _check(c, fn)
+
+
+def test_row_tiles_fixed_alone_get_warps_that_fit() -> None:
+    """A plan file fixing frags_m alone: the heuristic's warps count the warp's 16 x frags_m
+    rows (64 rows: 2 warps of 2 tiles, not 4)."""
+    key = next(iter(deplo.compile(_sdpa(True), _inputs(2, 2, 64, 64, 32)).plans()["kernels"]))
+    sched = {"format": "deplo-plans/1", "kernels": {key: {"kind": "attention",
+                                                          "knobs": {"frags_m": 2}}}}
+    c = deplo.compile(_sdpa(True), _inputs(2, 2, 64, 64, 32), schedule=json.dumps(sched))
+    knobs = next(iter(c.plans()["kernels"].values()))["knobs"]
+    assert (knobs["frags_m"], knobs["warps"]) == (2, 2)
+    _check(c, _sdpa(True))
+
+
+@pytest.mark.parametrize("d,frags", [(64, 4), (128, 2)])
+def test_row_tiles_that_would_spill_are_refused(d, frags) -> None:
+    """More than 64 accumulators a lane (frags_m x D / 2): ptxas spills (NVRTC sm_90)."""
+    from deplo.passes.tile.kernel_pass import PassOptionError
+
+    with pytest.raises(PassOptionError, match="more than 64 fp32 accumulators a lane"):
+        _compile_with(_sdpa(True), _inputs(2, 2, 128, 128, d), {"warps": 1, "frags_m": frags})
 
 
 def test_row_tiles_past_the_queries_are_refused() -> None:

@@ -68,8 +68,8 @@ def test_the_shortlist_offers_many_warp_tiles_the_heuristic_does_not_pick():
 @pytest.mark.parametrize("tile, splits", [((2, 1, 4, 8), 1), ((1, 2, 8, 4), 2), ((2, 2, 4, 8), 1)],
                          ids=["2x1w-4x8f", "1x2w-8x4f-split", "2x2w-4x8f"])
 def test_64x64_warp_tiles_match_pytorch(tile, splits):
-    """Warps of 4 x 8 or 8 x 4 fragments (128 fp32 accumulators a lane, CUTLASS's 64 x 64 warp
-    tile): legal for plan files and the tuner, each B (A) fragment feeding 4 (8) mma."""
+    """Warps of 4 x 8 or 8 x 4 fragments (128 fp32 accumulators a lane; 4 x 8 is CUTLASS's 64 x 64
+    warp tile): legal for plan files and the tuner, each B (A) fragment feeding 4 (8) mma."""
     knobs = dict(zip(("warps_m", "warps_n", "frags_m", "frags_n"), tile), mma=True,
                  splits=splits, split_sum="kernel", k_chunk=32)
     c, (x, w) = _pinned(100, 136, 320, torch.bfloat16, knobs)

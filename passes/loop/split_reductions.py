@@ -16,7 +16,9 @@ SMs) and the kernel itself, reducing the S partials before its epilogue:
                                                         EPILOGUE(%t) }
 
 A kernel qualifies when it holds one reduce loop, 0 to E by 1, under a perfect nest of free
-loops (its outputs; at most MAX_OUTPUTS of them, else the outputs already fill the SMs), with
+loops (its outputs; at most MAX_OUTPUTS of them, else the outputs already fill the SMs) and
+with a scalar epilogue (a loop over the row after it, RMSNorm's scaling of a long row, would
+stay one block's: two launches, no faster), with
 one float accumulator combined by addf, maximumf or minimumf with a value that does not use it,
 and an induction variable used only as an index of loads. The partials start from the
 identity (0 for a sum; max and min start from the init, which they absorb), so the init is
@@ -52,8 +54,9 @@ def _reduce_loops(kernel: loop.KernelOp) -> list[loop.ForOp]:
 
 
 def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
-    """The free loops around `red`, outermost first, when each is plain (0 to N by 1) and the
-    only loop of its enclosing block; else None."""
+    """The free loops around `red`, outermost first, when each is plain (0 to N by 1), the only
+    loop of its enclosing block and its last op (no epilogue outside the innermost); else
+    None."""
     path: list[loop.ForOp] = []
     op: Operation = red
     while (parent := op.parent_op()) is not kernel:
@@ -64,6 +67,8 @@ def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | Non
         op = parent
     for lp in path:
         if sum(isinstance(o, loop.ForOp) for o in lp.parent_block().ops) != 1:
+            return None
+        if lp.next_op is not None and not isinstance(lp.next_op, loop.YieldOp):
             return None
     return path
 
@@ -156,6 +161,8 @@ def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
             or not all(isinstance(u.operation, loop.LoadOp) and u.index >= 1
                        for u in red.iv.uses):
         return False
+    if any(isinstance(o, loop.ForOp) for o in red.parent_block().ops if o is not red):
+        return False  # an epilogue over a row (RMSNorm's scaling) stays one block's anyway
     outputs = math.prod(lp.ub.data for lp in path)
     slices = _slices(red.ub.data, outputs)
     if outputs > MAX_OUTPUTS or slices < 4:

@@ -121,3 +121,31 @@ builtin.module {
     func.return %many : memref<128xf32>
   }
 }
+
+// -----
+
+// Left alone: an epilogue over the row (RMSNorm's scaling) would stay one block's.
+// CHECK-LABEL: loop.kernel @rms
+// CHECK-NOT:   _part
+
+builtin.module {
+  loop.kernel @rms(%x: memref<32768xf32>, %out: memref<32768xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    %1 = loop.for %r = 0 to 32768 reduce iter(%acc = %0) -> f32 {
+      %2 = loop.load %x[%r] : memref<32768xf32>
+      %3 = arith.mulf %2, %2 : f32
+      %4 = arith.addf %acc, %3 : f32
+      loop.yield %4 : f32
+    }
+    loop.for %d = 0 to 32768 free {
+      %5 = loop.load %x[%d] : memref<32768xf32>
+      %6 = arith.mulf %5, %1 : f32
+      loop.store %6, %out[%d] : memref<32768xf32>
+    }
+  }
+  func.func @main(%x: memref<32768xf32>) -> memref<32768xf32> {
+    %rms = memref.alloc() : memref<32768xf32>
+    loop.launch @rms(%x, %rms) : memref<32768xf32>, memref<32768xf32>
+    func.return %rms : memref<32768xf32>
+  }
+}

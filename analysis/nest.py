@@ -325,7 +325,7 @@ def arg_pair(lp: tile.ForOp) -> K | None:
             or sv.cond is not si.cond or sv.rhs is not v or si.rhs is not i:
         return None
     x, pos = sv.lhs, si.lhs
-    if not (isinstance(pos.owner, arith.IndexCastOp) and pos.owner.input is lp.iv) \
+    if not (isinstance(pos.owner, arith.IndexCastOp) and _iv_or_offset(pos.owner.input, lp)) \
             or depends_on(x, {v, i}, lp.body.block):
         return None
     inits = [c.owner.value.value.data if isinstance(c.owner, arith.ConstantOp) else None
@@ -341,6 +341,20 @@ def arg_pair(lp: tile.ForOp) -> K | None:
     if better is None or better.predicate.value.data != arith.CMPF_COMPARISON_OPERATIONS.index(pred):
         return None
     return kind
+
+
+def _iv_or_offset(x: SSAValue, lp) -> bool:
+    """x is `lp`'s iv, or the iv plus a value from outside the loop (a slice's first index,
+    loop-split-reductions'): either way increasing with the iv, which is all the shares' least
+    index needs."""
+    if x is lp.iv:
+        return True
+    op = x.owner
+    if not isinstance(op, arith.AddiOp) or lp.iv not in (op.lhs, op.rhs):
+        return False
+    other = op.rhs if op.lhs is lp.iv else op.lhs
+    return not lp.is_ancestor(other.owner) if isinstance(other.owner, Operation) else \
+        not lp.is_ancestor(other.owner.parent_op())
 
 
 F16_LOWEST = -65504.0  # the least negative of the float types' lowest values

@@ -18,9 +18,13 @@ SMs) and the kernel itself, reducing the S partials before its epilogue:
 A kernel qualifies when it holds one reduce loop, 0 to E by 1, under a perfect nest of free
 loops (its outputs; at most MAX_OUTPUTS of them, else the outputs already fill the SMs) and
 with a scalar epilogue (a loop over the row after it, RMSNorm's scaling of a long row, would
-stay one block's: two launches, no faster), with
-one float accumulator combined by addf, maximumf or minimumf with a value that does not use it,
-and an induction variable used only as an index of loads. The partials start from the
+stay one block's: two launches, no faster), with one float accumulator combined by addf,
+maximumf or minimumf with a value that does not use it, or argmax's (value, index) pair
+(nest.arg_pair), and an induction variable used only as an index of loads (and argmax's
+index, which becomes the slice's first plus it). The kernel reducing the partials is the
+loop's own body again over the slices, each partial where the value it stands for was
+computed: argmax's partials, taken in slice order by the same strictly-better-or-NaN select,
+keep PyTorch's first index. The partials start from the
 identity (0 for a sum; max and min start from the init, which they absorb), so the init is
 counted once. S is the largest power of two dividing E that leaves at least MIN_SLICE elements
 a slice and at most MAX_ROWS rows of partials; below 4 slices nothing changes. The sum's order
@@ -34,18 +38,20 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo.analysis import nest
 from deplo.dialects import loop
 
 MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one block's row
 MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
 MIN_SLICE = 2048  # elements a slice: a block's 256 threads, 8 each
 COMBINES = (arith.AddfOp, arith.MaximumfOp, arith.MinimumfOp)
+INDEX = IndexType()
 
 
 def _reduce_loops(kernel: loop.KernelOp) -> list[loop.ForOp]:
@@ -86,6 +92,30 @@ def _combine(red: loop.ForOp) -> Operation | None:
     return op if other is not red.accs[0] else None
 
 
+def _candidates(red: loop.ForOp) -> list[SSAValue] | None:
+    """What each accumulator takes in from an iteration, the values a slice's partials stand
+    for in the kernel reducing them: the combine's other operand (one accumulator), or
+    argmax's (argmin's) element and its index (nest.arg_pair: strictly better, or NaN, replaces,
+    so partials taken in slice order keep the first extreme); None if neither."""
+    if (combine := _combine(red)) is not None:
+        return [o for o in combine.operands if o is not red.accs[0]]
+    if nest.arg_pair(red) is not None:
+        return [sel.owner.lhs for sel in red.body.block.last_op.operands]
+    return None
+
+
+def _feeds(values: list[SSAValue], block) -> set[Operation]:
+    """The ops of `block` the values are computed by, transitively (the values' own included)."""
+    out: set[Operation] = set()
+    todo = [v.owner for v in values]
+    while todo:
+        op = todo.pop()
+        if isinstance(op, Operation) and op.parent_block() is block and op not in out:
+            out.add(op)
+            todo += [o.owner for o in op.operands]
+    return out
+
+
 def _slices(extent: int, outputs: int) -> int:
     s = 1
     while extent % (2 * s) == 0 and extent // (2 * s) >= MIN_SLICE \
@@ -94,21 +124,30 @@ def _slices(extent: int, outputs: int) -> int:
     return s
 
 
-def _identity(combine: Operation, init: SSAValue, before: Operation) -> SSAValue:
-    """Where a slice's partial starts: 0 for a sum (the init is counted once, by the kernel
-    reducing the partials); max and min absorb their init."""
+def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
+    """Where a slice's partials start: 0 for a sum (the init is counted once, by the kernel
+    reducing the partials); max, min and argmax's pair absorb their init."""
+    combine = _combine(red)
     if not isinstance(combine, arith.AddfOp):
-        return init
-    zero = arith.ConstantOp(FloatAttr(0.0, init.type))
+        return list(red.inits)
+    zero = arith.ConstantOp(FloatAttr(0.0, red.inits[0].type))
     Rewriter.insert_op(zero, InsertPoint.before(before))
-    return zero.result
+    return [zero.result]
 
 
 def _slice_indices(red: loop.ForOp, s: SSAValue, chunk: int) -> None:
-    """Each load of `red`'s iv reads `s * chunk + iv` instead."""
+    """Each load of `red`'s iv reads `s * chunk + iv` instead; an index taken as a value
+    (argmax's) is `s * chunk + iv` too."""
     iv = red.iv
     for use in list(iv.uses):
         access = use.operation
+        if isinstance(access, arith.IndexCastOp):
+            size = arith.ConstantOp.from_int_and_width(chunk, INDEX)
+            base = arith.MuliOp(s, size.result)
+            at = arith.AddiOp(base.result, iv)
+            Rewriter.insert_op([size, base, at], InsertPoint.at_start(red.body.block))
+            access.operands = [at.result]
+            continue
         assert isinstance(access, loop.LoadOp)
         old = list(access.indices)
         new = old + ([s] if s not in old else [])
@@ -119,13 +158,14 @@ def _slice_indices(red: loop.ForOp, s: SSAValue, chunk: int) -> None:
         loop.reaccess(access, new, AffineMap(len(new), 0, results))
 
 
-def _partial_kernel(kernel: loop.KernelOp, slices: int, part_t: MemRefType) -> loop.KernelOp:
+def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType]) -> loop.KernelOp:
     """@name_part: the kernel's clone whose reduce loop walks one slice a new free loop names,
-    storing its partial instead of running the epilogue."""
+    storing its partials instead of running the epilogue."""
     part = kernel.clone()
     part.properties["sym_name"] = StringAttr(kernel.sym_name.data + "_part")
-    buf = part.body.block.insert_arg(part_t, len(part.body.block.args))
-    buf.name_hint = "part"
+    bufs = [part.body.block.insert_arg(t, len(part.body.block.args)) for t in parts]
+    for b in bufs:
+        b.name_hint = "part"
     (red,) = _reduce_loops(part)
     path = _free_path(red, part)
     assert path is not None
@@ -143,9 +183,10 @@ def _partial_kernel(kernel: loop.KernelOp, slices: int, part_t: MemRefType) -> l
     red.detach()
     s_loop.body.block.add_op(red)
     red.ub = IntAttr(chunk)
-    red.operands = [_identity(_combine(red), red.inits[0], s_loop)]
+    red.operands = _identity(red, s_loop)
     _slice_indices(red, s_loop.iv, chunk)
-    s_loop.body.block.add_ops([loop.StoreOp(red.res[0], buf, [*(lp.iv for lp in path), s_loop.iv]),
+    at = [*(lp.iv for lp in path), s_loop.iv]
+    s_loop.body.block.add_ops([*(loop.StoreOp(r, b, at) for r, b in zip(red.res, bufs)),
                                loop.YieldOp()])
     return part
 
@@ -156,9 +197,10 @@ def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
         return False
     red = reds[0]
     path = _free_path(red, kernel)
-    combine = _combine(red)
-    if path is None or combine is None or red.lb.data or red.step.data != 1 \
+    takes = _candidates(red)
+    if path is None or takes is None or red.lb.data or red.step.data != 1 \
             or not all(isinstance(u.operation, loop.LoadOp) and u.index >= 1
+                       or isinstance(u.operation, arith.IndexCastOp) and len(takes) == 2
                        for u in red.iv.uses):
         return False
     if any(isinstance(o, loop.ForOp) for o in red.parent_block().ops if o is not red):
@@ -167,30 +209,37 @@ def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     slices = _slices(red.ub.data, outputs)
     if outputs > MAX_OUTPUTS or slices < 4:
         return False
-    acc_t = red.accs[0].type
-    part_t = MemRefType(acc_t, [*(lp.ub.data for lp in path), slices])
-    part_kernel = _partial_kernel(kernel, slices, part_t)
+    parts = [MemRefType(a.type, [*(lp.ub.data for lp in path), slices]) for a in red.accs]
+    part_kernel = _partial_kernel(kernel, slices, parts)
     Rewriter.insert_op(part_kernel, InsertPoint.before(kernel))
-    # the kernel reduces the partials
-    buf = kernel.body.block.insert_arg(part_t, len(kernel.body.block.args))
-    buf.name_hint = "part"
-    over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, [red.inits[0]])
+    # the kernel reduces the partials: the loop's body again, each partial where the value it
+    # stands for was computed
+    bufs = [kernel.body.block.insert_arg(t, len(kernel.body.block.args)) for t in parts]
+    over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, list(red.inits))
     over.iv.name_hint = "s"
-    over.accs[0].name_hint = red.accs[0].name_hint
-    value = loop.LoadOp(buf, [*(lp.iv for lp in path), over.iv])
-    folded = type(combine)(over.accs[0], value.result)
-    over.body.block.add_ops([value, folded, loop.YieldOp(folded.result)])
+    loads = [loop.LoadOp(b, [*(lp.iv for lp in path), over.iv]) for b in bufs]
+    vmap: dict[SSAValue, SSAValue] = {t: ld.result for t, ld in zip(takes, loads)}
+    for old, new in zip(red.accs, over.accs):
+        new.name_hint = old.name_hint
+        vmap[old] = new
+    over.body.block.add_ops(loads)
+    skip = _feeds(takes, red.body.block)
+    for op in red.body.block.ops:
+        if op not in skip:
+            over.body.block.add_op(op.clone(value_mapper=vmap))
     Rewriter.insert_op(over, InsertPoint.before(red))
-    red.res[0].replace_all_uses_with(over.res[0])
+    for old, new in zip(red.res, over.res):
+        old.replace_all_uses_with(new)
     Rewriter.erase_op(red)
-    # the host: the partials' buffer, the partial launch, then the kernel with it
-    alloc = memref.AllocOp.get(acc_t, shape=part_t.get_shape())
-    alloc.memref.name_hint = part_kernel.sym_name.data
-    Rewriter.insert_op(alloc, InsertPoint.before(launch))
-    args = list(launch.args)
-    Rewriter.insert_op(loop.LaunchOp(part_kernel.sym_name.data, [*args, alloc.memref]),
-                       InsertPoint.before(launch))
-    Rewriter.replace_op(launch, loop.LaunchOp(kernel.sym_name.data, [*args, alloc.memref]))
+    # the host: the partials' buffers, the partial launch, then the kernel with them
+    allocs = [memref.AllocOp.get(t.element_type, shape=t.get_shape()) for t in parts]
+    for b, alloc in zip(bufs, allocs):
+        b.name_hint = "part"
+        alloc.memref.name_hint = part_kernel.sym_name.data
+        Rewriter.insert_op(alloc, InsertPoint.before(launch))
+    args = [*launch.args, *(a.memref for a in allocs)]
+    Rewriter.insert_op(loop.LaunchOp(part_kernel.sym_name.data, args), InsertPoint.before(launch))
+    Rewriter.replace_op(launch, loop.LaunchOp(kernel.sym_name.data, args))
     return True
 
 

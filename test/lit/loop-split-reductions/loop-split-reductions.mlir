@@ -149,3 +149,46 @@ builtin.module {
     func.return %rms : memref<32768xf32>
   }
 }
+
+// -----
+
+// argmax: the partials are each slice's first extreme and its index, the slice's start plus
+// the iv; the kernel reducing them runs the loop's own select on them, in slice order.
+// CHECK-LABEL: loop.kernel @argmax_part(
+// CHECK:         loop.for %s = 0 to 8 free {
+// CHECK:           loop.for %r = 0 to 2048 reduce iter(%acc = %{{.*}}, %acc_1 = %{{.*}}) -> (f32, i64) {
+// CHECK:             %[[G:.*]] = arith.addi %{{.*}}, %r : index
+// CHECK:             arith.index_cast %[[G]] : index to i64
+// CHECK:           loop.store %{{.*}}, %part[%s] : memref<8xf32>
+// CHECK-NEXT:      loop.store %{{.*}}, %part_1[%s] : memref<8xi64>
+// CHECK-LABEL: loop.kernel @argmax(
+// CHECK:         loop.for %s = 0 to 8 reduce iter(%acc = %{{.*}}, %acc_1 = %{{.*}}) -> (f32, i64) {
+// CHECK-NEXT:      %[[V:.*]] = loop.load %part[%s] : memref<8xf32>
+// CHECK-NEXT:      %[[I:.*]] = loop.load %part_1[%s] : memref<8xi64>
+// CHECK-NEXT:      %[[B:.*]] = arith.cmpf ogt, %[[V]], %acc : f32
+// CHECK:           arith.select %{{.*}}, %[[I]], %acc_1 : i64
+
+builtin.module {
+  loop.kernel @argmax(%x: memref<16384xf32>, %out: memref<i64>) {
+    %0 = arith.constant 0xff800000 : f32
+    %1 = arith.constant 0 : i64
+    %2, %3 = loop.for %r = 0 to 16384 reduce iter(%acc = %0, %acc_1 = %1) -> (f32, i64) {
+      %4 = loop.load %x[%r] : memref<16384xf32>
+      %5 = arith.cmpf ogt, %4, %acc : f32
+      %6 = arith.cmpf une, %4, %4 : f32
+      %7 = arith.cmpf oeq, %acc, %acc : f32
+      %8 = arith.andi %6, %7 : i1
+      %9 = arith.ori %5, %8 : i1
+      %10 = arith.index_cast %r : index to i64
+      %11 = arith.select %9, %4, %acc : f32
+      %12 = arith.select %9, %10, %acc_1 : i64
+      loop.yield %11, %12 : f32, i64
+    }
+    loop.store %3, %out[] : memref<i64>
+  }
+  func.func @main(%x: memref<16384xf32>) -> memref<i64> {
+    %argmax = memref.alloc() : memref<i64>
+    loop.launch @argmax(%x, %argmax) : memref<16384xf32>, memref<i64>
+    func.return %argmax : memref<i64>
+  }
+}

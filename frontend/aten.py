@@ -593,6 +593,14 @@ def _ew(im: Importer, name: str, *xs: SSAValue) -> SSAValue:
     return im.insert(classes[name](*xs, _t(xs[0], shape)), name)
 
 
+def _cmp(im: Importer, name: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    """A comparison (eq, lt, ...) or logical_and / logical_or of a and b broadcast together:
+    an i1 tensor."""
+    shape = T.broadcast_shapes(a.type.get_shape(), b.type.get_shape())
+    cls = T.COMPARE_CLASSES.get(name) or T.LOGICAL_CLASSES[name]
+    return im.insert(cls(a, b, _t(a, shape, mlir_element_type(torch.bool))), name)
+
+
 def _scalar(im: Importer, value: float, like: SSAValue) -> SSAValue:
     return im.insert(T.FullOp(value, _t(like, [])), "cst")
 
@@ -786,7 +794,7 @@ def _vector_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     if math.isinf(p):
         y = _reduce(im, "amax" if p > 0 else "amin", a, dims, keep)
     elif p == 0:
-        nz = im.insert(T.NeOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
+        nz = _cmp(im, "ne", x, _scalar(im, 0, x))
         y = _reduce(im, "sum", im.insert(T.ToOp(nz, x.type), "nonzero"), dims, keep)
     elif p == 2:
         y = _ew(im, "sqrt", _reduce(im, "sum", _ew(im, "mul", x, x), dims, keep))
@@ -885,7 +893,7 @@ def _elu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 def _select_positive(im: Importer, x: SSAValue, pos: SSAValue, neg: SSAValue,
                      rt: TensorType) -> SSAValue:
     """where(x > 0, pos, neg) (NaN takes `neg`, which carries it), rounded once to `rt`."""
-    above = im.insert(T.GtOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
+    above = _cmp(im, "gt", x, _scalar(im, 0, x))
     y = im.insert(T.WhereOp(above, pos, neg, _t(pos, elt=pos.type.element_type)), "where")
     return _as_dtype(im, y, rt.element_type)
 
@@ -912,7 +920,7 @@ def _any_all(name: str) -> Converter:
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         x = im.value(node.args[0])
-        nz = im.insert(T.NeOp(x, _scalar(im, 0, x), _t(x, elt=mlir_element_type(torch.bool))))
+        nz = _cmp(im, "ne", x, _scalar(im, 0, x))
         f = im.insert(T.ToOp(nz, _t(x, elt=mlir_element_type(torch.float32))), name)
         dims = _dims(node, 1, "dim", _rank(x)) if len(node.args) > 1 or "dim" in node.kwargs \
             else list(range(_rank(x)))
@@ -948,23 +956,20 @@ def _modulo(name: str) -> Converter:
         a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
         mod = _ew(im, "fmod", a, b)
         zero = _scalar(im, 0, mod)
-        bool_t = _t(mod, elt=mlir_element_type(torch.bool))
-        fix = im.insert(T.LogicalAndOp(im.insert(T.NeOp(mod, zero, bool_t)), im.insert(T.NeOp(
-            im.insert(T.LtOp(b, zero, _t(b, elt=bool_t.element_type))),
-            im.insert(T.LtOp(mod, zero, bool_t)), bool_t)), bool_t))
+        fix = _cmp(im, "logical_and", _cmp(im, "ne", mod, zero),
+                   _cmp(im, "ne", _cmp(im, "lt", b, zero), _cmp(im, "lt", mod, zero)))
         if name == "remainder":
             mod = im.insert(T.WhereOp(fix, _ew(im, "add", mod, b), mod, mod.type))
         if name == "floor_divide":
             div = _ew(im, "div", _ew(im, "sub", a, mod), b)
             div = im.insert(T.WhereOp(fix, _ew(im, "sub", div, _scalar(im, 1, div)), div, div.type))
             down = _ew(im, "floor", div)
-            up = im.insert(T.GtOp(_ew(im, "sub", div, down), _scalar(im, 0.5, div), bool_t))
+            up = _cmp(im, "gt", _ew(im, "sub", div, down), _scalar(im, 0.5, div))
             q = im.insert(T.WhereOp(up, _ew(im, "add", down, _scalar(im, 1, down)), down, div.type))
             exact = _ew(im, "div", a, b)  # (b == 0: a / b; a zero quotient keeps its sign)
-            q = im.insert(T.WhereOp(im.insert(T.EqOp(div, zero, bool_t)),
-                                    _ew(im, "mul", exact, zero), q, div.type))
-            mod = im.insert(T.WhereOp(im.insert(T.EqOp(b, zero, _t(b, elt=bool_t.element_type))),
-                                      exact, q, div.type))
+            q = im.insert(T.WhereOp(_cmp(im, "eq", div, zero), _ew(im, "mul", exact, zero), q,
+                                    div.type))
+            mod = im.insert(T.WhereOp(_cmp(im, "eq", b, zero), exact, q, div.type))
         return _as_dtype(im, mod, rt.element_type)
 
     return convert
@@ -977,7 +982,7 @@ def _logaddexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     gap = _ew(im, "neg", _ew(im, "abs", _ew(im, "sub", a, b)))
     y = _ew(im, "add", _ew(im, "maximum", a, b), _ew(im, "log1p", _ew(im, "exp", gap)))
     same = _ew(im, "add", a, _scalar(im, math.log(2), a))
-    eq = im.insert(T.EqOp(a, b, _t(y, elt=mlir_element_type(torch.bool))))
+    eq = _cmp(im, "eq", a, b)
     return _as_dtype(im, im.insert(T.WhereOp(eq, same, y, y.type), "logaddexp"), rt.element_type)
 
 
@@ -996,12 +1001,9 @@ def _hypot(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     m, n = _ew(im, "maximum", a, b), _ew(im, "minimum", a, b)
     r = _ew(im, "div", n, m)
     y = _ew(im, "mul", m, _ew(im, "sqrt", _ew(im, "add", _scalar(im, 1, r), _ew(im, "mul", r, r))))
-    bool_t = _t(y, elt=mlir_element_type(torch.bool))
-    y = im.insert(T.WhereOp(im.insert(T.EqOp(m, _scalar(im, 0, m), bool_t)), m, y, y.type))
+    y = im.insert(T.WhereOp(_cmp(im, "eq", m, _scalar(im, 0, m)), m, y, y.type))
     inf = _scalar(im, math.inf, y)
-    either = im.insert(T.LogicalOrOp(im.insert(T.EqOp(a, inf, _t(a, elt=bool_t.element_type))),
-                                     im.insert(T.EqOp(b, inf, _t(b, elt=bool_t.element_type))),
-                                     bool_t))
+    either = _cmp(im, "logical_or", _cmp(im, "eq", a, inf), _cmp(im, "eq", b, inf))
     return _as_dtype(im, im.insert(T.WhereOp(either, inf, y, y.type)), rt.element_type)
 
 
@@ -1011,12 +1013,9 @@ def _copysign(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     a, b = (_as_dtype(im, im.value(x, rt), rt.element_type) for x in node.args[:2])
     mag = _ew(im, "abs", a)
     zero = _scalar(im, 0, b)
-    bool_t = _t(b, elt=mlir_element_type(torch.bool))
-    below = im.insert(T.LtOp(b, zero, bool_t), "copysign")
-    negative_zero = im.insert(T.LogicalAndOp(
-        im.insert(T.EqOp(b, zero, bool_t), "copysign"),
-        im.insert(T.LtOp(_ew(im, "reciprocal", b), zero, bool_t), "copysign"), bool_t))
-    negative = im.insert(T.LogicalOrOp(below, negative_zero, bool_t), "copysign")
+    negative_zero = _cmp(im, "logical_and", _cmp(im, "eq", b, zero),
+                         _cmp(im, "lt", _ew(im, "reciprocal", b), zero))
+    negative = _cmp(im, "logical_or", _cmp(im, "lt", b, zero), negative_zero)
     return im.insert(T.WhereOp(negative, _ew(im, "neg", mag), mag, rt), "copysign")
 
 
@@ -1045,9 +1044,7 @@ def _as_strided(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     for k, (n, step) in enumerate(zip(size, stride)):
         if n > 1 and step:
             at = im.insert(T.ArangeOp(0, n * step, step, TensorType(i64, [n])), "as_strided")
-            at = _reshape(im, at, [1] * k + [n] + [1] * (len(size) - k - 1))
-            shape = np.broadcast_shapes(tuple(idx.type.get_shape()), tuple(at.type.get_shape()))
-            idx = im.insert(T.AddOp(idx, at, TensorType(i64, list(shape))), "as_strided")
+            idx = _ew(im, "add", idx, _reshape(im, at, [1] * k + [n] + [1] * (len(size) - k - 1)))
     if list(idx.type.get_shape()) != size:
         idx = im.insert(T.ExpandOp(idx, TensorType(i64, size)), "as_strided")
     flat = _reshape(im, x, [numel], "as_strided")

@@ -237,9 +237,9 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
     if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
         # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
         # would walk 256+ of K alone, K contiguous in the weight
-        mm = matmul_facts(kernel)
         if f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None:
             return True
+        mm = matmul_facts(kernel)
         # a batch of rows ([4, 128]: the region under every outer free loop, as row_facts
         # reads it) that is no product of two inputs went pointwise, a thread a row (the
         # model, a sum over [4, 128, 2048]: 122 -> 4.6 us)

@@ -175,8 +175,9 @@ def _lone_free_loops(block: Block, unit_only: bool = False) -> Iterator[tile.For
     while True:
         loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
         others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
-        if len(loops) != 1 or not all(is_scalar(op) for op in others):
-            return
+        if len(loops) != 1 or not all(is_scalar(op) or isinstance(op, loop.LoadOp)
+                                      for op in others):
+            return  # (a load beside them: an invariant loop-simplify hoisted, e.g. a [1] max)
         (lp,) = loops
         if not lp.is_free or lp.static_lb is None or unit_only and lp.extent != 1:
             return

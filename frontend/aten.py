@@ -898,6 +898,16 @@ def _select_positive(im: Importer, x: SSAValue, pos: SSAValue, neg: SSAValue,
     return _as_dtype(im, y, rt.element_type)
 
 
+def _bitwise_not(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """~x: a bool's logical not; an integer's -x - 1 (two's complement)."""
+    x = im.value(node.args[0])
+    if str(x.type.element_type) == "i1":
+        return im.insert(T.EqOp(x, _scalar(im, 0, x), rt), "bitwise_not")
+    if not isinstance(x.type.element_type, IntegerType):
+        raise FrontendError(f"bitwise_not of a {x.type.element_type} tensor {where_from(node)}")
+    return _ew(im, "sub", _ew(im, "neg", x), _scalar(im, 1, x))
+
+
 def _is_value(kind: str) -> Converter:
     """isnan (x != x), isinf (|x| == inf), logical_not (x == 0)."""
 
@@ -1251,6 +1261,8 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.isnan.default: _is_value("nan"),
     aten.isinf.default: _is_value("inf"),
     aten.logical_not.default: _is_value("zero"),
+    aten.bitwise_not.default: _bitwise_not,
+    torch.ops.prims.bitwise_not.default: _bitwise_not,  # (cross_entropy's label smoothing)
     **{op: _any_all(name) for name in ("any", "all")
        for op in (getattr(aten, name).default, getattr(aten, name).dim, getattr(aten, name).dims)},
     aten.prod.default: _reduction("prod"),

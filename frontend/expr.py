@@ -3,8 +3,9 @@
     torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))
     torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))
 
-Every `torch.randn(...)`/`torch.rand(...)` call becomes an input of the program (its arguments give
-the shape and dtype of the example), and every `nn.X(...)` constructor call becomes a submodule
+Every `torch.randn(...)`/`torch.rand(...)`/`torch.randint(...)` call becomes an input of the program
+(its arguments give the shape and dtype of the example; a check draws integers in the example's
+range), and every `nn.X(...)` constructor call becomes a submodule
 built once, whose parameters become the program's weights. What remains is the body of
 `forward`, so `torch.export` sees exactly the computation the user wrote.
 
@@ -30,7 +31,7 @@ import torch
 
 from deplo.frontend.errors import FrontendError
 
-INPUT_FACTORIES = (torch.randn, torch.rand)
+INPUT_FACTORIES = (torch.randn, torch.rand, torch.randint)  # randint: indices, targets
 
 
 @dataclass

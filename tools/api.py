@@ -50,13 +50,14 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:
     """Fresh random inputs shaped like the example inputs (never zeros), then the weights.
-    Integer inputs are indices: drawn uniformly from [0, max(example) + 1), so they stay valid."""
+    Integer inputs are indices or targets: drawn uniformly from [min(example), max(example)
+    + 1), so they stay valid (a `torch.randint(3, 10, ...)`'s draws stay in 3..9)."""
     rng = np.random.default_rng(seed)
 
     def draw(x: np.ndarray) -> np.ndarray:
         if np.issubdtype(x.dtype, np.integer):
-            high = int(x.max()) + 1 if x.size else 1
-            return rng.integers(0, max(high, 1), x.shape).astype(x.dtype)
+            low, high = (int(x.min()), int(x.max()) + 1) if x.size else (0, 1)
+            return rng.integers(low, high, x.shape).astype(x.dtype)
         return rng.standard_normal(x.shape).astype(x.dtype)
 
     xs = [draw(x) for x in program.example_inputs]

@@ -1,0 +1,75 @@
+"""Reductions over the rows of row reductions (a loss: cross_entropy's mean over rows of each
+row's log-sum-exp). Fused into one kernel, the rows would run one after another in the outer
+reduce loop, on one thread; loop-fuse leaves the row statistics a kernel of their own (rows in
+parallel) and the outer reduction reads what it wrote. Each is checked against PyTorch on the
+CPU runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import deplo
+from deplo.dialects import loop
+from deplo.tools.api import random_inputs
+
+LOSSES = {
+    "cross_entropy": "F.cross_entropy(torch.randn(6, 300), torch.randint(0, 300, (6,)))",
+    "cross_entropy_sum": "F.cross_entropy(torch.randn(6, 300), torch.randint(0, 300, (6,)), "
+                         "reduction='sum')",
+    "cross_entropy_label_smoothing": "F.cross_entropy(torch.randn(6, 300), "
+                                     "torch.randint(0, 300, (6,)), label_smoothing=0.1)",
+    "nll_log_softmax": "F.nll_loss(torch.log_softmax(torch.randn(5, 70), -1), "
+                       "torch.randint(0, 70, (5,)))",
+    "softmax_sum": "torch.softmax(torch.randn(7, 90), -1).sum()",
+    "softmax_amax_sum": "(torch.randn(4, 50).softmax(-1) * 3.0).amax(-1).sum()",
+    "logsumexp_mean": "torch.logsumexp(torch.randn(3, 8, 40), -1).mean()",
+}
+
+
+def _nested_reduce(kernel: loop.KernelOp) -> bool:
+    """A reduce loop inside another reduce loop, with no free loop between them."""
+    for op in kernel.walk():
+        if isinstance(op, loop.ForOp) and op.kind.data == loop.LoopKind.REDUCE:
+            outer = next(loop.enclosing_ops(op, loop.ForOp), None)
+            if outer is not None and outer.kind.data == loop.LoopKind.REDUCE:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_loss_rows_stay_parallel(name: str) -> None:
+    c = deplo.compile(LOSSES[name], seed=0)
+    kernels = [op for op in c.module("loop").ops if isinstance(op, loop.KernelOp)]
+    assert not any(_nested_reduce(k) for k in kernels), c.text("loop")
+    result = c.check(target="cpu", seed=1)
+    assert result.ok, result.line()
+
+
+def test_attention_scores_still_fuse_into_pv() -> None:
+    """The exception: a contraction's K loop (P.V) takes the scores' reduction (flash)."""
+    c = deplo.compile("F.scaled_dot_product_attention(torch.randn(1, 2, 40, 16), "
+                      "torch.randn(1, 2, 40, 16), torch.randn(1, 2, 40, 16))", seed=0)
+    kernels = [op for op in c.module("loop").ops if isinstance(op, loop.KernelOp)]
+    assert len(kernels) == 1 and _nested_reduce(kernels[0])
+
+
+def test_one_long_row_with_a_hoisted_load_is_a_row_reduction() -> None:
+    """logsumexp of one row: loop-simplify hoists the [1] max above the unit row loop; the
+    planner still sees a row (it planned one thread walking 152064 elements, 11 ms by the
+    model)."""
+    c = deplo.compile("torch.logsumexp(torch.randn(1, 5000), -1)", seed=0)
+    kinds = {p["name"]: p["kind"] for p in c.plans()["kernels"].values()}
+    assert kinds["add_log_sum_amax"] == "row_reduce", kinds
+    assert c.check(target="cpu", seed=2).ok
+
+
+def test_randint_is_an_input_drawn_in_its_range() -> None:
+    """torch.randint in an expression is an input (it was a constant of the export that the
+    eager reference drew again, so --check compared different targets)."""
+    c = deplo.compile("torch.randn(8, 10).gather(1, torch.randint(3, 10, (8, 1)))", seed=0)
+    assert len(c.program.example_inputs) == 2
+    for seed in range(3):
+        idx = random_inputs(c.program, seed)[1]
+        assert idx.dtype == np.int64 and idx.min() >= 3 and idx.max() <= 9
+    assert c.check(target="cpu", seed=4).ok

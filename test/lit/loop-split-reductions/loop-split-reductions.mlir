@@ -124,9 +124,18 @@ builtin.module {
 
 // -----
 
-// Left alone: an epilogue over the row (RMSNorm's scaling) would stay one block's.
-// CHECK-LABEL: loop.kernel @rms
-// CHECK-NOT:   _part
+// An epilogue over the row (RMSNorm's scaling) runs a slice a block: the row's code goes under
+// a free loop over the slices, each reducing the 16 partials and scaling its 2048 elements.
+// CHECK-LABEL: loop.kernel @rms_part(
+// CHECK:         loop.for %s = 0 to 16 free {
+// CHECK-LABEL: loop.kernel @rms(
+// CHECK-NEXT:    loop.for %s = 0 to 16 free {
+// CHECK:           %[[T:.*]] = loop.for %s_1 = 0 to 16 reduce
+// CHECK-NEXT:        loop.load %part[%s_1] : memref<16xf32>
+// CHECK:           loop.for %d = 0 to 2048 free {
+// CHECK-NEXT:        %[[X:.*]] = loop.load %x[%d, %s] map (d0, d1) -> (((d1 * 2048) + d0))
+// CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[X]], %[[T]] : f32
+// CHECK-NEXT:        loop.store %[[Y]], %out[%d, %s] map (d0, d1) -> (((d1 * 2048) + d0))
 
 builtin.module {
   loop.kernel @rms(%x: memref<32768xf32>, %out: memref<32768xf32>) {
@@ -190,5 +199,120 @@ builtin.module {
     %argmax = memref.alloc() : memref<i64>
     loop.launch @argmax(%x, %argmax) : memref<16384xf32>, memref<i64>
     func.return %argmax : memref<i64>
+  }
+}
+
+// -----
+
+// logsumexp over two rows of 65536: a max, then a sum of exp(x - max), then a scalar epilogue.
+// Fission first: @lse_1 computes the max and stores it (%red); @lse loads it instead. Then each
+// splits: @lse_1_part / @lse_1 for the max, @lse_part / @lse for the sum.
+// CHECK-LABEL: loop.kernel @lse_1_part(%x: memref<2x65536xf32>, %out: memref<2xf32>, %red: memref<2xf32>, %part: memref<2x32xf32>)
+// CHECK:         loop.for %i = 0 to 2 free {
+// CHECK-NEXT:      loop.for %s = 0 to 32 free {
+// CHECK:             arith.maximumf
+// CHECK:             loop.store %{{.*}}, %part[%i, %s] : memref<2x32xf32>
+// CHECK-LABEL: loop.kernel @lse_1(
+// CHECK:           loop.for %s = 0 to 32 reduce
+// CHECK:           loop.store %{{.*}}, %red[%i] : memref<2xf32>
+// CHECK-NOT:       math.log
+// CHECK-LABEL: loop.kernel @lse_part(
+// CHECK:           %[[M:.*]] = loop.load %red[%i] : memref<2xf32>
+// CHECK:           loop.for %s = 0 to 32 free {
+// CHECK:             arith.subf %{{.*}}, %[[M]] : f32
+// CHECK:             math.exp
+// CHECK-LABEL: loop.kernel @lse(
+// CHECK:           loop.load %red[%i] : memref<2xf32>
+// CHECK:           loop.for %s = 0 to 32 reduce
+// CHECK:           math.log
+// CHECK-LABEL: func.func @main
+// CHECK:         loop.launch @lse_1_part(
+// CHECK-NEXT:    loop.launch @lse_1(
+// CHECK:         loop.launch @lse_part(
+// CHECK-NEXT:    loop.launch @lse(
+
+builtin.module {
+  loop.kernel @lse(%x: memref<2x65536xf32>, %out: memref<2xf32>) {
+    %0 = arith.constant 0xff800000 : f32
+    %1 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 2 free {
+      %2 = loop.for %r = 0 to 65536 reduce iter(%acc = %0) -> f32 {
+        %3 = loop.load %x[%i, %r] : memref<2x65536xf32>
+        %4 = arith.maximumf %acc, %3 : f32
+        loop.yield %4 : f32
+      }
+      %5 = loop.for %r_1 = 0 to 65536 reduce iter(%acc_1 = %1) -> f32 {
+        %6 = loop.load %x[%i, %r_1] : memref<2x65536xf32>
+        %7 = arith.subf %6, %2 : f32
+        %8 = math.exp %7 : f32
+        %9 = arith.addf %acc_1, %8 : f32
+        loop.yield %9 : f32
+      }
+      %10 = math.log %5 : f32
+      %11 = arith.addf %10, %2 : f32
+      loop.store %11, %out[%i] : memref<2xf32>
+    }
+  }
+  func.func @main(%x: memref<2x65536xf32>) -> memref<2xf32> {
+    %lse = memref.alloc() : memref<2xf32>
+    loop.launch @lse(%x, %lse) : memref<2x65536xf32>, memref<2xf32>
+    func.return %lse : memref<2xf32>
+  }
+}
+
+// -----
+
+// A softmax row after loop-online-softmax: the (m, l) pair's partials are each slice's; the
+// kernel reducing them takes the max and rescales each slice's l by exp(m_s - m'); the
+// normalization loop runs a slice a block.
+// CHECK-LABEL: loop.kernel @softmax_part(
+// CHECK:         loop.for %s = 0 to 16 free {
+// CHECK:           loop.store %{{.*}}, %part[%s] : memref<16xf32>
+// CHECK-NEXT:      loop.store %{{.*}}, %part_1[%s] : memref<16xf32>
+// CHECK-LABEL: loop.kernel @softmax(
+// CHECK-NEXT:    loop.for %s = 0 to 16 free {
+// CHECK:           %{{.*}}, %[[L:.*]] = loop.for %s_1 = 0 to 16 reduce iter(%m = %{{.*}}, %l = %{{.*}}) -> (f32, f32) {
+// CHECK-NEXT:        %[[MS:.*]] = loop.load %part[%s_1] : memref<16xf32>
+// CHECK-NEXT:        %[[LS:.*]] = loop.load %part_1[%s_1] : memref<16xf32>
+// CHECK-NEXT:        %[[MN:.*]] = arith.maximumf %m, %[[MS]] : f32
+// CHECK-NEXT:        %[[DA:.*]] = arith.subf %m, %[[MN]] : f32
+// CHECK-NEXT:        %[[DB:.*]] = arith.subf %[[MS]], %[[MN]] : f32
+// CHECK-NEXT:        %[[EA:.*]] = math.exp %[[DA]] : f32
+// CHECK-NEXT:        %[[EB:.*]] = math.exp %[[DB]] : f32
+// CHECK-NEXT:        %[[PA:.*]] = arith.mulf %l, %[[EA]] : f32
+// CHECK-NEXT:        %[[PB:.*]] = arith.mulf %[[LS]], %[[EB]] : f32
+// CHECK-NEXT:        %[[T:.*]] = arith.addf %[[PA]], %[[PB]] : f32
+// CHECK-NEXT:        loop.yield %[[MN]], %[[T]] : f32, f32
+// CHECK:           loop.for %j = 0 to 2048 free {
+// CHECK:             arith.divf %{{.*}}, %[[L]] : f32
+// CHECK:             loop.store %{{.*}}, %out[%j, %s] map (d0, d1) -> (((d1 * 2048) + d0))
+
+builtin.module {
+  loop.kernel @softmax(%x: memref<32768xf32>, %out: memref<32768xf32>) {
+    %0 = arith.constant -3.40282347e+38 : f32
+    %1 = arith.constant 0.000000e+00 : f32
+    %2, %3 = loop.for %r = 0 to 32768 reduce iter(%m = %0, %l = %1) -> (f32, f32) {
+      %4 = loop.load %x[%r] : memref<32768xf32>
+      %m_new = arith.maximumf %m, %4 : f32
+      %5 = arith.subf %4, %m_new : f32
+      %6 = math.exp %5 : f32
+      %7 = arith.subf %m, %m_new : f32
+      %alpha = math.exp %7 : f32
+      %8 = arith.mulf %l, %alpha : f32
+      %9 = arith.addf %8, %6 : f32
+      loop.yield %m_new, %9 : f32, f32
+    }
+    loop.for %j = 0 to 32768 free {
+      %10 = loop.load %x[%j] : memref<32768xf32>
+      %11 = arith.subf %10, %2 : f32
+      %12 = math.exp %11 : f32
+      %13 = arith.divf %12, %3 : f32
+      loop.store %13, %out[%j] : memref<32768xf32>
+    }
+  }
+  func.func @main(%x: memref<32768xf32>) -> memref<32768xf32> {
+    %softmax = memref.alloc() : memref<32768xf32>
+    loop.launch @softmax(%x, %softmax) : memref<32768xf32>, memref<32768xf32>
+    func.return %softmax : memref<32768xf32>
   }
 }

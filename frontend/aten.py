@@ -425,7 +425,8 @@ def _gelu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return im.insert(T.GeluOp(im.value(node.args[0]), approximate, rt), "gelu")
 
 
-_ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default, torch.ops.aten.prod.default}
+_ALL_DIMS = {torch.ops.aten.sum.default, torch.ops.aten.mean.default, torch.ops.aten.prod.default,
+             torch.ops.aten.max.default, torch.ops.aten.min.default}  # x.max(): every dim
 
 
 def _reduction(name: str) -> Converter:
@@ -1298,6 +1299,8 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.argmax.default: _arg_reduction("argmax"),
     aten.argmin.default: _arg_reduction("argmin"),
     aten.amin.default: _reduction("amin"),
+    aten.max.default: _reduction("amax"),
+    aten.min.default: _reduction("amin"),
     aten.abs.default: _unary("abs"),
     aten.log.default: _unary("log"),
     aten.erf.default: _unary("erf"),

@@ -17,8 +17,8 @@ SMs) and the kernel itself, reducing the S partials before its epilogue:
 
 A kernel qualifies when it holds one reduce loop, 0 to E by 1, under a perfect nest of free
 loops (its outputs; at most MAX_OUTPUTS of them, else the outputs already fill the SMs), with
-one float accumulator combined by addf, maximumf or minimumf with a value that does not use
-it, argmax's (value, index) pair (nest.arg_pair) or an online softmax's (m, l) pair
+float accumulators each combined by addf, maximumf or minimumf with a value that uses none of
+them (cosine_similarity's two sums of squares), argmax's (value, index) pair (nest.arg_pair) or an online softmax's (m, l) pair
 (nest.online_pair), and an induction variable used only as an index of loads (and argmax's
 index, which becomes the slice's first plus it). The kernel reducing the partials is the
 loop's own body again over the slices, each partial where the value it stands for was
@@ -91,26 +91,35 @@ def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | Non
     return path
 
 
-def _combine(red: loop.ForOp) -> Operation | None:
-    """The op that folds one value into the accumulator, when it is the loop's only use of it."""
-    if len(red.accs) != 1 or not red.accs[0].has_one_use():
+def _combines(red: loop.ForOp) -> list[Operation] | None:
+    """Per accumulator, the op that folds one value into it (its only use), when each value is
+    computed from none of them (cosine_similarity's two sums of squares in one loop)."""
+    y = red.body.block.last_op
+    if not isinstance(y, loop.YieldOp) or not red.accs:
         return None
-    (use,) = red.accs[0].uses
-    op, y = use.operation, red.body.block.last_op
-    if not isinstance(op, COMBINES) or not isinstance(y, loop.YieldOp) \
-            or list(y.operands) != [op.results[0]]:
-        return None
-    other = op.operands[1 - use.index]
-    return op if other is not red.accs[0] else None
+    ops = []
+    for k, acc in enumerate(red.accs):
+        if not acc.has_one_use():
+            return None
+        (use,) = acc.uses
+        op = use.operation
+        if not isinstance(op, COMBINES) or y.operands[k] is not op.results[0]:
+            return None
+        other = op.operands[1 - use.index]
+        if other in red.accs or nest.depends_on(other, set(red.accs), red.body.block):
+            return None
+        ops.append(op)
+    return ops
 
 
 def _candidates(red: loop.ForOp) -> list[SSAValue] | None:
     """What each accumulator takes in from an iteration, the values a slice's partials stand
-    for in the kernel reducing them: the combine's other operand (one accumulator), or
-    argmax's (argmin's) element and its index (nest.arg_pair: strictly better, or NaN, replaces,
-    so partials taken in slice order keep the first extreme); None if neither."""
-    if (combine := _combine(red)) is not None:
-        return [o for o in combine.operands if o is not red.accs[0]]
+    for in the kernel reducing them: each combine's other operand, argmax's (argmin's) element
+    and its index (nest.arg_pair: strictly better, or NaN, replaces, so partials taken in slice
+    order keep the first extreme), or an online softmax's element; None if none of these."""
+    if (combines := _combines(red)) is not None:
+        return [op.operands[1 - next(iter(acc.uses)).index]
+                for op, acc in zip(combines, red.accs)]
     if nest.arg_pair(red) is not None:
         return [sel.owner.lhs for sel in red.body.block.last_op.operands]
     if nest.online_pair(red):
@@ -156,13 +165,16 @@ def _slices(extent: int, outputs: int) -> int:
 
 def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
     """Where a slice's partials start: 0 for a sum (the init is counted once, by the kernel
-    reducing the partials); max, min and argmax's pair absorb their init."""
-    combine = _combine(red)
-    if not isinstance(combine, arith.AddfOp):
-        return list(red.inits)
-    zero = arith.ConstantOp(FloatAttr(0.0, red.inits[0].type))
-    Rewriter.insert_op(zero, InsertPoint.before(before))
-    return [zero.result]
+    reducing the partials); max, min and the pairs absorb their init."""
+    combines = _combines(red) or [None] * len(red.inits)
+    out = []
+    for init, op in zip(red.inits, combines):
+        if isinstance(op, arith.AddfOp):
+            zero = arith.ConstantOp(FloatAttr(0.0, init.type))
+            Rewriter.insert_op(zero, InsertPoint.before(before))
+            init = zero.result
+        out.append(init)
+    return out
 
 
 def _slice_indices(red: loop.ForOp, s: SSAValue, chunk: int) -> None:

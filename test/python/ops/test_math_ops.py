@@ -159,6 +159,7 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "avg_pool2d_divisor": (lambda x: F.avg_pool2d(x, 3, divisor_override=4), [(3, 9, 12)],
                            "torch.avg_pool"),
     "dropout_eval": (lambda x: F.dropout(x, 0.3, training=False) * 2, [(5, 7)], "torch.mul"),
+    "max_min_all": (lambda x: x.max() - 2 * torch.min(x), [(7, 9)], "torch.amin"),
     "bitwise_not": (lambda x: (~(x > 0)).float() + torch.bitwise_not((x * 10).long()).float(),
                     [(5, 7)], "torch.neg"),
     # whole modules that need the composites (unflatten, chunk, eval dropout, ...)

@@ -50,6 +50,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-collapse-dims": ("passes.loop.collapse", "LoopCollapseDimsPass"),
     "loop-flatten-reductions": ("passes.loop.flatten_reductions", "LoopFlattenReductionsPass"),
     "loop-split-reductions": ("passes.loop.split_reductions", "LoopSplitReductionsPass"),
+    "loop-chunk-scans": ("passes.loop.chunk_scans", "LoopChunkScansPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
@@ -97,6 +98,7 @@ _TO_LOOP = _TO_TIR + [
     "loop-collapse-dims",  # intermediates read through a reshape take its shape
     "loop-flatten-reductions",  # a reduction over several dims: one loop over their product
     "loop-split-reductions",  # a long reduction over few outputs: partials on many blocks
+    "loop-chunk-scans",  # a long cumsum: chunk partials, their prefix, then per output
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [

@@ -177,12 +177,15 @@ def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
     return out
 
 
-def _slice_indices(red: loop.ForOp, s: SSAValue, chunk: int) -> None:
-    """Each load of `red`'s iv reads `s * chunk + iv` instead; an index taken as a value
-    (argmax's) is `s * chunk + iv` too."""
+def slice_indices(red: loop.ForOp, s: SSAValue, chunk: int, accesses_only: bool = False) -> None:
+    """Each load and store of `red`'s iv reads `s * chunk + iv` instead; an index taken as a
+    value (argmax's) is `s * chunk + iv` too, unless `accesses_only` (loop-chunk-scans: a
+    comparison of positions within the chunk stays one)."""
     iv = red.iv
     for use in list(iv.uses):
         access = use.operation
+        if accesses_only and not isinstance(access, loop.LoadOp | loop.StoreOp):
+            continue
         if isinstance(access, arith.IndexCastOp):
             size = arith.ConstantOp.from_int_and_width(chunk, INDEX)
             base = arith.MuliOp(s, size.result)
@@ -201,7 +204,7 @@ def _slice_indices(red: loop.ForOp, s: SSAValue, chunk: int) -> None:
 
 
 def _index_only(iv: SSAValue) -> bool:
-    """`iv` is only an index of loads and stores (what _slice_indices rewrites)."""
+    """`iv` is only an index of loads and stores (what slice_indices rewrites)."""
     return all(isinstance(u.operation, loop.LoadOp) and u.index >= 1
                or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in iv.uses)
 
@@ -236,7 +239,7 @@ def _slice_epilogue(row, epilogue: list[loop.ForOp], slices: int) -> None:
     for lp in epilogue:
         chunk = lp.ub.data // slices
         lp.ub = IntAttr(chunk)
-        _slice_indices(lp, s_loop.iv, chunk)
+        slice_indices(lp, s_loop.iv, chunk)
 
 
 def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType]) -> loop.KernelOp:
@@ -265,7 +268,7 @@ def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType])
     s_loop.body.block.add_op(red)
     red.ub = IntAttr(chunk)
     red.operands = _identity(red, s_loop)
-    _slice_indices(red, s_loop.iv, chunk)
+    slice_indices(red, s_loop.iv, chunk)
     at = [*(lp.iv for lp in path), s_loop.iv]
     s_loop.body.block.add_ops([*(loop.StoreOp(r, b, at) for r, b in zip(red.res, bufs)),
                                loop.YieldOp()])
@@ -411,12 +414,18 @@ class LoopSplitReductionsPass(ModulePass):
     name = "loop-split-reductions"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        kernels = {k.sym_name.data: k for k in op.walk() if isinstance(k, loop.KernelOp)}
-        launches: dict[str, list[loop.LaunchOp]] = {}
-        for launch in op.walk():
-            if isinstance(launch, loop.LaunchOp):
-                launches.setdefault(launch.callee.root_reference.data, []).append(launch)
-        for name, kernel in kernels.items():
-            if len(launches.get(name, [])) == 1 and isinstance(
-                    launches[name][0].parent_op(), func.FuncOp):
-                _split(kernel, launches[name][0])
+        for kernel, launch in launched_once(op):
+            _split(kernel, launch)
+
+
+def launched_once(module: ModuleOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:
+    """The kernels launched exactly once, from a host function, with that launch: what the
+    passes that cut a kernel into several (and rewrite its launch) may take."""
+    kernels = {k.sym_name.data: k for k in module.walk() if isinstance(k, loop.KernelOp)}
+    launches: dict[str, list[loop.LaunchOp]] = {}
+    for launch in module.walk():
+        if isinstance(launch, loop.LaunchOp):
+            launches.setdefault(launch.callee.root_reference.data, []).append(launch)
+    return [(kernel, launches[name][0]) for name, kernel in kernels.items()
+            if len(launches.get(name, [])) == 1
+            and isinstance(launches[name][0].parent_op(), func.FuncOp)]

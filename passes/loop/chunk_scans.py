@@ -1,0 +1,262 @@
+"""loop-chunk-scans: a long cumulative sum in chunks, not a masked sum per output.
+
+tir-to-loop writes `cumsum` as every output summing the whole row through a mask,
+
+    loop.for %a = 0 to E free {
+      %t = loop.for %r = 0 to E reduce iter(%acc = %init) {
+             %v = V(r) ; yield %acc + select(%r <= %a, %v, 0) }
+      EPILOGUE(%t) }                         // the store at [.., %a]
+
+E * E loads a row: a 100000-long row is 10^10 (the model, two rows: 408 x its roofline). Cut
+the row into S chunks of C (C divides E, chosen near (2E)^(1/3), which minimizes E * C + S * S):
+
+    @name_part     S partial sums a row, C loads each          part[.., s] = sum V(s C + r)
+    @name_offsets  each chunk's exclusive prefix of partials   offs[.., s] = sum_{s' < s} part[s']
+    @name          each output: its chunk's offset plus the masked sum within the chunk,
+                   C loads each, the epilogue at s C + c
+
+E * C + S * S loads a row instead of E * E (100000: 5.6M against 10^10). All three are plain
+loop nests the tile planner schedules like any other. Qualifies: a kernel whose innermost free
+loop `a` (0 to E by 1, under plain free loops; size-1 loops may sit between) holds one reduce
+loop over the same range carrying one float sum of `select(r <= a, V, 0)` (or `a >= r`), V
+computed from neither the sum nor `a`, `r` used only by V's loads and the mask, `a` only by the
+mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MIN_LOADS) and a
+chunk size in [MIN_CHUNK, MAX_CHUNK] dividing it. The sum's order changes (chunks, then their
+offsets): fp32 rounding, not a different result. cumprod (a product) and an exclusive mask
+(`r < a`) are left as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from deplo.analysis import nest
+from deplo.analysis.index import is_float_zero
+from deplo.dialects import loop
+from deplo.passes.loop.split_reductions import launched_once, slice_indices
+
+# below both, the E * E loads of the masked form cost less than two more launches (the model:
+# [8, 4096] 12.6 us as it is, 17.9 chunked; [1, 16384] 36.7 -> 12.1; [32, 4096] 36.7 -> 15.0)
+MIN_EXTENT = 16384  # a row this long is chunked whatever the rows
+MIN_LOADS = 2**29  # rows x E x E: many rows of a shorter one
+MIN_CHUNK, MAX_CHUNK = 8, 256
+_LE = {"sle": False, "ule": False, "sge": True, "uge": True}  # predicate -> operands (a, r)
+
+
+@dataclass
+class Scan:
+    path: list[loop.ForOp]  # the free loops above `a`, outermost first
+    pos: loop.ForOp  # `a`: the output's position along the row
+    red: loop.ForOp  # the masked sum over the row
+    select: arith.SelectOp
+    mask: arith.CmpiOp
+
+
+def _match(kernel: loop.KernelOp) -> Scan | None:
+    reds = [o for o in kernel.walk() if isinstance(o, loop.ForOp)
+            and o.kind.data == loop.LoopKind.REDUCE]
+    if len(reds) != 1:
+        return None
+    red = reds[0]
+    pos, units = red.parent_op(), []
+    while isinstance(pos, loop.ForOp) and pos.kind.data == loop.LoopKind.FREE \
+            and (pos.lb.data, pos.ub.data) == (0, 1):
+        units.append(pos)  # a trailing size-1 dim (cumsum over dim 1 of [3, E, 1])
+        pos = pos.parent_op()
+    if not isinstance(pos, loop.ForOp) or pos.kind.data != loop.LoopKind.FREE \
+            or (pos.lb.data, pos.step.data, red.lb.data, red.step.data) != (0, 1, 0, 1) \
+            or pos.ub.data != red.ub.data or len(red.accs) != 1:
+        return None
+    path = _plain_free_path(pos, kernel)
+    if path is None or any(isinstance(o, loop.ForOp) and o is not red and o not in units
+                           for o in pos.body.walk() if o is not pos):
+        return None
+    acc = red.accs[0]
+    y = red.body.block.last_op
+    if not acc.has_one_use() or not isinstance(y, loop.YieldOp):
+        return None
+    (use,) = acc.uses
+    add = use.operation
+    if not isinstance(add, arith.AddfOp) or y.operands[0] is not add.result:
+        return None
+    sel = add.operands[1 - use.index].owner
+    if not isinstance(sel, arith.SelectOp) or not is_float_zero(sel.rhs) \
+            or not sel.result.has_one_use():
+        return None
+    mask = sel.cond.owner
+    if not isinstance(mask, arith.CmpiOp) or not mask.result.has_one_use():
+        return None
+    pred = arith.CMPI_COMPARISON_OPERATIONS[mask.predicate.value.data]
+    if pred not in _LE:
+        return None
+    a, r = (mask.lhs, mask.rhs) if _LE[pred] else (mask.rhs, mask.lhs)
+    if a is not pos.iv or r is not red.iv:
+        return None
+    if nest.depends_on(sel.lhs, {acc, pos.iv}, red.body.block):
+        return None
+    if not all(u.operation is mask or isinstance(u.operation, loop.LoadOp) and u.index >= 1
+               for u in red.iv.uses):
+        return None
+    if not all(u.operation is mask or isinstance(u.operation, loop.LoadOp) and u.index >= 1
+               or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in pos.iv.uses):
+        return None
+    return Scan(path, pos, red, sel, mask)
+
+
+def _plain_free_path(pos: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
+    path: list[loop.ForOp] = []
+    op: Operation = pos
+    while (parent := op.parent_op()) is not kernel:
+        if not (isinstance(parent, loop.ForOp) and parent.kind.data == loop.LoopKind.FREE
+                and parent.lb.data == 0 and parent.step.data == 1):
+            return None
+        path.insert(0, parent)
+        op = parent
+    return path
+
+
+def _chunk(extent: int) -> int | None:
+    """The divisor of the row in [MIN_CHUNK, MAX_CHUNK] with the fewest loads, E C + (E / C)^2."""
+    found = [c for c in range(MIN_CHUNK, MAX_CHUNK + 1) if extent % c == 0 and extent // c >= 4]
+    return min(found, key=lambda c: extent * c + (extent // c) ** 2) if found else None
+
+
+def _zero(like: SSAValue, at: InsertPoint) -> SSAValue:
+    c = arith.ConstantOp(FloatAttr(0.0, like.type))
+    Rewriter.insert_op(c, at)
+    return c.result
+
+
+def _clear_after(op: Operation) -> None:
+    """Erase what follows `op` in its block (its terminator aside)."""
+    for o in reversed(list(op.parent_block().ops)):
+        if o is op:
+            return
+        if not isinstance(o, loop.YieldOp):
+            Rewriter.erase_op(o, safe_erase=False)
+
+
+def _store_at_end(block, value: SSAValue, buf: SSAValue, ivs: list[SSAValue]) -> None:
+    end = block.last_op
+    store = loop.StoreOp(value, buf, ivs)
+    Rewriter.insert_op(store, InsertPoint.before(end) if isinstance(end, loop.YieldOp)
+                       else InsertPoint.at_end(block))
+
+
+def _partials(kernel: loop.KernelOp, chunk: int, slices: int, part: SSAValue) -> None:
+    """@name_part: `a` walks the chunks, the sum runs over one, unmasked, from 0."""
+    s = _match(kernel)
+    assert s is not None
+    s.pos.ub = IntAttr(slices)
+    s.pos.iv.name_hint = "s"
+    s.red.ub = IntAttr(chunk)
+    s.red.operands = [_zero(s.red.inits[0], InsertPoint.before(s.red))]
+    s.select.result.replace_all_uses_with(s.select.lhs)
+    Rewriter.erase_op(s.select)
+    Rewriter.erase_op(s.mask)
+    slice_indices(s.red, s.pos.iv, chunk)
+    _clear_after(s.red)
+    _store_at_end(s.red.parent_block(), s.red.res[0], part, [*(lp.iv for lp in s.path), s.pos.iv])
+
+
+def _offsets(kernel: loop.KernelOp, slices: int, part: SSAValue, offs: SSAValue) -> None:
+    """@name_offsets: `a` walks the chunks; each sums the partials of the chunks before it."""
+    s = _match(kernel)
+    assert s is not None
+    s.pos.ub = IntAttr(slices)
+    s.pos.iv.name_hint = "s"
+    body = s.pos.body.block
+    for o in reversed(list(body.ops)):
+        if not isinstance(o, loop.YieldOp):
+            Rewriter.erase_op(o, safe_erase=False)
+    c0 = arith.ConstantOp(FloatAttr(0.0, part.type.element_type))
+    Rewriter.insert_op(c0, InsertPoint.at_start(body))
+    over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, [c0.result])
+    over.iv.name_hint = "t"
+    over.accs[0].name_hint = "acc"
+    ivs = [lp.iv for lp in s.path]
+    ld = loop.LoadOp(part, [*ivs, over.iv])
+    before = arith.CmpiOp(over.iv, s.pos.iv, "slt")
+    pick = arith.SelectOp(before.result, ld.result, c0.result)
+    add = arith.AddfOp(over.accs[0], pick.result)
+    over.body.block.add_ops([ld, before, pick, add, loop.YieldOp(add.result)])
+    Rewriter.insert_op(over, InsertPoint.after(c0))
+    _store_at_end(body, over.res[0], offs, [*ivs, s.pos.iv])
+
+
+def _outputs(s: Scan, chunk: int, slices: int, offs: SSAValue) -> None:
+    """@name: a free loop over the chunks around `a`, now a position within one; the masked
+    sum runs over the chunk and adds the chunk's offset."""
+    s_loop = loop.ForOp(0, slices, loop.LoopKind.FREE)
+    s_loop.iv.name_hint = "s"
+    Rewriter.insert_op(s_loop, InsertPoint.before(s.pos))
+    s.pos.detach()
+    s_loop.body.block.add_ops([s.pos, loop.YieldOp()])
+    s.pos.ub = IntAttr(chunk)
+    s.red.ub = IntAttr(chunk)
+    slice_indices(s.red, s_loop.iv, chunk, accesses_only=True)
+    slice_indices(s.pos, s_loop.iv, chunk, accesses_only=True)
+    off = loop.LoadOp(offs, [*(lp.iv for lp in s.path), s_loop.iv])
+    total = arith.AddfOp(s.red.res[0], off.result)
+    Rewriter.insert_op([off, total], InsertPoint.after(s.red))
+    for use in list(s.red.res[0].uses):
+        if use.operation is not total:
+            use.operation.operands[use.index] = total.result
+
+
+def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
+    s = _match(kernel)
+    if s is None or (chunk := _chunk(s.red.ub.data)) is None:
+        return False
+    extent, rows = s.red.ub.data, math.prod(lp.ub.data for lp in s.path)
+    if extent < MIN_EXTENT and rows * extent * extent < MIN_LOADS:
+        return False
+    slices = s.red.ub.data // chunk
+    name = kernel.sym_name.data
+    shape = [*(lp.ub.data for lp in s.path), slices]
+    ftype = s.red.res[0].type
+    allocs = [memref.AllocOp.get(ftype, shape=shape) for _ in range(2)]
+    for a, hint in zip(allocs, ("part", "offsets")):
+        a.memref.name_hint = f"{name}_{hint}"
+        Rewriter.insert_op(a, InsertPoint.before(launch))
+    args = [*launch.args, *(a.memref for a in allocs)]
+    bufs = []
+    for hint in ("part", "offs"):
+        arg = kernel.body.block.insert_arg(MemRefType(ftype, shape), len(kernel.body.block.args))
+        arg.name_hint = hint
+        bufs.append(arg)
+    stages = []
+    for suffix in ("part", "offsets"):
+        k = kernel.clone()
+        k.properties["sym_name"] = StringAttr(f"{name}_{suffix}")
+        stages.append(k)
+    part_k, offs_k = stages
+    n = len(launch.args)
+    _partials(part_k, chunk, slices, part_k.body.block.args[n])
+    _offsets(offs_k, slices, *offs_k.body.block.args[n:n + 2])
+    _outputs(s, chunk, slices, bufs[1])
+    for k in stages:
+        Rewriter.insert_op(k, InsertPoint.before(kernel))
+        Rewriter.insert_op(loop.LaunchOp(k.sym_name.data, args), InsertPoint.before(launch))
+    Rewriter.replace_op(launch, loop.LaunchOp(name, args))
+    return True
+
+
+@dataclass(frozen=True)
+class LoopChunkScansPass(ModulePass):
+    """A cumulative sum over a long row: chunk partials, their exclusive prefix, then each
+    output's offset plus its masked sum within the chunk (three kernels)."""
+
+    name = "loop-chunk-scans"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel, launch in launched_once(op):
+            _scan(kernel, launch)

@@ -1,0 +1,108 @@
+// RUN: deplo-opt %s --split-input-file -p loop-chunk-scans | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p loop-chunk-scans | deplo-opt --split-input-file | filecheck %s
+
+// cumsum(x) * 2 over one row of 16384: chunks of 32 (the divisor with the fewest loads,
+// 16384 * 32 + 512^2), 512 of them. @cumsum_part sums each chunk unmasked from 0;
+// @cumsum_offsets sums the partials of the chunks before each; @cumsum adds its chunk's offset
+// to the masked sum within the chunk and runs the epilogue at s * 32 + a.
+// CHECK-LABEL: loop.kernel @cumsum_part(%x: memref<16384xf32>, %out: memref<16384xf32>, %part: memref<512xf32>, %offs: memref<512xf32>)
+// CHECK:         loop.for %s = 0 to 512 free {
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[P:.*]] = loop.for %r = 0 to 32 reduce iter(%acc = %[[Z]]) -> f32 {
+// CHECK-NEXT:        %[[V:.*]] = loop.load %x[%r, %s] map (d0, d1) -> (((d1 * 32) + d0)) : memref<16384xf32>
+// CHECK-NEXT:        %[[A:.*]] = arith.addf %acc, %[[V]] : f32
+// CHECK-NEXT:        loop.yield %[[A]] : f32
+// CHECK-NEXT:      }
+// CHECK-NEXT:      loop.store %[[P]], %part[%s] : memref<512xf32>
+// CHECK-LABEL: loop.kernel @cumsum_offsets(
+// CHECK:         loop.for %s = 0 to 512 free {
+// CHECK:           %[[O:.*]] = loop.for %t = 0 to 512 reduce iter(%acc = %{{.*}}) -> f32 {
+// CHECK-NEXT:        %[[Q:.*]] = loop.load %part[%t] : memref<512xf32>
+// CHECK-NEXT:        %[[B:.*]] = arith.cmpi slt, %t, %s : index
+// CHECK-NEXT:        %[[C:.*]] = arith.select %[[B]], %[[Q]], %{{.*}} : f32
+// CHECK-NEXT:        arith.addf %acc, %[[C]] : f32
+// CHECK:           loop.store %[[O]], %offs[%s] : memref<512xf32>
+// CHECK-LABEL: loop.kernel @cumsum(
+// CHECK:         loop.for %s = 0 to 512 free {
+// CHECK-NEXT:      loop.for %a = 0 to 32 free {
+// CHECK-NEXT:        %[[T:.*]] = loop.for %r = 0 to 32 reduce
+// CHECK-NEXT:          loop.load %x[%r, %s] map (d0, d1) -> (((d1 * 32) + d0))
+// CHECK-NEXT:          arith.cmpi sle, %r, %a : index
+// CHECK:             %[[OFF:.*]] = loop.load %offs[%s] : memref<512xf32>
+// CHECK-NEXT:        %[[SUM:.*]] = arith.addf %[[T]], %[[OFF]] : f32
+// CHECK-NEXT:        %[[M:.*]] = arith.mulf %[[SUM]], %{{.*}} : f32
+// CHECK-NEXT:        loop.store %[[M]], %out[%a, %s] map (d0, d1) -> (((d1 * 32) + d0))
+// CHECK-LABEL: func.func @main
+// CHECK:         loop.launch @cumsum_part(
+// CHECK-NEXT:    loop.launch @cumsum_offsets(
+// CHECK-NEXT:    loop.launch @cumsum(
+
+builtin.module {
+  loop.kernel @cumsum(%x: memref<16384xf32>, %out: memref<16384xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    %1 = arith.constant 2.000000e+00 : f32
+    loop.for %a = 0 to 16384 free {
+      %2 = loop.for %r = 0 to 16384 reduce iter(%acc = %0) -> f32 {
+        %3 = loop.load %x[%r] : memref<16384xf32>
+        %4 = arith.cmpi sle, %r, %a : index
+        %5 = arith.select %4, %3, %0 : f32
+        %6 = arith.addf %acc, %5 : f32
+        loop.yield %6 : f32
+      }
+      %7 = arith.mulf %2, %1 : f32
+      loop.store %7, %out[%a] : memref<16384xf32>
+    }
+  }
+  func.func @main(%x: memref<16384xf32>) -> memref<16384xf32> {
+    %cumsum = memref.alloc() : memref<16384xf32>
+    loop.launch @cumsum(%x, %cumsum) : memref<16384xf32>, memref<16384xf32>
+    func.return %cumsum : memref<16384xf32>
+  }
+}
+
+// -----
+
+// Left alone: 4 rows of 4096 (4 x 4096^2 loads are fewer than MIN_LOADS), and a mask that
+// is not `r <= a` (r < a: an exclusive sum is not what the pass rewrites).
+// CHECK-LABEL: loop.kernel @short
+// CHECK-NOT:   _part
+// CHECK-LABEL: loop.kernel @exclusive
+// CHECK-NOT:   _part
+
+builtin.module {
+  loop.kernel @short(%x: memref<4x4096xf32>, %out: memref<4x4096xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 4 free {
+      loop.for %a = 0 to 4096 free {
+        %2 = loop.for %r = 0 to 4096 reduce iter(%acc = %0) -> f32 {
+          %3 = loop.load %x[%i, %r] : memref<4x4096xf32>
+          %4 = arith.cmpi sle, %r, %a : index
+          %5 = arith.select %4, %3, %0 : f32
+          %6 = arith.addf %acc, %5 : f32
+          loop.yield %6 : f32
+        }
+        loop.store %2, %out[%i, %a] : memref<4x4096xf32>
+      }
+    }
+  }
+  loop.kernel @exclusive(%x: memref<16384xf32>, %out: memref<16384xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %a = 0 to 16384 free {
+      %2 = loop.for %r = 0 to 16384 reduce iter(%acc = %0) -> f32 {
+        %3 = loop.load %x[%r] : memref<16384xf32>
+        %4 = arith.cmpi slt, %r, %a : index
+        %5 = arith.select %4, %3, %0 : f32
+        %6 = arith.addf %acc, %5 : f32
+        loop.yield %6 : f32
+      }
+      loop.store %2, %out[%a] : memref<16384xf32>
+    }
+  }
+  func.func @main(%x: memref<4x4096xf32>, %y: memref<16384xf32>) -> memref<4x4096xf32> {
+    %short = memref.alloc() : memref<4x4096xf32>
+    loop.launch @short(%x, %short) : memref<4x4096xf32>, memref<4x4096xf32>
+    %exclusive = memref.alloc() : memref<16384xf32>
+    loop.launch @exclusive(%y, %exclusive) : memref<16384xf32>, memref<16384xf32>
+    func.return %short : memref<4x4096xf32>
+  }
+}

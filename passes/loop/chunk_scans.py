@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from deplo.analysis import nest
 from deplo.analysis.index import is_float_zero
 from deplo.dialects import loop
-from deplo.passes.loop.split_reductions import launched_once, slice_indices
+from deplo.passes.loop.split_reductions import fresh_name, launched_once, slice_indices
 
 # below both, the E * E loads of the masked form cost less than two more launches (the model:
 # [8, 4096] 12.6 us as it is, 17.9 chunked; [1, 16384] 36.7 -> 12.1; [32, 4096] 36.7 -> 15.0)
@@ -236,7 +236,7 @@ def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     stages = []
     for suffix in ("part", "offsets"):
         k = kernel.clone()
-        k.properties["sym_name"] = StringAttr(f"{name}_{suffix}")
+        k.properties["sym_name"] = StringAttr(fresh_name(kernel, f"{name}_{suffix}"))
         stages.append(k)
     part_k, offs_k = stages
     n = len(launch.args)

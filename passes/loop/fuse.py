@@ -25,9 +25,10 @@ kernel C reads it:
    sum of squares lands at the start of the row loop; a matmul's K loop in front of its
    epilogue. A perfect nest of C's free loops may be interchanged first so the loops indexing T
    come outermost (softmax over a leading dim). Otherwise the pair stays two kernels. It
-   stays two kernels too where the insertion point is inside a reduce loop of C with no free
-   loop of more than one iteration around it (a loss: the mean over rows of each row's
-   log-sum-exp): P's rows would run one after another on one thread. A matmul
+   stays two kernels too where the reduce loops of C around the insertion point run more
+   iterations than the free loops around it (a loss: the mean over rows of each row's
+   log-sum-exp): P's rows would run one after another on few threads; a flash loop (its
+   `loop.private` output row) takes the scores' q·k all the same. A matmul
    never moves into a kernel that already holds one: silu(x @ wg) * (x @ wu) is the gate
    matmul with a silu-mul epilogue reading `up`, and the up matmul — two plain products that
    tensor cores run, not one loop of two products with twice the accumulators. (Attention's
@@ -64,6 +65,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from math import prod as math_prod
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref
@@ -482,7 +484,7 @@ class FuseProducer(RewritePattern):
                 _reorder_for_hoist(consumer, loads)
             for ld in loads:
                 p = _hoist_point(ld, consumer)
-                if p is None or _serial_rows(p):
+                if p is None or _serial_rows(p, consumer):
                     return False
                 points[ld] = p
         # P's IVs used as values (an iota's index_cast) need a consumer value to stand for
@@ -521,18 +523,21 @@ class FuseProducer(RewritePattern):
         return True
 
 
-def _serial_rows(point: InsertPoint) -> bool:
-    """The point is inside a reduce loop of the consumer and no free loop of more than one
-    iteration is around it: P's free loops (a loss's rows) would run one after another in that
-    loop, the whole reduction on one thread (cross_entropy over [256, 32000], the model: 1868
-    us, one kernel of one block). Left two kernels, P keeps its rows parallel and the consumer
-    reduces what it wrote. Attention's scores still move into P.V's key loop, under its free
-    (head, query) loops: the flash loop."""
+def _serial_rows(point: InsertPoint, consumer: loop.KernelOp) -> bool:
+    """The point is inside reduce loops of the consumer that run more iterations than the free
+    loops around them: P's free loops (a loss's rows) would run one after another there, the
+    reduction on few threads (cross_entropy over [256, 32000], the model: 1868 us on one
+    thread). Left two kernels, P keeps its rows parallel and the consumer reduces what it
+    wrote. A flash loop (loop-online-softmax's output row, a `loop.private`) is the exception:
+    attention's scores move into its key loop whatever the heads and queries around it (one
+    query of one head, decoding)."""
     owner = point.block.parent_op()
     loops = [owner, *loop.enclosing_ops(owner, loop.ForOp)] if isinstance(owner, loop.ForOp) \
         else []
-    return any(f.kind.data == loop.LoopKind.REDUCE for f in loops) and not any(
-        f.kind.data == loop.LoopKind.FREE and f.extent > 1 for f in loops)
+    serial = math_prod(f.extent for f in loops if f.kind.data == loop.LoopKind.REDUCE)
+    parallel = math_prod(f.extent for f in loops if f.kind.data == loop.LoopKind.FREE)
+    return serial > max(1, parallel) and not any(
+        isinstance(o, loop.PrivateOp) for o in consumer.walk())
 
 
 def _reorder_for_hoist(consumer: loop.KernelOp, loads: list[loop.LoadOp]) -> None:

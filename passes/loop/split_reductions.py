@@ -31,7 +31,8 @@ MAX_ROWS rows of partials; below 4 slices nothing changes. The sum's order chang
 then their sum): fp32 rounding, not a different result.
 
 The epilogue may be scalar, or hold loops over the row (softmax's normalization, RMSNorm's
-scaling: free, loop-free, plain indices, a multiple of S long, no store outside them): then the
+scaling: free, loop-free, plain indices, a multiple of S long, no store after the reduction
+outside them, no load of what the kernel stores): then the
 row's code goes under a free loop over the S slices, each iteration reducing the partials
 (few, cache-resident) and running its slice of those loops, so the epilogue is not one block's
 either (the model, softmax of [2, 152064]: 123 -> 9.5 us).
@@ -212,12 +213,20 @@ def _index_only(iv: SSAValue) -> bool:
 def _sliceable(red: loop.ForOp, epilogue: list[loop.ForOp], slices: int) -> bool:
     """The row's epilogue can run a slice a block: after the reduction, loops over the row
     (softmax's normalization, RMSNorm's scaling) of plain indices, loop-free, each a multiple of
-    the slices long, and no store outside them (each slice's block would store it again)."""
+    the slices long; no store after the reduction outside them (each slice's block would store
+    it again), and no load of a buffer the kernel stores (one loop writing what a later one
+    reads elsewhere: another slice's block would write it)."""
     after = False
     for op in red.parent_block().ops:
         after = after or op is red
         if isinstance(op, loop.StoreOp) and after:
             return False
+    kernel = red.parent_op()
+    while not isinstance(kernel, loop.KernelOp):
+        kernel = kernel.parent_op()
+    stored = nest.stored_buffers(kernel)
+    if any(isinstance(o, loop.LoadOp) and o.buffer in stored for o in kernel.walk()):
+        return False  # a slice would read what another slice's block writes
     return all(
         lp.kind.data == loop.LoopKind.FREE and lp.lb.data == 0 and lp.step.data == 1
         and lp.ub.data % slices == 0 and red.is_before_in_block(lp) and _index_only(lp.iv)
@@ -246,7 +255,7 @@ def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType])
     """@name_part: the kernel's clone whose reduce loop walks one slice a new free loop names,
     storing its partials instead of running the epilogue."""
     part = kernel.clone()
-    part.properties["sym_name"] = StringAttr(kernel.sym_name.data + "_part")
+    part.properties["sym_name"] = StringAttr(fresh_name(kernel, kernel.sym_name.data + "_part"))
     bufs = [part.body.block.insert_arg(t, len(part.body.block.args)) for t in parts]
     for b in bufs:
         b.name_hint = "part"
@@ -302,7 +311,10 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
             or any(_splittable(r, kernel) is None for r in reds) \
             or any(isinstance(o, loop.ForOp) and o not in reds and o.is_before_in_block(reds[-1])
                    for o in block.ops):
-        return []  # (loops after the last: its epilogue, which _split slices or refuses)
+        return []
+    epilogue = [o for o in block.ops if isinstance(o, loop.ForOp) and o not in reds]
+    if epilogue and not _sliceable(reds[-1], epilogue, _splittable(reds[-1], kernel)[1]):
+        return []  # the last reduction would stay one block's row: no faster for the cut
     path = _free_path(reds[0], kernel)
     shape = [lp.ub.data for lp in path]
     types = [[MemRefType(r.type, shape) for r in red.res] for red in reds[:-1]]
@@ -320,7 +332,8 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
         last = k == len(reds) - 1
         stage = kernel if last else kernel.clone()
         if not last:
-            stage.properties["sym_name"] = StringAttr(f"{kernel.sym_name.data}_{k + 1}")
+            stage.properties["sym_name"] = StringAttr(
+                fresh_name(kernel, f"{kernel.sym_name.data}_{k + 1}"))
         sreds = _reduce_loops(stage)
         bufs = stage.body.block.args[len(launch.args):]
         ivs = [lp.iv for lp in _free_path(sreds[0], stage)]
@@ -416,6 +429,16 @@ class LoopSplitReductionsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel, launch in launched_once(op):
             _split(kernel, launch)
+
+
+def fresh_name(kernel: loop.KernelOp, name: str) -> str:
+    """`name`, or `name` with a number after it, that no symbol beside `kernel` has (the
+    pipeline's own names end in numbers too: a stage `_1` of @sum met @sum_1)."""
+    taken = {o.sym_name.data for o in kernel.parent_block().ops if hasattr(o, "sym_name")}
+    new, n = name, 1
+    while new in taken:
+        new, n = f"{name}_{n}", n + 1
+    return new
 
 
 def launched_once(module: ModuleOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:

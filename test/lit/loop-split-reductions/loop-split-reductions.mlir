@@ -316,3 +316,102 @@ builtin.module {
     func.return %softmax : memref<32768xf32>
   }
 }
+
+// -----
+
+// Fission beside a kernel already named @k_1 (the pipeline's names end in numbers too): the
+// argmax stage takes @k_1_1, not a second @k_1. Its (value, index) results are stored and
+// loaded by the later stage as two buffers.
+// CHECK-LABEL: loop.kernel @k_1_1_part(
+// CHECK-LABEL: loop.kernel @k_1_1(
+// CHECK:         loop.store %{{.*}}, %red[%i] : memref<2xf32>
+// CHECK-NEXT:    loop.store %{{.*}}, %red_1[%i] : memref<2xi64>
+// CHECK-LABEL: loop.kernel @k_part(
+// CHECK-LABEL: loop.kernel @k(
+// CHECK-LABEL: loop.kernel @k_1(%y
+// CHECK-LABEL: func.func @main
+// CHECK:         loop.launch @k_1_1_part(
+// CHECK-NEXT:    loop.launch @k_1_1(
+// CHECK:         loop.launch @k_part(
+// CHECK-NEXT:    loop.launch @k(
+// CHECK:         loop.launch @k_1(
+
+builtin.module {
+  loop.kernel @k(%x: memref<2x16384xf32>, %out: memref<2xf32>) {
+    %0 = arith.constant 0xff800000 : f32
+    %1 = arith.constant 0 : i64
+    %z = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 2 free {
+      %2, %3 = loop.for %r = 0 to 16384 reduce iter(%acc = %0, %acc_1 = %1) -> (f32, i64) {
+        %4 = loop.load %x[%i, %r] : memref<2x16384xf32>
+        %5 = arith.cmpf ogt, %4, %acc : f32
+        %6 = arith.cmpf une, %4, %4 : f32
+        %7 = arith.cmpf oeq, %acc, %acc : f32
+        %8 = arith.andi %6, %7 : i1
+        %9 = arith.ori %5, %8 : i1
+        %10 = arith.index_cast %r : index to i64
+        %11 = arith.select %9, %4, %acc : f32
+        %12 = arith.select %9, %10, %acc_1 : i64
+        loop.yield %11, %12 : f32, i64
+      }
+      %f = arith.sitofp %3 : i64 to f32
+      %13 = loop.for %r_1 = 0 to 16384 reduce iter(%a = %z) -> f32 {
+        %14 = loop.load %x[%i, %r_1] : memref<2x16384xf32>
+        %15 = arith.subf %14, %2 : f32
+        %16 = arith.mulf %15, %f : f32
+        %17 = arith.addf %a, %16 : f32
+        loop.yield %17 : f32
+      }
+      loop.store %13, %out[%i] : memref<2xf32>
+    }
+  }
+  loop.kernel @k_1(%y: memref<2xf32>, %o2: memref<2xf32>) {
+    loop.for %i = 0 to 2 free {
+      %v = loop.load %y[%i] : memref<2xf32>
+      %w = arith.addf %v, %v : f32
+      loop.store %w, %o2[%i] : memref<2xf32>
+    }
+  }
+  func.func @main(%x: memref<2x16384xf32>) -> memref<2xf32> {
+    %o = memref.alloc() : memref<2xf32>
+    loop.launch @k(%x, %o) : memref<2x16384xf32>, memref<2xf32>
+    %o2 = memref.alloc() : memref<2xf32>
+    loop.launch @k_1(%o, %o2) : memref<2xf32>, memref<2xf32>
+    func.return %o2 : memref<2xf32>
+  }
+}
+
+// -----
+
+// Left alone: the epilogue's second loop reads what its first wrote, elsewhere in the row
+// (reversed): a slice's block would read another slice's stores.
+// CHECK-LABEL: loop.kernel @k(
+// CHECK-NOT:   _part
+
+builtin.module {
+  loop.kernel @k(%x: memref<2x65536xf32>, %out: memref<2x65536xf32>, %tmp: memref<2x65536xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 2 free {
+      %1 = loop.for %r = 0 to 65536 reduce iter(%acc = %0) -> f32 {
+        %2 = loop.load %x[%i, %r] : memref<2x65536xf32>
+        %3 = arith.addf %acc, %2 : f32
+        loop.yield %3 : f32
+      }
+      loop.for %d = 0 to 65536 free {
+        %5 = loop.load %x[%i, %d] : memref<2x65536xf32>
+        %6 = arith.mulf %5, %1 : f32
+        loop.store %6, %tmp[%i, %d] : memref<2x65536xf32>
+      }
+      loop.for %e = 0 to 65536 free {
+        %7 = loop.load %tmp[%i, %e] map (d0, d1) -> (d0, (65535 - d1)) : memref<2x65536xf32>
+        loop.store %7, %out[%i, %e] : memref<2x65536xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<2x65536xf32>) -> memref<2x65536xf32> {
+    %o = memref.alloc() : memref<2x65536xf32>
+    %t = memref.alloc() : memref<2x65536xf32>
+    loop.launch @k(%x, %o, %t) : memref<2x65536xf32>, memref<2x65536xf32>, memref<2x65536xf32>
+    func.return %o : memref<2x65536xf32>
+  }
+}

@@ -49,6 +49,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-narrow-buffers": ("passes.loop.narrow", "LoopNarrowBuffersPass"),
     "loop-collapse-dims": ("passes.loop.collapse", "LoopCollapseDimsPass"),
     "loop-flatten-reductions": ("passes.loop.flatten_reductions", "LoopFlattenReductionsPass"),
+    "loop-split-nests": ("passes.loop.split_nests", "LoopSplitNestsPass"),
     "loop-split-reductions": ("passes.loop.split_reductions", "LoopSplitReductionsPass"),
     "loop-chunk-scans": ("passes.loop.chunk_scans", "LoopChunkScansPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
@@ -97,6 +98,7 @@ _TO_LOOP = _TO_TIR + [
     "loop-narrow-buffers",  # intermediates written as extf(narrow) hold the narrow type
     "loop-collapse-dims",  # intermediates read through a reshape take its shape
     "loop-flatten-reductions",  # a reduction over several dims: one loop over their product
+    "loop-split-nests",  # big sibling nests (cat, pad): a kernel each, each its own grid
     "loop-split-reductions",  # a long reduction over few outputs: partials on many blocks
     "loop-chunk-scans",  # a long cumsum: chunk partials, their prefix, then per output
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted

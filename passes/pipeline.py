@@ -52,6 +52,7 @@ _PASS_TABLE: dict[str, tuple[str, str]] = {
     "loop-split-nests": ("passes.loop.split_nests", "LoopSplitNestsPass"),
     "loop-split-reductions": ("passes.loop.split_reductions", "LoopSplitReductionsPass"),
     "loop-chunk-scans": ("passes.loop.chunk_scans", "LoopChunkScansPass"),
+    "loop-order-contractions": ("passes.loop.order_contractions", "LoopOrderContractionsPass"),
     "loop-to-tile": ("lowering.loop_to_tile", "LoopToTilePass"),
     "tile-plan": ("passes.tile.plan", "TilePlanPass"),
     "tile-map-grid": ("passes.tile.map_grid", "TileMapGridPass"),
@@ -101,6 +102,7 @@ _TO_LOOP = _TO_TIR + [
     "loop-split-nests",  # big sibling nests (cat, pad): a kernel each, each its own grid
     "loop-split-reductions",  # a long reduction over few outputs: partials on many blocks
     "loop-chunk-scans",  # a long cumsum: chunk partials, their prefix, then per output
+    "loop-order-contractions",  # a contraction's innermost free pair made a matmul's (conv)
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [

@@ -43,6 +43,7 @@ from deplo import origin
 from deplo.dialects import kernel
 from deplo.hardware import GPUS, MAX_GRID
 from deplo.passes.kernel.remove_barriers import accesses
+from deplo.passes.symbols import fresh_symbol, symbol_names
 
 NAME_PARTS = 3  # a fused kernel is named after at most this many of its parts
 # ptxas gives a fused kernel more registers than its largest part (NVRTC 13.0, TinyLlama's
@@ -81,7 +82,7 @@ class _Fuser:
         self.gpu = GPUS[gpu]
         self.works: dict[str, object] = {}
         self.written = {n: _written_args(k) for n, k in self.kernels.items()}
-        self.taken = {op.sym_name.data for op in module.ops if hasattr(op, "sym_name")}
+        self.taken = symbol_names(module.body.block)
         self.fused_from: set[str] = set()  # kernels now parts of a fused one
 
     # --- the cost model's view of a group ---------------------------------------------
@@ -195,10 +196,7 @@ class _Fuser:
         self.fused_from.update(names)
         name = "_".join(names[:NAME_PARTS]) + (f"_and{len(names) - NAME_PARTS}"
                                                 if len(names) > NAME_PARTS else "")
-        base, i = name, 1
-        while name in self.taken:
-            name, i = f"{base}_{i}", i + 1
-        self.taken.add(name)
+        name = fresh_symbol(self.taken, name)
         fused = kernel.FuncOp(name, [v.type for v in values], (_blocks(launches), 1, 1),
                               launches[0].callee.block_dims)
         lines: list[str] = []

@@ -59,6 +59,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis import nest
 from deplo.dialects import loop
+from deplo.passes.symbols import fresh_symbol, symbol_names
 
 MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one block's row
 MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
@@ -432,13 +433,8 @@ class LoopSplitReductionsPass(ModulePass):
 
 
 def fresh_name(kernel: loop.KernelOp, name: str) -> str:
-    """`name`, or `name` with a number after it, that no symbol beside `kernel` has (the
-    pipeline's own names end in numbers too: a stage `_1` of @sum met @sum_1)."""
-    taken = {o.sym_name.data for o in kernel.parent_block().ops if hasattr(o, "sym_name")}
-    new, n = name, 1
-    while new in taken:
-        new, n = f"{name}_{n}", n + 1
-    return new
+    """`name`, or `name` with a number after it, that no symbol beside `kernel` has."""
+    return fresh_symbol(symbol_names(kernel.parent_block()), name)
 
 
 def launched_once(module: ModuleOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:

@@ -34,9 +34,9 @@ MIN_NEST = 8192  # iterations a nest needs for a kernel of its own (32 a thread 
 
 
 def _iterations(lp: loop.ForOp) -> int:
-    """The nest's iterations: its extent times its body's, through a chain of lone loops."""
+    """The nest's iterations: its extent times its body's loops' (a row's reductions too)."""
     inner = [o for o in lp.body.block.ops if isinstance(o, loop.ForOp)]
-    return lp.extent * (_iterations(inner[0]) if len(inner) == 1 else 1)
+    return lp.extent * max(1, sum(_iterations(i) for i in inner))
 
 
 def _groups(kernel: loop.KernelOp) -> list[list[int]] | None:

@@ -289,7 +289,8 @@ def _splittable(red: loop.ForOp, kernel: loop.KernelOp) -> tuple[list[loop.ForOp
     """(the free loops around `red`, its slices) when the reduce loop can be split."""
     path = _free_path(red, kernel)
     takes = _candidates(red)
-    if path is None or takes is None or red.lb.data or red.step.data != 1 \
+    if path is None or takes is None or len(set(takes)) != len(takes) \
+            or red.lb.data or red.step.data != 1 \
             or not all(isinstance(u.operation, loop.LoadOp) and u.index >= 1
                        or isinstance(u.operation, arith.IndexCastOp) and len(takes) == 2
                        for u in red.iv.uses):

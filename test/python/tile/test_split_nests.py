@@ -15,6 +15,8 @@ CASES = {  # name: (fn, shapes, kernels)
     "cat_last": (lambda a, b: torch.cat([a, b], -1), [(128, 96), (128, 64)], 2),
     "cat_rows_unequal": (lambda a, b: torch.cat([a, b], 0), [(200, 64), (130, 64)], 2),
     "pad_constant": (lambda a: F.pad(a, (1, 2, 3, 1), value=0.5), [(4, 64, 64)], 3),
+    "cat_of_softmaxes": (lambda a, b: torch.cat([a.softmax(-1), b.softmax(-1)], 0),
+                         [(64, 256), (64, 256)], 2),  # a row's loops count: 64 x 3 x 256
     "cat_three_f16": (lambda a, b: torch.cat([a.half(), b.half(), a.half()], 1), [(64, 160)] * 2,
                       3),
 }

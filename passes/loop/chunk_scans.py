@@ -34,14 +34,20 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis import nest
 from deplo.analysis.index import is_float_zero
 from deplo.dialects import loop
-from deplo.passes.loop.split_reductions import fresh_name, launched_once, slice_indices
+from deplo.passes.loop.split_reductions import (
+    clear_after,
+    fresh_name,
+    launched_once,
+    plain_free_path,
+    slice_indices,
+)
 
 # below both, the E * E loads of the masked form cost less than two more launches (the model:
 # [8, 4096] 12.6 us as it is, 17.9 chunked; [1, 16384] 36.7 -> 12.1; [32, 4096] 36.7 -> 15.0)
@@ -75,7 +81,7 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
             or (pos.lb.data, pos.step.data, red.lb.data, red.step.data) != (0, 1, 0, 1) \
             or pos.ub.data != red.ub.data or len(red.accs) != 1:
         return None
-    path = _plain_free_path(pos, kernel)
+    path = plain_free_path(pos, kernel)
     if path is None or any(isinstance(o, loop.ForOp) and o is not red and o not in units
                            for o in pos.body.walk() if o is not pos):
         return None
@@ -111,18 +117,6 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
     return Scan(path, pos, red, sel, mask)
 
 
-def _plain_free_path(pos: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
-    path: list[loop.ForOp] = []
-    op: Operation = pos
-    while (parent := op.parent_op()) is not kernel:
-        if not (isinstance(parent, loop.ForOp) and parent.kind.data == loop.LoopKind.FREE
-                and parent.lb.data == 0 and parent.step.data == 1):
-            return None
-        path.insert(0, parent)
-        op = parent
-    return path
-
-
 def _chunk(extent: int) -> int | None:
     """The divisor of the row in [MIN_CHUNK, MAX_CHUNK] with the fewest loads, E C + (E / C)^2."""
     found = [c for c in range(MIN_CHUNK, MAX_CHUNK + 1) if extent % c == 0 and extent // c >= 4]
@@ -133,15 +127,6 @@ def _zero(like: SSAValue, at: InsertPoint) -> SSAValue:
     c = arith.ConstantOp(FloatAttr(0.0, like.type))
     Rewriter.insert_op(c, at)
     return c.result
-
-
-def _clear_after(op: Operation) -> None:
-    """Erase what follows `op` in its block (its terminator aside)."""
-    for o in reversed(list(op.parent_block().ops)):
-        if o is op:
-            return
-        if not isinstance(o, loop.YieldOp):
-            Rewriter.erase_op(o, safe_erase=False)
 
 
 def _store_at_end(block, value: SSAValue, buf: SSAValue, ivs: list[SSAValue]) -> None:
@@ -163,7 +148,7 @@ def _partials(kernel: loop.KernelOp, chunk: int, slices: int, part: SSAValue) ->
     Rewriter.erase_op(s.select)
     Rewriter.erase_op(s.mask)
     slice_indices(s.red, s.pos.iv, chunk)
-    _clear_after(s.red)
+    clear_after(s.red)
     _store_at_end(s.red.parent_block(), s.red.res[0], part, [*(lp.iv for lp in s.path), s.pos.iv])
 
 

@@ -73,19 +73,33 @@ def _reduce_loops(kernel: loop.KernelOp) -> list[loop.ForOp]:
             and o.kind.data == loop.LoopKind.REDUCE]
 
 
-def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
-    """The free loops around `red`, outermost first, when each is plain (0 to N by 1), the only
-    loop of its enclosing block and its last op (no epilogue outside the innermost); else
-    None."""
+def plain_free_path(op: Operation, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
+    """The loops around `op`, outermost first, when each is free and plain (0 to N by 1)."""
     path: list[loop.ForOp] = []
-    op: Operation = red
     while (parent := op.parent_op()) is not kernel:
         if not (isinstance(parent, loop.ForOp) and parent.kind.data == loop.LoopKind.FREE
                 and parent.lb.data == 0 and parent.step.data == 1):
             return None
         path.insert(0, parent)
         op = parent
-    for lp in path:
+    return path
+
+
+def clear_after(op: Operation) -> None:
+    """Erase what follows `op` in its block (its terminator aside)."""
+    for o in reversed(list(op.parent_block().ops)):
+        if o is op:
+            return
+        if not isinstance(o, loop.YieldOp):
+            Rewriter.erase_op(o, safe_erase=False)
+
+
+def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
+    """The free loops around `red`, outermost first, when each is plain (0 to N by 1), the only
+    loop of its enclosing block and its last op (no epilogue outside the innermost); else
+    None."""
+    path = plain_free_path(red, kernel)
+    for lp in path or []:
         if sum(isinstance(o, loop.ForOp) for o in lp.parent_block().ops) != 1:
             return None
         if lp.next_op is not None and not isinstance(lp.next_op, loop.YieldOp):
@@ -263,13 +277,7 @@ def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType])
     (red,) = _reduce_loops(part)
     path = _free_path(red, part)
     assert path is not None
-    # the epilogue goes: everything after the reduce loop in its block
-    block = red.parent_block()
-    for op in reversed(list(block.ops)):
-        if op is red:
-            break
-        if not isinstance(op, loop.YieldOp):
-            Rewriter.erase_op(op, safe_erase=False)
+    clear_after(red)  # the epilogue goes
     chunk = red.ub.data // slices
     s_loop = loop.ForOp(0, slices, loop.LoopKind.FREE)
     s_loop.iv.name_hint = "s"
@@ -350,11 +358,7 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
         if not last:  # this one's result stored, the rest of the row gone
             red = sreds[k]
             row = red.parent_block()
-            for op in reversed(list(row.ops)):
-                if op is red:
-                    break
-                if not isinstance(op, loop.YieldOp):
-                    Rewriter.erase_op(op, safe_erase=False)
+            clear_after(red)
             stores = [loop.StoreOp(r, bufs[n + e], ivs) for e, r in enumerate(red.res)]
             end = row.last_op
             at = InsertPoint.before(end) if isinstance(end, loop.YieldOp) else InsertPoint.at_end(row)

@@ -50,7 +50,7 @@ def assert_error(outcome, *needles: str) -> None:
 
 def test_fuzz_ci_run() -> None:
     """A few hundred seeded mutations of the lit corpus and of deplo command lines."""
-    failures = fuzz(seed=0, count=500, timeout=10, cli_share=0.1, log=lambda _: None)
+    failures = fuzz(seed=0, count=500, timeout=30, cli_share=0.1, log=lambda _: None)
     assert not failures, "\n".join(f"case {i}: {o.kind} {o.where}: {c.tool} {' '.join(c.argv)} "
                                    f"({c.what})\n{o.detail}" for i, c, o in failures)
 

@@ -41,9 +41,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from deplo.analysis import nest
 from deplo.analysis.index import is_float_zero
 from deplo.dialects import loop
-from deplo.passes.loop.split_reductions import (
+from deplo.passes.loop.cutting import (
     clear_after,
     fresh_name,
+    index_only,
+    insert_at_end,
     launched_once,
     plain_free_path,
     slice_indices,
@@ -108,11 +110,7 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
         return None
     if nest.depends_on(sel.lhs, {acc, pos.iv}, red.body.block):
         return None
-    if not all(u.operation is mask or isinstance(u.operation, loop.LoadOp) and u.index >= 1
-               for u in red.iv.uses):
-        return None
-    if not all(u.operation is mask or isinstance(u.operation, loop.LoadOp) and u.index >= 1
-               or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in pos.iv.uses):
+    if not index_only(red.iv, but=mask) or not index_only(pos.iv, but=mask):
         return None
     return Scan(path, pos, red, sel, mask)
 
@@ -123,17 +121,10 @@ def _chunk(extent: int) -> int | None:
     return min(found, key=lambda c: extent * c + (extent // c) ** 2) if found else None
 
 
-def _zero(like: SSAValue, at: InsertPoint) -> SSAValue:
-    c = arith.ConstantOp(FloatAttr(0.0, like.type))
+def _zero(ftype, at: InsertPoint) -> SSAValue:
+    c = arith.ConstantOp(FloatAttr(0.0, ftype))
     Rewriter.insert_op(c, at)
     return c.result
-
-
-def _store_at_end(block, value: SSAValue, buf: SSAValue, ivs: list[SSAValue]) -> None:
-    end = block.last_op
-    store = loop.StoreOp(value, buf, ivs)
-    Rewriter.insert_op(store, InsertPoint.before(end) if isinstance(end, loop.YieldOp)
-                       else InsertPoint.at_end(block))
 
 
 def _partials(kernel: loop.KernelOp, chunk: int, slices: int, part: SSAValue) -> None:
@@ -143,13 +134,14 @@ def _partials(kernel: loop.KernelOp, chunk: int, slices: int, part: SSAValue) ->
     s.pos.ub = IntAttr(slices)
     s.pos.iv.name_hint = "s"
     s.red.ub = IntAttr(chunk)
-    s.red.operands = [_zero(s.red.inits[0], InsertPoint.before(s.red))]
+    s.red.operands = [_zero(s.red.inits[0].type, InsertPoint.before(s.red))]
     s.select.result.replace_all_uses_with(s.select.lhs)
     Rewriter.erase_op(s.select)
     Rewriter.erase_op(s.mask)
     slice_indices(s.red, s.pos.iv, chunk)
     clear_after(s.red)
-    _store_at_end(s.red.parent_block(), s.red.res[0], part, [*(lp.iv for lp in s.path), s.pos.iv])
+    insert_at_end(s.red.parent_block(),
+                  [loop.StoreOp(s.red.res[0], part, [*(lp.iv for lp in s.path), s.pos.iv])])
 
 
 def _offsets(kernel: loop.KernelOp, slices: int, part: SSAValue, offs: SSAValue) -> None:
@@ -162,19 +154,18 @@ def _offsets(kernel: loop.KernelOp, slices: int, part: SSAValue, offs: SSAValue)
     for o in reversed(list(body.ops)):
         if not isinstance(o, loop.YieldOp):
             Rewriter.erase_op(o, safe_erase=False)
-    c0 = arith.ConstantOp(FloatAttr(0.0, part.type.element_type))
-    Rewriter.insert_op(c0, InsertPoint.at_start(body))
-    over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, [c0.result])
+    zero = _zero(part.type.element_type, InsertPoint.at_start(body))
+    over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, [zero])
     over.iv.name_hint = "t"
     over.accs[0].name_hint = "acc"
     ivs = [lp.iv for lp in s.path]
     ld = loop.LoadOp(part, [*ivs, over.iv])
     before = arith.CmpiOp(over.iv, s.pos.iv, "slt")
-    pick = arith.SelectOp(before.result, ld.result, c0.result)
+    pick = arith.SelectOp(before.result, ld.result, zero)
     add = arith.AddfOp(over.accs[0], pick.result)
     over.body.block.add_ops([ld, before, pick, add, loop.YieldOp(add.result)])
-    Rewriter.insert_op(over, InsertPoint.after(c0))
-    _store_at_end(body, over.res[0], offs, [*ivs, s.pos.iv])
+    Rewriter.insert_op(over, InsertPoint.after(zero.owner))
+    insert_at_end(body, [loop.StoreOp(over.res[0], offs, [*ivs, s.pos.iv])])
 
 
 def _outputs(s: Scan, chunk: int, slices: int, offs: SSAValue) -> None:
@@ -204,7 +195,7 @@ def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     extent, rows = s.red.ub.data, math.prod(lp.ub.data for lp in s.path)
     if extent < MIN_EXTENT and rows * extent * extent < MIN_LOADS:
         return False
-    slices = s.red.ub.data // chunk
+    slices = extent // chunk
     name = kernel.sym_name.data
     shape = [*(lp.ub.data for lp in s.path), slices]
     ftype = s.red.res[0].type

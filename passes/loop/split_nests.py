@@ -28,7 +28,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.dialects import loop
-from deplo.passes.loop.split_reductions import fresh_name, launched_once
+from deplo.passes.loop.cutting import fresh_name, launched_once
 
 MIN_NEST = 8192  # iterations a nest needs for a kernel of its own (32 a thread of one block)
 

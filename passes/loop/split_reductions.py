@@ -49,49 +49,34 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, memref
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis import nest
 from deplo.dialects import loop
-from deplo.passes.symbols import fresh_symbol, symbol_names
+from deplo.passes.loop.cutting import (
+    clear_after,
+    fresh_name,
+    index_only,
+    insert_at_end,
+    launched_once,
+    plain_free_path,
+    slice_indices,
+)
 
 MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one block's row
 MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
 MIN_SLICE = 2048  # elements a slice: a block's 256 threads, 8 each
 COMBINES = (arith.AddfOp, arith.MaximumfOp, arith.MinimumfOp)
-INDEX = IndexType()
 
 
 def _reduce_loops(kernel: loop.KernelOp) -> list[loop.ForOp]:
     return [o for o in kernel.walk() if isinstance(o, loop.ForOp)
             and o.kind.data == loop.LoopKind.REDUCE]
-
-
-def plain_free_path(op: Operation, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
-    """The loops around `op`, outermost first, when each is free and plain (0 to N by 1)."""
-    path: list[loop.ForOp] = []
-    while (parent := op.parent_op()) is not kernel:
-        if not (isinstance(parent, loop.ForOp) and parent.kind.data == loop.LoopKind.FREE
-                and parent.lb.data == 0 and parent.step.data == 1):
-            return None
-        path.insert(0, parent)
-        op = parent
-    return path
-
-
-def clear_after(op: Operation) -> None:
-    """Erase what follows `op` in its block (its terminator aside)."""
-    for o in reversed(list(op.parent_block().ops)):
-        if o is op:
-            return
-        if not isinstance(o, loop.YieldOp):
-            Rewriter.erase_op(o, safe_erase=False)
 
 
 def _free_path(red: loop.ForOp, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
@@ -193,38 +178,6 @@ def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
     return out
 
 
-def slice_indices(red: loop.ForOp, s: SSAValue, chunk: int, accesses_only: bool = False) -> None:
-    """Each load and store of `red`'s iv reads `s * chunk + iv` instead; an index taken as a
-    value (argmax's) is `s * chunk + iv` too, unless `accesses_only` (loop-chunk-scans: a
-    comparison of positions within the chunk stays one)."""
-    iv = red.iv
-    for use in list(iv.uses):
-        access = use.operation
-        if accesses_only and not isinstance(access, loop.LoadOp | loop.StoreOp):
-            continue
-        if isinstance(access, arith.IndexCastOp):
-            size = arith.ConstantOp.from_int_and_width(chunk, INDEX)
-            base = arith.MuliOp(s, size.result)
-            at = arith.AddiOp(base.result, iv)
-            Rewriter.insert_op([size, base, at], InsertPoint.at_start(red.body.block))
-            access.operands = [at.result]
-            continue
-        assert isinstance(access, loop.LoadOp | loop.StoreOp)
-        old = list(access.indices)
-        new = old + ([s] if s not in old else [])
-        pos = {v: i for i, v in enumerate(new)}
-        d = AffineExpr.dimension
-        exprs = [d(pos[s]) * chunk + d(pos[iv]) if v is iv else d(pos[v]) for v in old]
-        results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
-        loop.reaccess(access, new, AffineMap(len(new), 0, results))
-
-
-def _index_only(iv: SSAValue) -> bool:
-    """`iv` is only an index of loads and stores (what slice_indices rewrites)."""
-    return all(isinstance(u.operation, loop.LoadOp) and u.index >= 1
-               or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in iv.uses)
-
-
 def _sliceable(red: loop.ForOp, epilogue: list[loop.ForOp], slices: int) -> bool:
     """The row's epilogue can run a slice a block: after the reduction, loops over the row
     (softmax's normalization, RMSNorm's scaling) of plain indices, loop-free, each a multiple of
@@ -244,7 +197,7 @@ def _sliceable(red: loop.ForOp, epilogue: list[loop.ForOp], slices: int) -> bool
         return False  # a slice would read what another slice's block writes
     return all(
         lp.kind.data == loop.LoopKind.FREE and lp.lb.data == 0 and lp.step.data == 1
-        and lp.ub.data % slices == 0 and red.is_before_in_block(lp) and _index_only(lp.iv)
+        and lp.ub.data % slices == 0 and red.is_before_in_block(lp) and index_only(lp.iv)
         and not any(isinstance(o, loop.ForOp) for o in lp.body.walk() if o is not lp)
         for lp in epilogue)
 
@@ -259,7 +212,7 @@ def _slice_epilogue(row, epilogue: list[loop.ForOp], slices: int) -> None:
         op.detach()
         s_loop.body.block.add_op(op)
     s_loop.body.block.add_op(loop.YieldOp())
-    Rewriter.insert_op(s_loop, InsertPoint.before(end) if end else InsertPoint.at_end(row))
+    insert_at_end(row, [s_loop])
     for lp in epilogue:
         chunk = lp.ub.data // slices
         lp.ub = IntAttr(chunk)
@@ -348,7 +301,7 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
         bufs = stage.body.block.args[len(launch.args):]
         ivs = [lp.iv for lp in _free_path(sreds[0], stage)]
         n = 0
-        for j, red in enumerate(sreds[:k]):  # earlier reductions: their stored results
+        for red in sreds[:k]:  # earlier reductions: their stored results
             loads = [loop.LoadOp(bufs[n + e], ivs) for e in range(len(red.res))]
             n += len(red.res)
             Rewriter.insert_op(loads, InsertPoint.before(red))
@@ -359,10 +312,7 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
             red = sreds[k]
             row = red.parent_block()
             clear_after(red)
-            stores = [loop.StoreOp(r, bufs[n + e], ivs) for e, r in enumerate(red.res)]
-            end = row.last_op
-            at = InsertPoint.before(end) if isinstance(end, loop.YieldOp) else InsertPoint.at_end(row)
-            Rewriter.insert_op(stores, at)
+            insert_at_end(row, [loop.StoreOp(r, bufs[n + e], ivs) for e, r in enumerate(red.res)])
             Rewriter.insert_op(stage, InsertPoint.before(kernel))
             new = loop.LaunchOp(stage.sym_name.data, args)
             Rewriter.insert_op(new, InsertPoint.before(launch))
@@ -435,21 +385,3 @@ class LoopSplitReductionsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel, launch in launched_once(op):
             _split(kernel, launch)
-
-
-def fresh_name(kernel: loop.KernelOp, name: str) -> str:
-    """`name`, or `name` with a number after it, that no symbol beside `kernel` has."""
-    return fresh_symbol(symbol_names(kernel.parent_block()), name)
-
-
-def launched_once(module: ModuleOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:
-    """The kernels launched exactly once, from a host function, with that launch: what the
-    passes that cut a kernel into several (and rewrite its launch) may take."""
-    kernels = {k.sym_name.data: k for k in module.walk() if isinstance(k, loop.KernelOp)}
-    launches: dict[str, list[loop.LaunchOp]] = {}
-    for launch in module.walk():
-        if isinstance(launch, loop.LaunchOp):
-            launches.setdefault(launch.callee.root_reference.data, []).append(launch)
-    return [(kernel, launches[name][0]) for name, kernel in kernels.items()
-            if len(launches.get(name, [])) == 1
-            and isinstance(launches[name][0].parent_op(), func.FuncOp)]

@@ -1,0 +1,94 @@
+"""What the loop passes that cut a kernel into several share (loop-split-reductions,
+loop-chunk-scans, loop-split-nests): which kernels they may take, fresh names for the kernels
+they add, the loops around a reduction, and slices of a loop's range."""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from deplo.dialects import loop
+from deplo.passes.symbols import fresh_symbol, symbol_names
+
+INDEX = IndexType()
+
+
+def fresh_name(kernel: loop.KernelOp, name: str) -> str:
+    """`name`, or `name` with a number after it, that no symbol beside `kernel` has."""
+    return fresh_symbol(symbol_names(kernel.parent_block()), name)
+
+
+def launched_once(module: ModuleOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:
+    """The kernels launched exactly once, from a host function, with that launch: what the
+    passes that cut a kernel into several (and rewrite its launch) may take."""
+    kernels = {k.sym_name.data: k for k in module.walk() if isinstance(k, loop.KernelOp)}
+    launches: dict[str, list[loop.LaunchOp]] = {}
+    for launch in module.walk():
+        if isinstance(launch, loop.LaunchOp):
+            launches.setdefault(launch.callee.root_reference.data, []).append(launch)
+    return [(kernel, launches[name][0]) for name, kernel in kernels.items()
+            if len(launches.get(name, [])) == 1
+            and isinstance(launches[name][0].parent_op(), func.FuncOp)]
+
+
+def plain_free_path(op: Operation, kernel: loop.KernelOp) -> list[loop.ForOp] | None:
+    """The loops around `op`, outermost first, when each is free and plain (0 to N by 1)."""
+    path: list[loop.ForOp] = []
+    while (parent := op.parent_op()) is not kernel:
+        if not (isinstance(parent, loop.ForOp) and parent.kind.data == loop.LoopKind.FREE
+                and parent.lb.data == 0 and parent.step.data == 1):
+            return None
+        path.insert(0, parent)
+        op = parent
+    return path
+
+
+def clear_after(op: Operation) -> None:
+    """Erase what follows `op` in its block (its terminator aside)."""
+    for o in reversed(list(op.parent_block().ops)):
+        if o is op:
+            return
+        if not isinstance(o, loop.YieldOp):
+            Rewriter.erase_op(o, safe_erase=False)
+
+
+def insert_at_end(block: Block, ops: list[Operation]) -> None:
+    """`ops` at the end of `block`, before its terminator if it has one."""
+    end = block.last_op
+    Rewriter.insert_op(ops, InsertPoint.before(end) if isinstance(end, loop.YieldOp)
+                       else InsertPoint.at_end(block))
+
+
+def slice_indices(red: loop.ForOp, s: SSAValue, chunk: int, accesses_only: bool = False) -> None:
+    """Each load and store of `red`'s iv reads `s * chunk + iv` instead; an index taken as a
+    value (argmax's) is `s * chunk + iv` too, unless `accesses_only` (loop-chunk-scans: a
+    comparison of positions within the chunk stays one)."""
+    iv = red.iv
+    for use in list(iv.uses):
+        access = use.operation
+        if accesses_only and not isinstance(access, loop.LoadOp | loop.StoreOp):
+            continue
+        if isinstance(access, arith.IndexCastOp):
+            size = arith.ConstantOp.from_int_and_width(chunk, INDEX)
+            base = arith.MuliOp(s, size.result)
+            at = arith.AddiOp(base.result, iv)
+            Rewriter.insert_op([size, base, at], InsertPoint.at_start(red.body.block))
+            access.operands = [at.result]
+            continue
+        assert isinstance(access, loop.LoadOp | loop.StoreOp)
+        old = list(access.indices)
+        new = old + ([s] if s not in old else [])
+        pos = {v: i for i, v in enumerate(new)}
+        d = AffineExpr.dimension
+        exprs = [d(pos[s]) * chunk + d(pos[iv]) if v is iv else d(pos[v]) for v in old]
+        results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
+        loop.reaccess(access, new, AffineMap(len(new), 0, results))
+
+
+def index_only(iv: SSAValue, but: Operation | None = None) -> bool:
+    """`iv` is only an index of loads and stores (what slice_indices rewrites), `but` aside."""
+    return all(u.operation is but or isinstance(u.operation, loop.LoadOp) and u.index >= 1
+               or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in iv.uses)

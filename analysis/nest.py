@@ -94,14 +94,23 @@ class Contraction:
 
 
 def find_contraction(kernel: tile.KernelOp) -> Contraction | None:
+    """The perfect nest of free loops down to the cell of a kernel's reductions. Between the
+    loops only scalar ops and loads of buffers the kernel never stores (a batch norm's
+    per-channel scale after a conv, hoisted by loop-simplify): schedule passes sink them into
+    the cell, where reading them again is reading the same values."""
     chain: list[tile.ForOp] = []
     block = kernel.body.block
+    stored = stored_buffers(kernel)
+
+    def sinkable(op: Operation) -> bool:
+        return is_scalar(op) or isinstance(op, loop.LoadOp) and op.buffer not in stored
+
     while True:
         loops = [op for op in block.ops if isinstance(op, tile.ForOp)]
         if any(lp.inits for lp in loops):
             break
         others = [op for op in block.ops if not isinstance(op, tile.ForOp | tile.YieldOp)]
-        if len(loops) != 1 or not all(is_scalar(op) for op in others):
+        if len(loops) != 1 or not all(sinkable(op) for op in others):
             return None
         chain.append(loops[0])
         block = loops[0].body.block

@@ -233,7 +233,7 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
         # projections: the rows of a row reduction read each weight row once, coalesced; the
         # model, one token through a 2048 x 256 projection: 245 -> 4 us), nor outputs too few
         # for tiles (matmul_knobs would not split them: one block walking all of K)
-        return not (f["chain"][-2] == 1 and _k_rows(f)) and _matmul_sized(f, 1)
+        return not (f["chain"][-2] == 1 and _k_rows(f)) and bool(_sized_splits(f))
     if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
         # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
         # would walk 256+ of K alone, K contiguous in the weight
@@ -360,19 +360,26 @@ def _tiles(f: dict, fixed: dict, many_warps: bool = False) -> tuple[bool, list]:
     return mma, [((m, n, tm, tn), m * tm, n * tn)]
 
 
-def _ranked_pairs(f: dict, tiles: list, mma: bool) -> list[tuple[tuple, int]]:
-    """Every (tile, split of K) pair, fastest first by the peaks (slices of at least 128 and,
-    with tensor cores, a multiple of 16; at most 32)."""
+def _splits(f: dict, mma: bool) -> list[int]:
+    """The splits of K a matmul plan may take: slices of at least 128 and, with tensor cores, a
+    multiple of 16; at most 32."""
     k = f["k"]
-    splits = [d for d in range(1, 33) if k % d == 0 and (not mma or (k // d) % 16 == 0)
-              and (d == 1 or (f["splittable"] and k // d >= 128))] or [1]
-    return sorted(((t[0], d) for t in tiles for d in splits),
+    return [d for d in range(1, 33) if k % d == 0 and (not mma or (k // d) % 16 == 0)
+            and (d == 1 or (f["splittable"] and k // d >= 128))] or [1]
+
+
+def _sized_splits(f: dict, mma: bool = False) -> list[int]:
+    """The splits with which the outputs fill tiles (`_matmul_sized`): few outputs over a long
+    K ([48, 4096] @ [4096, 16]) are tiles once K is split, where a pointwise plan would walk
+    all of K a thread (the model: 152 -> 8 us)."""
+    return [d for d in _splits(f, mma) if _matmul_sized(f, d)]
+
+
+def _ranked_pairs(f: dict, tiles: list, mma: bool,
+                  splits: list[int] | None = None) -> list[tuple[tuple, int]]:
+    """Every (tile, split of K) pair, fastest first by the peaks."""
+    return sorted(((t[0], d) for t in tiles for d in splits or _splits(f, mma)),
                   key=lambda td: _tile_seconds(f, *td, mma))
-
-
-def _pick(f: dict, tiles: list, mma: bool) -> tuple[tuple, int]:
-    """The tile and split of K the peaks say are fastest."""
-    return _ranked_pairs(f, tiles, mma)[0]
 
 
 TILE_KNOBS = {True: ("warps_m", "warps_n", "frags_m", "frags_n"),
@@ -442,9 +449,9 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
         return knobs[name]
 
     rows, cols = f["chain"][-2], f["chain"][-1]
-    sized = _matmul_sized(f, 1)
     mma, tiles = _tiles(f, fixed)
-    tile, split = _pick(f, tiles, mma) if sized else (tiles[0][0], 1)
+    sized = _sized_splits(f, mma)
+    tile, split = _ranked_pairs(f, tiles, mma, sized)[0] if sized else (tiles[0][0], 1)
     if "splits" in fixed:  # the best tile for the given split
         tile = min((t[0] for t in tiles), key=lambda t: _tile_seconds(f, t, fixed["splits"], mma))
     splits = pick("splits", split)

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -603,17 +604,65 @@ def serial_rows_cols(step: str, kernel: tile.KernelOp, c) -> tuple[tile.ForOp, t
 
 
 def map_batch_to_z(c, rows: tile.ForOp) -> int:
-    """Bind the innermost serial chain loop outside the rows with extent > 1 (a batch, or the
-    split of tile-split-k) to block.z, when the grid allows it; returns the grid's z size."""
+    """Bind the serial chain loops outside the rows with extent > 1 (batches, and the split of
+    tile-split-k) to block.z, innermost first while the grid allows it; returns the grid's z
+    size. Several become one index over their product (a conv's image and output row): left on
+    a serial loop, a batch would run one block's tiles one after another. A split whose last
+    block finishes the tile (tile.split_last counts arrivals a (block.x, block.y)) stays z's
+    only loop."""
     outer = [
         lp for lp in c.chain[: c.chain.index(rows)]
         if lp.binding == tile.Bind.SERIAL and lp.static_lb == 0 and lp.step.data == 1
         and lp.ub.data > 1
     ]
-    if outer and outer[-1].ub.data <= hw.MAX_GRID[2]:
-        outer[-1].bind = tile.BindAttr(tile.Bind.BLOCK_Z)
-        return outer[-1].ub.data
-    return 1
+    arrivals = {op.split for op in c.kernel.walk() if isinstance(op, tile.SplitLastOp)}
+    picked: list[tile.ForOp] = []
+    size = 1
+    for lp in reversed(outer):
+        if size * lp.ub.data > hw.MAX_GRID[2] or picked and picked[0].iv in arrivals:
+            break
+        picked.append(lp)
+        size *= lp.ub.data
+    if not picked:
+        return 1
+    if len(picked) > 1:
+        _fold_loops(c, picked)
+    picked[0].bind = tile.BindAttr(tile.Bind.BLOCK_Z)
+    return size
+
+
+def _fold_loops(c, loops: list[tile.ForOp]) -> None:
+    """`loops` (chain loops, innermost first) become the innermost one over their product; the
+    others run once. Their ivs are taken apart again at the start of its body, where the scalar
+    ops and loads between them move (find_contraction: pure, so reading them there is the
+    same)."""
+    inner, outermost = loops[0], loops[-1]
+    body = inner.body.block
+    levels = c.chain[c.chain.index(outermost) : c.chain.index(inner)]
+    moved = [op for lp in levels for op in lp.body.block.ops
+             if not isinstance(op, tile.ForOp | tile.YieldOp)]
+    anchor = body.first_op
+    for op in moved:
+        op.detach()
+        body.insert_op_before(op, anchor)
+    b = Builder(InsertPoint.at_start(body))
+    rest = inner.iv
+    values, made = [], set()
+    for lp in loops[:-1]:
+        extent = const(b, lp.ub.data)
+        values.append(b.insert(arith.RemSIOp(rest, extent)).result)
+        rest = b.insert(arith.DivSIOp(rest, extent)).result
+        made |= {values[-1].owner, rest.owner}
+    values.append(rest)
+    for lp, v in zip(loops, values):
+        v.name_hint = lp.iv.name_hint
+    for lp, v in zip(loops, values):
+        for use in list(lp.iv.uses):
+            if use.operation not in made:
+                use.operation.operands[use.index] = v
+    inner.ub = IntAttr(math.prod(lp.ub.data for lp in loops))
+    for lp in loops[1:]:
+        lp.ub = IntAttr(1)
 
 
 def add_scratch(kernel: tile.KernelOp, t: MemRefType, hint: str) -> SSAValue:

@@ -65,6 +65,53 @@ builtin.module {
 
 // -----
 
+// Two batch loops (a conv's image and output row) become one block.z index over their
+// product, taken apart again where the cell starts; the batch loop outside runs once. The
+// load between them (a per-image scale) moves in with it.
+// CHECK-LABEL: tile.kernel @bmm2(
+// CHECK-SAME:      grid(5, 3, 6) block(16, 16, 1)
+// CHECK:         tile.for %{{.*}} = 0 to 1 bind(serial) {
+// CHECK-NEXT:      tile.for %[[Z:.*]] = 0 to 6 bind(block.z) {
+// CHECK-NEXT:        %[[C3:.*]] = arith.constant 3 : index
+// CHECK-NEXT:        %[[H:.*]] = arith.remsi %[[Z]], %[[C3]] : index
+// CHECK-NEXT:        %[[N:.*]] = arith.divsi %[[Z]], %[[C3]] : index
+// CHECK-NEXT:        %[[SC:.*]] = loop.load %scale[%[[N]]] : memref<2xf32>
+// CHECK-NEXT:        tile.for %{{.*}} = 0 to 3 bind(block.y) {
+// CHECK:                   loop.load %x[%[[N]], %[[H]], %{{.*}}, %{{.*}}]
+// CHECK:                   arith.mulf %{{.*}}, %[[SC]] : f32
+// CHECK:                   loop.store %{{.*}}, %out[%[[N]], %[[H]], %{{.*}}, %{{.*}}] : memref<2x3x37x70xf32>
+
+builtin.module {
+  tile.kernel @bmm2(%x: memref<2x3x37x53xf32>, %w: memref<53x70xf32>, %scale: memref<2xf32>, %out: memref<2x3x37x70xf32>) grid(1, 1, 1) block(1, 1, 1) plan matmul(chain = [2, 3, 37, 70], k = 53, tensor_cores = false, splittable = true, slabs = [ik4, kj4]) {splits = 1, mma = false, reg_m = 1, reg_n = 1, interleave = false, threads_m = 16, threads_n = 16, k_chunk = 16, stage = true, pad = 4, buffers = 2, copy = cp_async, unroll = 32} done ["tile-split-k", "tile-tensor-core", "tile-register-tile"] {
+    %zero = arith.constant 0.000000e+00 : f32
+    tile.for %n = 0 to 2 bind(serial) {
+      %sc = loop.load %scale[%n] : memref<2xf32>
+      tile.for %h = 0 to 3 bind(serial) {
+        tile.for %i = 0 to 37 bind(serial) {
+          tile.for %j = 0 to 70 bind(serial) {
+            %s = tile.for %k = 0 to 53 bind(serial) iter(%acc = %zero) -> f32 {
+              %xv = loop.load %x[%n, %h, %i, %k] : memref<2x3x37x53xf32>
+              %wv = loop.load %w[%k, %j] : memref<53x70xf32>
+              %p = arith.mulf %xv, %wv : f32
+              %a = arith.addf %acc, %p : f32
+              tile.yield %a : f32
+            }
+            %r = arith.mulf %s, %sc : f32
+            loop.store %r, %out[%n, %h, %i, %j] : memref<2x3x37x70xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<2x3x37x53xf32>, %w: memref<53x70xf32>, %scale: memref<2xf32>) -> memref<2x3x37x70xf32> {
+    %out = memref.alloc() : memref<2x3x37x70xf32>
+    tile.launch @bmm2(%x, %w, %scale, %out) : memref<2x3x37x53xf32>, memref<53x70xf32>, memref<2xf32>, memref<2x3x37x70xf32>
+    func.return %out : memref<2x3x37x70xf32>
+  }
+}
+
+// -----
+
 // A batched matmul, 37 x 70 per batch: the batch goes to block.z; 37 rows over 16 threads.y
 // leave the last block with 11 idle rows: clamped to row 36 (the loads stay in bounds) and the
 // store guarded, likewise the columns.

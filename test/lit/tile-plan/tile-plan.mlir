@@ -28,6 +28,15 @@
 // KIND: tile.kernel @row_sum({{.*}}) key "{{.*}}" plan pointwise(chain = [8], leaf = true)
 // KIND: tile.kernel @relu({{.*}}) key "{{.*}}" plan pointwise(chain = [8, 1000], leaf = true)
 
+// A load between the free loops (a batch norm's per-channel scale after a conv, hoisted above
+// the column loop by loop-simplify) keeps the nest a matmul's: the tile passes sink it into the
+// cell. A buffer the kernel also stores would not be the same values there: no matmul.
+// CHECK-LABEL: tile.kernel @scaled_rows(
+// CHECK-SAME:      plan matmul(chain = [64, 128], k = 256,
+// CHECK-LABEL: tile.kernel @rows_read_back(
+// CHECK-NOT:       plan matmul
+// CHECK-SAME:      plan
+
 // A plan file pins two knobs of @matmul; the heuristic fills the rest around them (the threads
 // are re-planned for the 2-row register tile) and plans the kernels the file does not name.
 // PIN-LABEL: tile.kernel @matmul(
@@ -73,6 +82,40 @@ builtin.module {
         %v = loop.load %x[%i, %j] : memref<8x1000xf32>
         %r = arith.maximumf %v, %zero : f32
         loop.store %r, %out[%i, %j] : memref<8x1000xf32>
+      }
+    }
+  }
+  loop.kernel @scaled_rows(%x: memref<64x256xf32>, %w: memref<256x128xf32>, %scale: memref<64xf32>, %out: memref<64x128xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 64 free {
+      %c = loop.load %scale[%i] : memref<64xf32>
+      loop.for %j = 0 to 128 free {
+        %s = loop.for %k = 0 to 256 reduce iter(%acc = %zero) -> f32 {
+          %a = loop.load %x[%i, %k] : memref<64x256xf32>
+          %b = loop.load %w[%k, %j] : memref<256x128xf32>
+          %p = arith.mulf %a, %b : f32
+          %n = arith.addf %acc, %p : f32
+          loop.yield %n : f32
+        }
+        %r = arith.mulf %s, %c : f32
+        loop.store %r, %out[%i, %j] : memref<64x128xf32>
+      }
+    }
+  }
+  loop.kernel @rows_read_back(%x: memref<64x256xf32>, %w: memref<256x128xf32>, %out: memref<64x128xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 64 free {
+      %c = loop.load %out[%i, %i] : memref<64x128xf32>
+      loop.for %j = 0 to 128 free {
+        %s = loop.for %k = 0 to 256 reduce iter(%acc = %zero) -> f32 {
+          %a = loop.load %x[%i, %k] : memref<64x256xf32>
+          %b = loop.load %w[%k, %j] : memref<256x128xf32>
+          %p = arith.mulf %a, %b : f32
+          %n = arith.addf %acc, %p : f32
+          loop.yield %n : f32
+        }
+        %r = arith.mulf %s, %c : f32
+        loop.store %r, %out[%i, %j] : memref<64x128xf32>
       }
     }
   }

@@ -238,9 +238,11 @@ def _perfect_free_nest(top: Operation, rank: int) -> tuple[list[SSAValue], list[
     return ivs, body
 
 
-def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
+def concat_parts(kernel: loop.KernelOp, ivs_as_values: bool = False) -> ConcatNests | None:
     """The form tir-to-loop gives a concat: one perfect free nest per input, pointwise, storing
-    its region at `(d0, ..., d_dim + offset, ...)`; None for anything else."""
+    its region at `(d0, ..., d_dim + offset, ...)`; None for anything else. `ivs_as_values`:
+    a part's body may use the ivs of the other dims as values (a pad of two dims: the inner
+    pad's selects compare its row), which a caller that keeps those loops can map."""
     outs = written_args(kernel)
     if len(outs) != 1:
         return None
@@ -249,6 +251,7 @@ def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
     rank = len(shape)
     parts: list[ConcatPart] = []
     dims: set[int] = set()
+    valued: set[int] = set()  # dims whose iv a part uses as a value
     for top in kernel.body.block.ops:
         if isinstance(top, arith.ConstantOp):
             continue
@@ -262,8 +265,9 @@ def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
             return None
         if any(isinstance(o, loop.ForOp | loop.StoreOp) for b in body[:-1] for o in b.walk()):
             return None
-        if any(v in ivs for b in body[:-1] for o in b.walk()
-               if not isinstance(o, loop.LoadOp) for v in o.operands):
+        as_values = {v for b in body[:-1] for o in b.walk()
+                     if not isinstance(o, loop.LoadOp) for v in o.operands if v in ivs}
+        if as_values and not ivs_as_values:
             return None  # an IV used as a value would need an affine expression as a value
         m = store.access_map()
         coords = m.eval([0] * rank, [])
@@ -272,6 +276,7 @@ def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
             return None
         offset = coords[moved[0]] if moved else 0
         dims.update(moved)
+        valued.update(ivs.index(v) for v in as_values)
         if moved:
             d = moved[0]
             exprs = tuple(AffineExpr.dimension(k) + (offset if k == d else 0) for k in range(rank))
@@ -281,7 +286,7 @@ def concat_parts(kernel: loop.KernelOp) -> ConcatNests | None:
             return None
         extents = [iv.owner.parent_op().extent for iv in ivs]
         parts.append(ConcatPart(ivs, body[:-1], store.value, offset, extents))
-    if len(parts) < 2 or len(dims) != 1:
+    if len(parts) < 2 or len(dims) != 1 or dims <= valued:
         return None
     (dim,) = dims
     parts.sort(key=lambda p: p.offset)

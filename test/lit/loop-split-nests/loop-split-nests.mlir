@@ -105,3 +105,57 @@ builtin.module {
     func.return %small : memref<32x16xf32>
   }
 }
+
+// -----
+
+// A pad: every part stores a constant but the middle one. One nest over the output selects
+// each element's part by its column; the input is read at the wrapped column (in bounds
+// everywhere, used where it is exact). Its inner pad's row compare keeps its row loop.
+// CHECK-LABEL: loop.kernel @pad_cols(
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// CHECK:         loop.for %[[R:.*]] = 0 to 9 free {
+// CHECK-NEXT:      loop.for %[[C:.*]] = 0 to 7 free {
+// CHECK-NEXT:        %[[IN:.*]] = arith.cmpi ult, %[[R]], %{{.*}} : index
+// CHECK-NEXT:        %[[V:.*]] = loop.load %x[%[[R]], %[[C]]] map (d0, d1) -> (((d0 + 6) mod 7), ((d1 + 4) mod 5)) : memref<7x5xf32>
+// CHECK-NEXT:        %[[M:.*]] = arith.select %[[IN]], %[[V]], %{{.*}} : f32
+// CHECK-NEXT:        %[[HI:.*]] = arith.cmpi ult, %[[C]], %[[C6]] : index
+// CHECK-NEXT:        %[[S1:.*]] = arith.select %[[HI]], %[[M]], %{{.*}} : f32
+// CHECK-NEXT:        %[[LO:.*]] = arith.cmpi ult, %[[C]], %[[C1]] : index
+// CHECK-NEXT:        %[[S0:.*]] = arith.select %[[LO]], %{{.*}}, %[[S1]] : f32
+// CHECK-NEXT:        loop.store %[[S0]], %out[%[[R]], %[[C]]] : memref<9x7xf32>
+// CHECK-NOT:     loop.for
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT:    memref.alloc
+// CHECK-NEXT:    loop.launch @pad_cols(
+// CHECK-NEXT:    func.return
+
+builtin.module {
+  loop.kernel @pad_cols(%x: memref<7x5xf32>, %out: memref<9x7xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    %c8 = arith.constant 8 : index
+    loop.for %a0 = 0 to 9 free {
+      loop.for %a1 = 0 to 1 free {
+        loop.store %zero, %out[%a0, %a1] : memref<9x7xf32>
+      }
+    }
+    loop.for %b0 = 0 to 9 free {
+      loop.for %b1 = 0 to 5 free {
+        %in = arith.cmpi ult, %b0, %c8 : index
+        %v = loop.load %x[%b0, %b1] map (d0, d1) -> (((d0 + 6) mod 7), d1) : memref<7x5xf32>
+        %m = arith.select %in, %v, %zero : f32
+        loop.store %m, %out[%b0, %b1] map (d0, d1) -> (d0, (d1 + 1)) : memref<9x7xf32>
+      }
+    }
+    loop.for %e0 = 0 to 9 free {
+      loop.for %e1 = 0 to 1 free {
+        loop.store %zero, %out[%e0, %e1] map (d0, d1) -> (d0, (d1 + 6)) : memref<9x7xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<7x5xf32>) -> memref<9x7xf32> {
+    %pad = memref.alloc() : memref<9x7xf32>
+    loop.launch @pad_cols(%x, %pad) : memref<7x5xf32>, memref<9x7xf32>
+    func.return %pad : memref<9x7xf32>
+  }
+}

@@ -22,7 +22,9 @@ loop over the same range carrying one float sum of `select(r <= a, V, 0)` (or `a
 computed from neither the sum nor `a`, `r` used only by V's loads and the mask, `a` only by the
 mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MIN_LOADS) and a
 chunk size in [MIN_CHUNK, MAX_CHUNK] dividing it. The sum's order changes (chunks, then their
-offsets): fp32 rounding, not a different result. cumprod (a product) and an exclusive mask
+offsets): fp32 rounding, not a different result. A scan over a dim that is not the last
+(`[100000, 2].cumsum(0)`) first has its position loop moved innermost in the free nest
+(`_scan_dim_innermost`; free iterations are independent), when the row is one to chunk. cumprod (a product) and an exclusive mask
 (`r < a`) are left as they are.
 """
 
@@ -50,6 +52,7 @@ from deplo.passes.loop.cutting import (
     plain_free_path,
     slice_indices,
 )
+from deplo.passes.loop.fusion_rules import outer_free_nest, permute_free_nest
 
 # below both, the E * E loads of the masked form cost less than two more launches (the model:
 # [8, 4096] 12.6 us as it is, 17.9 chunked; [1, 16384] 36.7 -> 12.1; [32, 4096] 36.7 -> 15.0)
@@ -188,13 +191,42 @@ def _outputs(s: Scan, chunk: int, slices: int, offs: SSAValue) -> None:
             use.operation.operands[use.index] = total.result
 
 
-def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
-    s = _match(kernel)
-    if s is None or (chunk := _chunk(s.red.ub.data)) is None:
-        return False
+def _long(s: Scan) -> bool:
     extent, rows = s.red.ub.data, math.prod(lp.ub.data for lp in s.path)
-    if extent < MIN_EXTENT and rows * extent * extent < MIN_LOADS:
+    return _chunk(extent) is not None and (extent >= MIN_EXTENT
+                                           or rows * extent * extent >= MIN_LOADS)
+
+
+def _scan_dim_innermost(kernel: loop.KernelOp) -> Scan | None:
+    """A scan over a dim that is not the last (`[100000, 2].cumsum(0)`): its position loop
+    moved innermost in the kernel's free nest (free iterations are independent), where the
+    chunked form wants it; the order is put back when the scan is not one to chunk."""
+    nest = outer_free_nest(kernel)
+    reds = [o for o in kernel.walk() if isinstance(o, loop.ForOp)
+            and o.kind.data == loop.LoopKind.REDUCE]
+    if len(nest) < 2 or len(reds) != 1 or reds[0].parent_op() is not nest[-1]:
+        return None
+    ivs = [f.iv for f in nest[:-1]]
+    compared = {v for o in reds[0].body.walk() if isinstance(o, arith.CmpiOp)
+                for v in o.operands if v in ivs}
+    if len(compared) != 1:
+        return None
+    k = ivs.index(compared.pop())
+    order = [*(i for i in range(len(nest)) if i != k), k]
+    permute_free_nest(nest, order)
+    s = _match(kernel)
+    if s is None or not _long(s):
+        permute_free_nest(nest, [order.index(i) for i in range(len(nest))])
+        return None
+    return s
+
+
+def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
+    s = _match(kernel) or _scan_dim_innermost(kernel)
+    if s is None or not _long(s):
         return False
+    chunk = _chunk(s.red.ub.data)
+    extent = s.red.ub.data
     slices = extent // chunk
     name = kernel.sym_name.data
     shape = [*(lp.ub.data for lp in s.path), slices]

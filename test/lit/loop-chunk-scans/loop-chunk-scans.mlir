@@ -106,3 +106,64 @@ builtin.module {
     func.return %short : memref<4x4096xf32>
   }
 }
+
+// -----
+
+// A cumsum over the first dim of [16384, 2]: the position loop moves innermost (the columns
+// outside it), then the row is chunked as above; the loads and stores keep their coordinates.
+// CHECK-LABEL: loop.kernel @cumsum_rows_part(
+// CHECK:         loop.for %a1 = 0 to 2 free {
+// CHECK-NEXT:      loop.for %s = 0 to 512 free {
+// CHECK:             loop.load %x[%r0, %a1, %s] map (d0, d1, d2) -> (((d2 * 32) + d0), d1) : memref<16384x2xf32>
+// CHECK:           loop.store %{{.*}}, %part[%a1, %s] : memref<2x512xf32>
+// CHECK-LABEL: loop.kernel @cumsum_rows(
+// CHECK:         loop.for %a1 = 0 to 2 free {
+// CHECK-NEXT:      loop.for %s = 0 to 512 free {
+// CHECK-NEXT:        loop.for %a0 = 0 to 32 free {
+// CHECK:               loop.store %{{.*}}, %out[%a0, %a1, %s] map (d0, d1, d2) -> (((d2 * 32) + d0), d1) : memref<16384x2xf32>
+// A short one keeps its order and its form.
+// CHECK-LABEL: loop.kernel @cumsum_short(
+// CHECK-NEXT:    arith.constant
+// CHECK-NEXT:    loop.for %a0 = 0 to 64 free {
+// CHECK-NEXT:      loop.for %a1 = 0 to 2 free {
+// CHECK-NEXT:        loop.for %r0 = 0 to 64 reduce
+
+builtin.module {
+  loop.kernel @cumsum_rows(%x: memref<16384x2xf32>, %out: memref<16384x2xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 16384 free {
+      loop.for %a1 = 0 to 2 free {
+        %1 = loop.for %r0 = 0 to 16384 reduce iter(%acc = %0) -> f32 {
+          %2 = loop.load %x[%r0, %a1] : memref<16384x2xf32>
+          %3 = arith.cmpi sle, %r0, %a0 : index
+          %4 = arith.select %3, %2, %0 : f32
+          %5 = arith.addf %acc, %4 : f32
+          loop.yield %5 : f32
+        }
+        loop.store %1, %out[%a0, %a1] : memref<16384x2xf32>
+      }
+    }
+  }
+  loop.kernel @cumsum_short(%x: memref<64x2xf32>, %out: memref<64x2xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 64 free {
+      loop.for %a1 = 0 to 2 free {
+        %1 = loop.for %r0 = 0 to 64 reduce iter(%acc = %0) -> f32 {
+          %2 = loop.load %x[%r0, %a1] : memref<64x2xf32>
+          %3 = arith.cmpi sle, %r0, %a0 : index
+          %4 = arith.select %3, %2, %0 : f32
+          %5 = arith.addf %acc, %4 : f32
+          loop.yield %5 : f32
+        }
+        loop.store %1, %out[%a0, %a1] : memref<64x2xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<16384x2xf32>, %y: memref<64x2xf32>) -> memref<16384x2xf32> {
+    %c = memref.alloc() : memref<16384x2xf32>
+    loop.launch @cumsum_rows(%x, %c) : memref<16384x2xf32>, memref<16384x2xf32>
+    %d = memref.alloc() : memref<64x2xf32>
+    loop.launch @cumsum_short(%y, %d) : memref<64x2xf32>, memref<64x2xf32>
+    func.return %c : memref<16384x2xf32>
+  }
+}

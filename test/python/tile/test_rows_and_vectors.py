@@ -198,7 +198,9 @@ def test_long_rows_of_dependent_reductions_are_split(fn, shape, dtype, launches)
     (lambda x: x.cumsum(0) * 2 + 1, (16384,), torch.float32),
     (lambda x: torch.cumsum(x, 1), (3, 16384, 1), torch.float16),
     (lambda x: x.cumsum(-1), (40, 4096), torch.float32),
-], ids=["rows", "1-d-epilogue", "f16", "many-rows"])
+    (lambda x: x.cumsum(0), (16384, 3), torch.float32),
+    (lambda x: x.cumsum(1), (2, 16384, 2), torch.bfloat16),
+], ids=["rows", "1-d-epilogue", "f16", "many-rows", "first-dim", "middle-dim-bf16"])
 def test_long_cumsums_are_chunked(fn, shape, dtype) -> None:
     """loop-chunk-scans: a long cumsum is chunk sums, their exclusive prefix and each output's
     offset plus its masked sum within the chunk, not a masked sum of the whole row per output

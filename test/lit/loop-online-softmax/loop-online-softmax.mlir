@@ -105,6 +105,60 @@ loop.kernel @attention(%scores: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memr
 
 // -----
 
+// The same row where the program launches it on its own input scores: nothing will bring a
+// q·k into the loop, so the weighted sum stays a matmul (only the softmax goes online).
+// CHECK-LABEL: loop.kernel @weights_from_input(
+// CHECK-NOT:     loop.private
+// CHECK:         loop.for %{{.*}} = 0 to 4 free {
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to 5 reduce
+// CHECK-LABEL: func.func @main
+// SHORT-LABEL: loop.kernel @weights_from_input(
+// SHORT-NOT:     loop.private
+// SHORT:         loop.for %{{.*}} = 0 to 5 reduce iter(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32) {
+// SHORT:         loop.for %{{.*}} = 0 to 4 free {
+// SHORT-NEXT:      loop.for %{{.*}} = 0 to 5 reduce
+// SHORT-LABEL: func.func @main
+builtin.module {
+  loop.kernel @weights_from_input(%scores: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memref<3x4xf32>) {
+    %ninf = arith.constant 0xff800000 : f32
+    %z = arith.constant 0.0 : f32
+    loop.for %i = 0 to 3 free {
+      %m = loop.for %r = 0 to 5 reduce iter(%a = %ninf) -> f32 {
+        %x = loop.load %scores[%i, %r] : memref<3x5xf32>
+        %n = arith.maximumf %a, %x : f32
+        loop.yield %n : f32
+      }
+      %l = loop.for %q = 0 to 5 reduce iter(%b = %z) -> f32 {
+        %x2 = loop.load %scores[%i, %q] : memref<3x5xf32>
+        %d = arith.subf %x2, %m : f32
+        %e = math.exp %d : f32
+        %s = arith.addf %b, %e : f32
+        loop.yield %s : f32
+      }
+      loop.for %j = 0 to 4 free {
+        %o = loop.for %t = 0 to 5 reduce iter(%c = %z) -> f32 {
+          %x3 = loop.load %scores[%i, %t] : memref<3x5xf32>
+          %d3 = arith.subf %x3, %m : f32
+          %e3 = math.exp %d3 : f32
+          %p = arith.divf %e3, %l : f32
+          %vv = loop.load %v[%t, %j] : memref<5x4xf32>
+          %pv = arith.mulf %p, %vv : f32
+          %c2 = arith.addf %c, %pv : f32
+          loop.yield %c2 : f32
+        }
+        loop.store %o, %out[%i, %j] : memref<3x4xf32>
+      }
+    }
+  }
+  func.func @main(%s: memref<3x5xf32>, %v: memref<5x4xf32>) -> memref<3x4xf32> {
+    %out = memref.alloc() : memref<3x4xf32>
+    loop.launch @weights_from_input(%s, %v, %out) : memref<3x5xf32>, memref<5x4xf32>, memref<3x4xf32>
+    func.return %out : memref<3x4xf32>
+  }
+}
+
+// -----
+
 // bf16 eager attention rounds each probability to bf16 and back before P·V
 // (`softmax(..., dtype=float32).to(bf16)`): the flash loop keeps it in float32.
 // CHECK-LABEL: loop.kernel @attention_rounded_probs(

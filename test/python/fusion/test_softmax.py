@@ -69,3 +69,17 @@ def test_long_row_on_cpu_runtime() -> None:
     c = deplo.compile(lambda x: torch.softmax(x, -1), [torch.randn(3, 1500)])
     result = c.check(target="cpu", seed=3)
     assert result.ok, result.line()
+
+
+@pytest.mark.parametrize("shape", [(8, 4096, 64), (2, 3, 96, 32)], ids=["few-long-rows", "batched"])
+def test_weights_on_input_scores_are_no_flash_loop(shape) -> None:
+    """softmax(x) @ v with x an input: no q·k can join a flash loop, which only a pointwise plan
+    would take (8 rows of 4096: 2153x the roofline by the model); the weighted sum keeps its
+    own reduction and matches PyTorch on the CPU runtime."""
+    *rows, keys, cols = shape
+    c = deplo.compile(lambda x, v: torch.softmax(x, -1) @ v,
+                      [torch.randn(*rows, keys), torch.randn(keys, cols)])
+    loop_ir = c.module("loop")
+    assert not [op for op in loop_ir.walk() if isinstance(op, loop.PrivateOp)]
+    result = c.check(target="cpu", seed=4)
+    assert result.ok, result.line()

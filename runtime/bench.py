@@ -5,8 +5,8 @@ here, in code; `tools/bench.py` (`deplo bench`) compiles every case through the 
 fills in the figures. Two kinds of figure:
 
 - static (no GPU): kernel count, the ptxas report of each kernel (NVRTC, sm_90), and three
-  predictions — `min_bytes` (analytic: every input read once and every output written once,
-  from the host function's signature), `loop_bytes` and `flops` (counted in the fused Loop IR:
+  predictions — `min_bytes` (analytic: every output written once and every input read once,
+  or the box of it the loop nests can read where that is less), `loop_bytes` and `flops` (counted in the fused Loop IR:
   each `loop.load`/`loop.store` and each floating-point `arith`/`math` op times the trip counts
   of the loops around it — what the kernels ask of memory before any cache or shared-memory
   reuse, and the arithmetic they do, masked-out attention scores included);
@@ -32,6 +32,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation
 
+from deplo.analysis.index import linear_expr
 from deplo.dialects import loop
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -338,14 +339,54 @@ def loop_counts(module: ModuleOp) -> dict[str, LoopCounts]:
 
 
 def min_bytes(module: ModuleOp, entry: str = "main") -> int:
-    """The fewest bytes a program can move: each argument of @main read once, each result
-    written once (the host function's signature, at any level)."""
+    """The fewest bytes a program can move: each result written once and each argument of
+    @main read once — only the part its kernels can read where that is less (an embedding's
+    rows of its table, a slice's box; `_elements_read`), for arguments only Loop IR launches
+    read (at other levels, and for arguments passed on to calls, the whole buffer)."""
     for f in module.ops:
         if isinstance(f, func.FuncOp) and f.sym_name.data == entry:
-            ins = sum(_buffer_bytes(t) for t in f.function_type.inputs.data)
+            kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, loop.KernelOp)}
+            ins = 0
+            for arg in f.body.block.args:
+                full = _buffer_bytes(arg.type)
+                read = 0 if full else None
+                for use in arg.uses:
+                    op = use.operation
+                    k = kernels.get(op.callee.root_reference.data) \
+                        if isinstance(op, loop.LaunchOp) else None
+                    if k is None:
+                        read = None
+                        break
+                    read += _elements_read(k.args[use.index])
+                    if read * _element_bytes(arg.type) >= full:
+                        break
+                ins += full if read is None else min(full, read * _element_bytes(arg.type))
             outs = sum(_buffer_bytes(t) for t in f.function_type.outputs.data)
             return ins + outs
     raise ValueError(f"no host function @{entry}")
+
+
+def _elements_read(buf) -> int:
+    """At most how many distinct elements a kernel reads of its argument: each load's box (a
+    coordinate linear in loop ivs spans its coefficients times their extents; one computed
+    otherwise, a gather's, the whole dim), never more than the iterations around the load."""
+    total = 0
+    for use in buf.uses:
+        ld = use.operation
+        if not isinstance(ld, loop.LoadOp):
+            return math.prod(buf.type.get_shape())  # stored or passed on: the whole buffer
+        extents = {f.iv: f.extent or 1 for f in loop.enclosing_ops(ld, loop.ForOp)}
+        box = 1
+        for e, size in zip(ld.access_map().results, buf.type.get_shape()):
+            lin = linear_expr(e)
+            ivs = [ld.indices[d] for d in (lin[0] if lin else ())]
+            if lin is None or any(v not in extents for v in ivs):
+                box *= size
+                continue
+            box *= min(size, 1 + sum(abs(c) * (extents[ld.indices[d]] - 1)
+                                     for d, c in lin[0].items()))
+        total += min(box, math.prod(extents.values()))
+    return total
 
 
 # ---- GPU timing -------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from deplo.runtime.bench import (
 
 SCHEMA = "deplo-bench/1"
 NOTES = {
-    "min_bytes": "analytic: every input of @main read once, every output written once",
+    "min_bytes": "analytic: every output written once, every input of @main read once (the box "
+                 "its loop nests can read, where that is less: an embedding's rows)",
     "loop_bytes": "counted in the fused Loop IR: loads and stores x loop trip counts (no reuse)",
     "flops": "the algorithm's, from the Torch IR (2MNK for products, attention's unmasked part)",
     "loop_flops": "counted in the fused Loop IR: float arith/math ops x trip counts (fma = 2)",

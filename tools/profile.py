@@ -74,7 +74,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
         })
     torch_mod = compiled.program.module
     flops = cm.algorithm_flops(torch_mod)
-    nbytes = min_bytes(kmod)
+    nbytes = min_bytes(compiled.module("loop"))  # (what the loop nests read: runtime/bench.py)
     predicted = sum(r["predicted_us"] * r["launches"] for r in rows)
     # (a program that launches nothing, an empty tensor or a view, costs nothing: no ratio)
     roofline = cm.roofline_us(nbytes, flops, half, hw) if rows else 0.0

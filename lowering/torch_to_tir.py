@@ -630,12 +630,14 @@ def pad(b: TirBuilder, x: SSAValue, lo: Sequence[int], hi: Sequence[int], value:
 
 
 def window_coords(k: AffineExpr, sizes: Sequence[int]) -> list[AffineExpr]:
-    """The coordinates (row-major) of flat offset k in a box of `sizes`."""
+    """The coordinates (row-major) of flat offset k in a box of `sizes`; a size-1 dim's is the
+    constant 0 (`k mod 1` would hide a 1x1 conv's plain [out, in] weight from the planner,
+    which stages only plain coordinates)."""
     out = []
     for i, n in enumerate(sizes):
         inner = math.prod(sizes[i + 1:])
         e = k // inner if inner > 1 else k
-        out.append(e % n if i else e)
+        out.append(AffineExpr.constant(0) if i and n == 1 else e % n if i else e)
     return out
 
 

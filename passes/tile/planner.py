@@ -233,7 +233,12 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
         # projections: the rows of a row reduction read each weight row once, coalesced; the
         # model, one token through a 2048 x 256 projection: 245 -> 4 us), nor outputs too few
         # for tiles (matmul_knobs would not split them: one block walking all of K)
-        return not (f["chain"][-2] == 1 and _k_rows(f)) and bool(_sized_splits(f))
+        if f["chain"][-2] == 1 and _k_rows(f) or not _product_of_two(kernel):
+            return False
+        # few outputs over a long K: tiles once K is split, unless its weight is [n][k], whose
+        # rows a row reduction reads once each, coalesced (the model, 2 tokens through a
+        # 2048 x 256 projection: 4.4 us so, 12.2 us split)
+        return _matmul_sized(f, 1) or bool(_sized_splits(f)) and not _k_rows(f)
     if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
         # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
         # would walk 256+ of K alone, K contiguous in the weight
@@ -249,6 +254,16 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
             return True
         return mm is not None and f["extent"] >= 256 and _k_rows(dict(mm))
     return True
+
+
+def _product_of_two(kernel: tile.KernelOp) -> bool:
+    """The contraction's K loop loads twice or more (a product; `x @ x.T` reads one buffer
+    twice). A reduction of one load over trailing dims (`x.mean((2, 3))` of [8, 512, 7, 7])
+    has a matmul's loops but nothing to tile: as one, 8 blocks (the model: 26 -> 6.1 us as a
+    thread an output)."""
+    c = nest.find_contraction(kernel)
+    return c is not None and sum(isinstance(op, loop.LoadOp)
+                                 for op in c.reduces[0].body.walk()) >= 2
 
 
 def _k_rows(f: dict) -> bool:

@@ -6,7 +6,7 @@
 // splits K in 32 slices of 128. @matmul adds one slice per split and stores the partial sum;
 // @matmul_sum adds the 32 partials (from the original init) and runs the epilogue (relu); the
 // host allocates the partials and launches both. @matmul keeps its plan; @matmul_sum gets one of
-// its own (a contraction over the splits), keyed after its parent.
+// its own (a sum over the splits: a thread an output), keyed after its parent.
 // CHECK-LABEL: tile.kernel @matmul(
 // CHECK-SAME:      %out: memref<64x64xf32>, %partials: memref<32x64x64xf32>) grid(1, 1, 1) block(1, 1, 1) key "9b1c54824562f52d"
 // CHECK-SAME:      {splits = 32,
@@ -27,7 +27,7 @@
 // CHECK-NOT:           arith.maximumf
 // CHECK-LABEL: tile.kernel @matmul_sum(
 // CHECK-SAME:      %partials: memref<32x64x64xf32>) grid(1, 1, 1) block(1, 1, 1) key "9b1c54824562f52d-sum"
-// CHECK-SAME:      plan matmul(chain = [64, 64], k = 32, tensor_cores = false, splittable = true, slabs = []) {splits = 1,
+// CHECK-SAME:      plan pointwise(chain = [64, 64], leaf = true) {
 // CHECK-NOT:       done
 // CHECK-SAME:      {
 // CHECK:             %[[T:.*]] = tile.for
@@ -50,15 +50,15 @@
 // CHECK-NEXT:    func.return %out
 
 // The option sets the split (slices of 32); the plan's later knobs are re-planned around it
-// (K chunks of 16: two per slice). With 128 partials to add, the sum kernel's plan is a matmul
-// over K = 128.
+// (K chunks of 16: two per slice). With 128 partials to add, the sum kernel's plan is a row
+// reduction over them (a block's threads share each output's 128).
 // OPT-LABEL:   tile.kernel @matmul(
 // OPT-SAME:        %partials: memref<128x64x64xf32>)
 // OPT-SAME:        {splits = 128, {{.*}} k_chunk = 16, stage = true,
 // OPT-SAME:        done ["tile-split-k"]
 // OPT:             tile.for %{{.*}} = 0 to 32 bind(serial) iter
 // OPT-LABEL:   tile.kernel @matmul_sum(
-// OPT-SAME:        key "9b1c54824562f52d-sum" plan matmul(chain = [64, 64], k = 128,
+// OPT-SAME:        key "9b1c54824562f52d-sum" plan row_reduce(rows = [64, 64], extent = 128)
 
 // An illegal option names the pass, the option, the kernel and the knob.
 // ERR: deplo-opt: error: tile-split-k{splits=3}: kernel @matmul: knob splits: 3: expected a divisor of K = 4096

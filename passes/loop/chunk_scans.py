@@ -24,8 +24,8 @@ mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MI
 chunk size in [MIN_CHUNK, MAX_CHUNK] dividing it. The sum's order changes (chunks, then their
 offsets): fp32 rounding, not a different result. A scan over a dim that is not the last
 (`[100000, 2].cumsum(0)`) first has its position loop moved innermost in the free nest
-(`_scan_dim_innermost`; free iterations are independent), when the row is one to chunk. cumprod (a product) and an exclusive mask
-(`r < a`) are left as they are.
+(`_scan_dim_innermost`; free iterations are independent), when the row is one to chunk.
+cumprod (a product) and an exclusive mask (`r < a`) are left as they are.
 """
 
 from __future__ import annotations

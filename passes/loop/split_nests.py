@@ -14,10 +14,13 @@ A pad first (`merge_pad`): its parts but one store constants, so the nests becom
 output, each element selecting its part by its coordinate along the dim, the input read at the
 wrapped coordinate `(i - off) mod n` as loop-fuse's inline-concat reads a cat:
 
-    loop.for %a = 0 to 1 { store %zero, %out[.., %a] }                loop.for %a = 0 to 7 {
-    loop.for %a = 0 to 5 { %v = x[.., %a]; store %v, %out[.., %a + 1]}  ->  %v = x[.., (%a + 4) mod 5]
-    loop.for %a = 0 to 1 { store %zero, %out[.., %a + 6] }              %s = select(%a < 6, select(%a < 1, %zero, %v), %zero)
-                                                                        store %s, %out[.., %a]
+    loop.for %a = 0 to 1 { store %zero, %out[.., %a] }
+    loop.for %a = 0 to 5 { %v = x[.., %a] ; store %v, %out[.., %a + 1] }
+    loop.for %a = 0 to 1 { store %zero, %out[.., %a + 6] }
+  ->
+    loop.for %a = 0 to 7 {
+      %v = x[.., (%a + 4) mod 5]
+      %s = select(%a < 1, %zero, select(%a < 6, %v, %zero)) ; store %s, %out[.., %a] }
 
 The launches keep the nests' order (a later nest may read or overwrite what an earlier one
 wrote; apart, the launches are ordered as the nests were). A nest of fewer than MIN_NEST

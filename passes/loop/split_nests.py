@@ -111,6 +111,9 @@ def merge_pad(kernel: loop.KernelOp) -> bool:
         return False
     shape = kernel.args[cat.out_index].type.get_shape()
     nests = [p.ivs[0].owner.parent_op() for p in cat.parts]
+    for c in [op for op in kernel.body.block.ops if isinstance(op, arith.ConstantOp)]:
+        c.detach()  # (constants may sit between the nests: all before the first)
+        kernel.body.block.insert_op_before(c, nests[0])
     b = Builder(InsertPoint.before(nests[0]))
     ivs = []
     for k, n in enumerate(shape):

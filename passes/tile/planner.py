@@ -235,10 +235,15 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
         # for tiles (matmul_knobs would not split them: one block walking all of K)
         if f["chain"][-2] == 1 and _k_rows(f) or not _product_of_two(kernel):
             return False
-        # few outputs over a long K: tiles once K is split, unless its weight is [n][k], whose
-        # rows a row reduction reads once each, coalesced (the model, 2 tokens through a
-        # 2048 x 256 projection: 4.4 us so, 12.2 us split)
-        return _matmul_sized(f, 1) or bool(_sized_splits(f)) and not _k_rows(f)
+        # few outputs over a long K: tiles once K is split, unless a row reduction takes it —
+        # a weight of [n][k] rows, each read once, coalesced (the model, 2 tokens through a
+        # 2048 x 256 projection: 4.4 us so, 12.2 us split), a vector's outputs, a kernel
+        # loop-split-reductions already split ([1, 4096] @ [4096, 32]: 4.3 us, 14.2 split)
+        if _matmul_sized(f, 1):
+            return True
+        rows = row_facts(kernel)
+        return bool(_sized_splits(f)) and not _k_rows(f) \
+            and not (rows is not None and _prefer(kernel, "row_reduce", rows))
     if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
         # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
         # would walk 256+ of K alone, K contiguous in the weight

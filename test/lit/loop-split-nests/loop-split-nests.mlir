@@ -159,3 +159,39 @@ builtin.module {
     func.return %pad : memref<9x7xf32>
   }
 }
+
+// -----
+
+// A constant between the parts' nests moves before the merged nest that uses it.
+// CHECK-LABEL: loop.kernel @pad_consts(
+// CHECK:         %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK:         loop.for
+// CHECK:           arith.mulf %{{.*}}, %[[TWO]] : f32
+builtin.module {
+  loop.kernel @pad_consts(%x: memref<3x4xf32>, %out: memref<6x4xf32>) {
+    %z = arith.constant 5.000000e-01 : f32
+    loop.for %a0 = 0 to 1 free {
+      loop.for %a1 = 0 to 4 free {
+        loop.store %z, %out[%a0, %a1] : memref<6x4xf32>
+      }
+    }
+    %two = arith.constant 2.000000e+00 : f32
+    loop.for %b0 = 0 to 3 free {
+      loop.for %b1 = 0 to 4 free {
+        %v = loop.load %x[%b0, %b1] : memref<3x4xf32>
+        %w = arith.mulf %v, %two : f32
+        loop.store %w, %out[%b0, %b1] map (d0, d1) -> ((d0 + 1), d1) : memref<6x4xf32>
+      }
+    }
+    loop.for %e0 = 0 to 2 free {
+      loop.for %e1 = 0 to 4 free {
+        loop.store %z, %out[%e0, %e1] map (d0, d1) -> ((d0 + 4), d1) : memref<6x4xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<3x4xf32>) -> memref<6x4xf32> {
+    %pad = memref.alloc() : memref<6x4xf32>
+    loop.launch @pad_consts(%x, %pad) : memref<3x4xf32>, memref<6x4xf32>
+    func.return %pad : memref<6x4xf32>
+  }
+}

@@ -278,3 +278,13 @@ def test_one_input_reduced_over_trailing_dims_is_no_matmul() -> None:
     c = deplo.compile(lambda x: x.mean((2, 3)), [torch.randn(8, 64, 7, 7)])
     assert _kind(c) != "matmul"
     assert c.check(seed=3).ok
+
+
+@pytest.mark.parametrize("shapes", [((1, 4096), (4096, 32)), ((8, 4, 4096), (8, 4096, 1))],
+                         ids=["vector-times-kn", "batched-columns"])
+def test_few_outputs_a_row_reduction_takes_stay_rows(shapes) -> None:
+    """Few outputs over a long K split into matmul tiles only where no row reduction takes
+    them (the model, [1, 4096] @ [4096, 32]: 4.3 us as rows, 14.2 split)."""
+    c = deplo.compile(lambda a, b: a @ b, [torch.randn(*s) for s in shapes])
+    assert _kind(c) != "matmul"
+    assert c.check(seed=4).ok

@@ -6,7 +6,8 @@ fills in the figures. Two kinds of figure:
 
 - static (no GPU): kernel count, the ptxas report of each kernel (NVRTC, sm_90), and three
   predictions — `min_bytes` (analytic: every output written once and every input read once,
-  or the box of it the loop nests can read where that is less), `loop_bytes` and `flops` (counted in the fused Loop IR:
+  or the box of it the loop nests can read where that is less), `loop_bytes` and `flops`
+  (counted in the fused Loop IR:
   each `loop.load`/`loop.store` and each floating-point `arith`/`math` op times the trip counts
   of the loops around it — what the kernels ask of memory before any cache or shared-memory
   reuse, and the arithmetic they do, masked-out attention scores included);
@@ -346,24 +347,25 @@ def min_bytes(module: ModuleOp, entry: str = "main") -> int:
     for f in module.ops:
         if isinstance(f, func.FuncOp) and f.sym_name.data == entry:
             kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, loop.KernelOp)}
-            ins = 0
-            for arg in f.body.block.args:
-                full = _buffer_bytes(arg.type)
-                read = 0 if full else None
-                for use in arg.uses:
-                    op = use.operation
-                    k = kernels.get(op.callee.root_reference.data) \
-                        if isinstance(op, loop.LaunchOp) else None
-                    if k is None:
-                        read = None
-                        break
-                    read += _elements_read(k.args[use.index])
-                    if read * _element_bytes(arg.type) >= full:
-                        break
-                ins += full if read is None else min(full, read * _element_bytes(arg.type))
+            ins = sum(_input_bytes(arg, kernels) for arg in f.body.block.args)
             outs = sum(_buffer_bytes(t) for t in f.function_type.outputs.data)
             return ins + outs
     raise ValueError(f"no host function @{entry}")
+
+
+def _input_bytes(arg, kernels: dict) -> int:
+    """The bytes of @main's argument `arg` its launches can read, at most its whole buffer."""
+    full = _buffer_bytes(arg.type)
+    read = 0
+    for use in arg.uses:
+        op = use.operation
+        k = kernels.get(op.callee.root_reference.data) if isinstance(op, loop.LaunchOp) else None
+        if not full or k is None:
+            return full
+        read += _elements_read(k.args[use.index]) * _element_bytes(arg.type)
+        if read >= full:
+            return full
+    return read
 
 
 def _elements_read(buf) -> int:

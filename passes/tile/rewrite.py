@@ -656,7 +656,6 @@ def _fold_loops(c, loops: list[tile.ForOp]) -> None:
     values.append(rest)
     for lp, v in zip(loops, values):
         v.name_hint = lp.iv.name_hint
-    for lp, v in zip(loops, values):
         for use in list(lp.iv.uses):
             if use.operation not in made:
                 use.operation.operands[use.index] = v

@@ -6,9 +6,9 @@ How a kernel is read (`work`): its ops are evaluated for every thread of one blo
 trip counts of the loops around it, per thread, and `scf.if` masks the threads that skip it.
 Index values are exact for the first iteration of every loop and for the block in the middle
 of the grid (so trip counts that depend on the block, causal key loops, are average ones; where
-they depend on block.z and on x or y, split-KV's slices of a causal walk, the mean over block.z),
-which is where the addresses of one warp access are read: the 32 lanes' byte addresses give the 32-byte sectors the access
-touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
+they depend on block.z and on x or y, split-KV's slices of a causal walk, the mean over block.z;
+on an axis of two blocks, the mean of both), which is where the addresses of one warp access
+are read: the 32 lanes' byte addresses give the 32-byte sectors the access touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
 of the 32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,
 warp instructions per pipe (FP32, special functions, tensor-core mma.sync), all instructions
 issued, the bytes one warp has in flight, and one warp's cycles through the kernel when every
@@ -26,6 +26,7 @@ from first principles (test/python/cost_model) and refit only from GPU measureme
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -94,14 +95,15 @@ SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, 
 class _Block:
     """Index values of every thread of one block, evaluated op by op."""
 
-    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...], z: int | None = None):
+    def __init__(self, func: kernel.FuncOp, grid: tuple[int, ...],
+                 at: tuple[int | None, ...] = (None, None, None)):
         bx, by, bz = func.block_dims
         t = np.arange(bx * by * bz)
         self.tid = (t % bx, (t // bx) % by, t // (bx * by))
         self.threads = len(t)
         self.block = func.block_dims
         self.grid = grid  # the kernel's, or its part's
-        self.z = z  # block.z's index, where not the middle one
+        self.at = at  # per axis, the block's index where not the middle one
         self.vals: dict[SSAValue, np.ndarray] = {}
         self.deps: dict[SSAValue, frozenset] = {}  # the loops a value varies with
         self.trips: dict[Operation, float] = {}  # per loop, its most iterations on a thread
@@ -123,7 +125,7 @@ class _Block:
         elif isinstance(op, kernel.BlockIdOp):  # a block from the middle of the grid: its
             # trip counts are the average ones where they depend on the block (causal keys)
             a = axis[op.dimension.data.value]
-            mid = self.z if a == 2 and self.z is not None else self.grid[a] // 2
+            mid = self.grid[a] // 2 if self.at[a] is None else self.at[a]
             self.vals[op.result] = np.full(self.threads, mid, np.int64)
             self.deps[op.result] = frozenset({axis[op.dimension.data.value]})
         elif isinstance(op, kernel.BlockDimOp | kernel.GridDimOp):
@@ -215,18 +217,25 @@ MAX_Z_SAMPLES = 8
 
 
 def _block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...]) -> Work:
-    """The middle block's work; where a loop's trips depend on block.z and on x or y
-    (split-KV's key slices, whose causal stop is the query block's), the mean over every
-    block.z of the middle x and y: the middle slice of the middle query block is not an
-    average one (its causal walk is almost empty), the mean of its slices is."""
+    """The middle block's work, or the mean of a few blocks where the middle one is not an
+    average one:
+    - an x or y of 2 blocks: the middle block is the last, often a ragged tail (a row of 1027
+      columns in two blocks of 1024), so the mean of both;
+    - a loop whose trips depend on block.z and on x or y (split-KV's key slices, whose causal
+      stop is the query block's): the mean over every block.z, as the middle slice of the
+      middle query block has an almost empty causal walk."""
     w, blk = _one_block_work(func, body, grid)
-    slices = grid[2] if len(grid) > 2 else 1
-    if 1 < slices <= MAX_Z_SAMPLES and any(  # a bound of block.z and of x or y
-            {2} < (blk.deps.get(lp.lb, frozenset()) | blk.deps.get(lp.ub, frozenset())) & {0, 1, 2}
-            for lp in blk.trips):
-        return _mean_work([w if z == slices // 2 else _one_block_work(func, body, grid, z)[0]
-                           for z in range(slices)])  # (the middle block.z is w)
-    return w
+    dims = tuple(grid) + (1,) * (3 - len(grid))
+    choices: list[list[int | None]] = [[0, 1] if dims[a] == 2 else [None] for a in (0, 1)]
+    slices = dims[2]
+    z_varies = 1 < slices <= MAX_Z_SAMPLES and any(  # a bound of block.z and of x or y
+        {2} < (blk.deps.get(lp.lb, frozenset()) | blk.deps.get(lp.ub, frozenset())) & {0, 1, 2}
+        for lp in blk.trips)
+    choices.append(list(range(slices)) if z_varies else [None])
+    samples = list(itertools.product(*choices))
+    if len(samples) == 1:
+        return w
+    return _mean_work([_one_block_work(func, body, grid, at)[0] for at in samples])
 
 
 def _mean_work(works: list[Work]) -> Work:
@@ -250,8 +259,8 @@ def _mean_work(works: list[Work]) -> Work:
 
 
 def _one_block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...],
-                    z: int | None = None) -> tuple[Work, _Block]:
-    blk = _Block(func, grid, z)
+                    at: tuple[int | None, ...] = (None, None, None)) -> tuple[Work, _Block]:
+    blk = _Block(func, grid, at)
     w = Work()
     inside = {id(op) for op in body.walk()}
     for a in func.body.block.args:  # the buffers it reads or writes

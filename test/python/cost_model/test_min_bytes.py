@@ -35,3 +35,14 @@ def test_other_levels_count_whole_inputs() -> None:
     c = deplo.compile("F.embedding(torch.randint(0,32000,(8,128)), torch.randn(32000,512))")
     whole = 8 * 128 * 8 + 32000 * 512 * F32 + 8 * 128 * 512 * F32
     assert min_bytes(c.module("kernel")) == whole
+
+
+@pytest.mark.parametrize("expr", ["F.pad(torch.randn(2048,1024), (1,2))",
+                                  "torch.randn(2048, 1030) * 2"])
+def test_a_ragged_second_block_is_not_the_average_one(expr: str) -> None:
+    """Rows of just over 1024 columns run in two blocks of 1024, the second almost empty: the
+    model read only the middle block of the grid (that second one) and predicted half the
+    roofline. On an axis of two blocks it takes the mean of both."""
+    report = profile(deplo.compile(expr))
+    assert report["kernels"][0]["grid"][0] == 2
+    assert report["predicted_us"] >= report["roofline_us"]

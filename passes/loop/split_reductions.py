@@ -37,10 +37,17 @@ row's code goes under a free loop over the S slices, each iteration reducing the
 (few, cache-resident) and running its slice of those loops, so the epilogue is not one block's
 either (the model, softmax of [2, 152064]: 123 -> 9.5 us).
 
+A column reduction (`x.sum(0)`: every load the reduce loop moves reads its row at the
+innermost output's coordinate) splits whatever its outputs, 4 MB read or more, up to
+COLUMN_OUTPUTS: a row reduction's threads sharing a column each read a sector for one
+element. Its slices are the fewest dividing E of at most 32 rows, so a thread walks its slice
+unrolled (the planner's pointwise plan, a column a thread); the slice loop goes outside the
+outputs and the partials are [S, outputs], so its stores are coalesced too (the model, H100: [4096, 4096].mean(0) 183 -> 32 us). It has no epilogue loops.
+
 A row of dependent reductions (logsumexp's max, then its sum of exp(x - max); a mean, then
 the squares around it), each of which qualifies, is first split in sequence (`_fission`): a
 kernel per reduction but the last stores its result, the later ones load it; each then splits
-as above (2 launches a reduction).
+as above (2 launches a reduction), where there are at most MAX_OUTPUTS rows.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -72,6 +80,14 @@ MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one blo
 MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
 MIN_SLICE = 2048  # elements a slice: a block's 256 threads, 8 each
 COMBINES = (arith.AddfOp, arith.MaximumfOp, arith.MinimumfOp)
+# a column reduction (below): its slices are short enough for a thread to walk unrolled, long
+# enough that the partials are a small share of the input; no split where the outputs alone
+# give every SM's threads one (132 SMs x 1024), nor below 4 MB read, where the one kernel's
+# extra L2 traffic costs less than the second launch (the model, H100: [2048, 512] bf16)
+COLUMN_SLICE = (4, 32)
+COLUMN_OUTPUTS = 132 * 1024
+COLUMN_BYTES = 4 << 20
+SECTOR_ELEMENTS = 8  # outputs a 32-byte sector holds (fp32): fewer read a row near contiguously
 
 
 def _reduce_loops(kernel: loop.KernelOp) -> list[loop.ForOp]:
@@ -164,6 +180,32 @@ def _slices(extent: int, outputs: int) -> int:
     return s
 
 
+def _column_slices(extent: int, outputs: int, element_bytes: int) -> int:
+    """The fewest slices (a divisor of the extent) of at most COLUMN_SLICE[1] rows; 1 where the
+    outputs fill the GPU, the input is small or no divisor leaves COLUMN_SLICE[0] rows a
+    slice."""
+    if outputs >= COLUMN_OUTPUTS or extent * outputs * element_bytes < COLUMN_BYTES:
+        return 1
+    s = next(s for s in range(1, extent + 1) if extent % s == 0 and extent // s <= COLUMN_SLICE[1])
+    return s if extent // s >= COLUMN_SLICE[0] else 1
+
+
+def _columnar(red: loop.ForOp, path: list[loop.ForOp]) -> int:
+    """A column reduction (`x.sum(0)`): every load the reduce loop moves reads its row at the
+    innermost output's coordinate, so consecutive outputs are consecutive addresses and the
+    reduced coordinate is a row's stride. A row reduction's threads sharing one output read a
+    sector each there; threads a column each, over a slice of the rows, read coalesced.
+    The widest element's bytes where it is one, else 0."""
+    if not path or path[-1].ub.data < SECTOR_ELEMENTS:
+        return 0
+    moved = [o for o in red.body.walk() if isinstance(o, loop.LoadOp) and red.iv in o.indices]
+    for ld in moved:
+        col = ld.access_map().results[-1]
+        if not isinstance(col, AffineDimExpr) or ld.indices[col.position] is not path[-1].iv:
+            return 0
+    return max((ld.result.type.bitwidth // 8 for ld in moved), default=0)
+
+
 def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
     """Where a slice's partials start: 0 for a sum (the init is counted once, by the kernel
     reducing the partials); max, min and the pairs absorb their init."""
@@ -219,9 +261,12 @@ def _slice_epilogue(row, epilogue: list[loop.ForOp], slices: int) -> None:
         slice_indices(lp, s_loop.iv, chunk)
 
 
-def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType]) -> loop.KernelOp:
+def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType],
+                    columnar: bool) -> loop.KernelOp:
     """@name_part: the kernel's clone whose reduce loop walks one slice a new free loop names,
-    storing its partials instead of running the epilogue."""
+    storing its partials instead of running the epilogue. The slice loop is the innermost free
+    loop (a row's slices on their own rows of blocks), or the outermost for a column reduction
+    (the output columns stay the innermost, on consecutive threads)."""
     part = kernel.clone()
     part.properties["sym_name"] = StringAttr(fresh_name(kernel, kernel.sym_name.data + "_part"))
     bufs = [part.body.block.insert_arg(t, len(part.body.block.args)) for t in parts]
@@ -234,20 +279,28 @@ def _partial_kernel(kernel: loop.KernelOp, slices: int, parts: list[MemRefType])
     chunk = red.ub.data // slices
     s_loop = loop.ForOp(0, slices, loop.LoopKind.FREE)
     s_loop.iv.name_hint = "s"
-    Rewriter.insert_op(s_loop, InsertPoint.before(red))
-    red.detach()
-    s_loop.body.block.add_op(red)
+    wrapped = path[0] if columnar else red
+    Rewriter.insert_op(s_loop, InsertPoint.before(wrapped))
+    wrapped.detach()
+    s_loop.body.block.add_ops([wrapped, loop.YieldOp()])
     red.ub = IntAttr(chunk)
     red.operands = _identity(red, s_loop)
     slice_indices(red, s_loop.iv, chunk)
-    at = [*(lp.iv for lp in path), s_loop.iv]
-    s_loop.body.block.add_ops([*(loop.StoreOp(r, b, at) for r, b in zip(red.res, bufs)),
-                               loop.YieldOp()])
+    insert_at_end(red.parent_block(),
+                  [loop.StoreOp(r, b, _part_at([lp.iv for lp in path], s_loop.iv, columnar))
+                   for r, b in zip(red.res, bufs)])
     return part
 
 
-def _splittable(red: loop.ForOp, kernel: loop.KernelOp) -> tuple[list[loop.ForOp], int] | None:
-    """(the free loops around `red`, its slices) when the reduce loop can be split."""
+def _part_at(outputs: list, s, columnar: bool) -> list:
+    """Where a partial lives (its coordinates, or the partials' shape from the extents):
+    [outputs..., slice], or [slice, outputs...] for columns."""
+    return [s, *outputs] if columnar else [*outputs, s]
+
+
+def _splittable(red: loop.ForOp, kernel: loop.KernelOp) -> tuple[list[loop.ForOp], int, bool] | None:
+    """(the free loops around `red`, its slices, whether it reduces columns) when the reduce
+    loop can be split."""
     path = _free_path(red, kernel)
     takes = _candidates(red)
     if path is None or takes is None or len(set(takes)) != len(takes) \
@@ -257,10 +310,14 @@ def _splittable(red: loop.ForOp, kernel: loop.KernelOp) -> tuple[list[loop.ForOp
                        for u in red.iv.uses):
         return None
     outputs = math.prod(lp.ub.data for lp in path)
+    if element_bytes := _columnar(red, path):
+        slices = _column_slices(red.ub.data, outputs, element_bytes)
+        if slices > 1:
+            return path, slices, True
     slices = _slices(red.ub.data, outputs)
     if outputs > MAX_OUTPUTS or slices < 4:
         return None
-    return path, slices
+    return path, slices, False
 
 
 def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:
@@ -272,11 +329,13 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
     block = reds[0].parent_block() if reds else None
     if len(reds) < 2 or any(r.parent_block() is not block for r in reds) \
             or any(_splittable(r, kernel) is None for r in reds) \
+            or math.prod(lp.ub.data for lp in _free_path(reds[0], kernel)) > MAX_OUTPUTS \
             or any(isinstance(o, loop.ForOp) and o not in reds and o.is_before_in_block(reds[-1])
                    for o in block.ops):
         return []
     epilogue = [o for o in block.ops if isinstance(o, loop.ForOp) and o not in reds]
-    if epilogue and not _sliceable(reds[-1], epilogue, _splittable(reds[-1], kernel)[1]):
+    _, slices, columnar = _splittable(reds[-1], kernel)
+    if epilogue and (columnar or not _sliceable(reds[-1], epilogue, slices)):
         return []  # the last reduction would stay one block's row: no faster for the cut
     path = _free_path(reds[0], kernel)
     shape = [lp.ub.data for lp in path]
@@ -331,20 +390,21 @@ def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     found = _splittable(red, kernel)
     if found is None:
         return False
-    path, slices = found
+    path, slices, columnar = found
     epilogue = [o for o in red.parent_block().ops if isinstance(o, loop.ForOp) and o is not red]
-    if epilogue and not _sliceable(red, epilogue, slices):
+    if epilogue and (columnar or not _sliceable(red, epilogue, slices)):
         return False
     takes = _candidates(red)
-    parts = [MemRefType(a.type, [*(lp.ub.data for lp in path), slices]) for a in red.accs]
-    part_kernel = _partial_kernel(kernel, slices, parts)
+    parts = [MemRefType(a.type, _part_at([lp.ub.data for lp in path], slices, columnar))
+             for a in red.accs]
+    part_kernel = _partial_kernel(kernel, slices, parts, columnar)
     Rewriter.insert_op(part_kernel, InsertPoint.before(kernel))
     # the kernel reduces the partials: the loop's body again, each partial where the value it
     # stands for was computed
     bufs = [kernel.body.block.insert_arg(t, len(kernel.body.block.args)) for t in parts]
     over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, list(red.inits))
     over.iv.name_hint = "s"
-    loads = [loop.LoadOp(b, [*(lp.iv for lp in path), over.iv]) for b in bufs]
+    loads = [loop.LoadOp(b, _part_at([lp.iv for lp in path], over.iv, columnar)) for b in bufs]
     vmap: dict[SSAValue, SSAValue] = {t: ld.result for t, ld in zip(takes, loads)}
     for old, new in zip(red.accs, over.accs):
         new.name_hint = old.name_hint

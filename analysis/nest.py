@@ -163,6 +163,20 @@ def tail_coords(ld: loop.LoadOp | loop.StoreOp, lead: set[SSAValue]) -> list[SSA
     return out
 
 
+def column_reads(red: loop.ForOp | tile.ForOp, column: SSAValue) -> int:
+    """A column reduction (`x.sum(0)`): every load `red` moves reads its row at the `column`
+    index (the innermost output's), so consecutive outputs are consecutive addresses and the
+    reduced coordinate is a row's stride. Threads sharing one output read a sector each for one
+    element there; threads a column each read coalesced. The widest element's bytes where it
+    is one, else 0."""
+    moved = [o for o in red.body.walk() if isinstance(o, loop.LoadOp) and red.iv in o.indices]
+    for ld in moved:
+        col = ld.access_map().results[-1]
+        if not isinstance(col, AffineDimExpr) or ld.indices[col.position] is not column:
+            return 0
+    return max((ld.result.type.bitwidth // 8 for ld in moved), default=0)
+
+
 def _sum_terms(e) -> list:
     if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
         return _sum_terms(e.lhs) + _sum_terms(e.rhs)

@@ -60,7 +60,6 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -191,19 +190,11 @@ def _column_slices(extent: int, outputs: int, element_bytes: int) -> int:
 
 
 def _columnar(red: loop.ForOp, path: list[loop.ForOp]) -> int:
-    """A column reduction (`x.sum(0)`): every load the reduce loop moves reads its row at the
-    innermost output's coordinate, so consecutive outputs are consecutive addresses and the
-    reduced coordinate is a row's stride. A row reduction's threads sharing one output read a
-    sector each there; threads a column each, over a slice of the rows, read coalesced.
-    The widest element's bytes where it is one, else 0."""
+    """nest.column_reads over the innermost output, where it spans a sector or more (fewer
+    outputs read a row near contiguously: a row split)."""
     if not path or path[-1].ub.data < SECTOR_ELEMENTS:
         return 0
-    moved = [o for o in red.body.walk() if isinstance(o, loop.LoadOp) and red.iv in o.indices]
-    for ld in moved:
-        col = ld.access_map().results[-1]
-        if not isinstance(col, AffineDimExpr) or ld.indices[col.position] is not path[-1].iv:
-            return 0
-    return max((ld.result.type.bitwidth // 8 for ld in moved), default=0)
+    return nest.column_reads(red, path[-1].iv)
 
 
 def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:

@@ -246,7 +246,10 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
             and not (rows is not None and _prefer(kernel, "row_reduce", rows))
     if kind == "row_reduce":  # a long reduction: a row's, or each output's of a contraction
         # that is not the matmul's (a vector's, or outputs too few for tiles) when a thread
-        # would walk 256+ of K alone, K contiguous in the weight
+        # would walk 256+ of K alone, K contiguous in the weight; not columns enough for a
+        # thread each
+        if _many_columns(kernel):
+            return False
         if f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None:
             return True
         mm = matmul_facts(kernel)
@@ -259,6 +262,21 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
             return True
         return mm is not None and f["extent"] >= 256 and _k_rows(dict(mm))
     return True
+
+
+COLUMN_THREADS = 132 * 128  # outputs that give every SM 4 warps at a thread each
+
+
+def _many_columns(kernel: tile.KernelOp) -> bool:
+    """A column reduction (nest.column_reads) of COLUMN_THREADS outputs or more: a thread a
+    column, its loads coalesced. Shared by a block, each of its threads reads a sector for one
+    element (the model, H100: [64, 262144].sum(0) 184 us so, 26 a thread a column; with 8000
+    columns the block's 50 us beat the thread's 105)."""
+    chain = nest.free_loop_chain(kernel)
+    rows = nest.row_reduction(grid_region(kernel, leave_innermost=False)[1])
+    return bool(chain) and rows is not None \
+        and math.prod(lp.extent or 1 for lp in chain) >= COLUMN_THREADS \
+        and all(nest.column_reads(lp, chain[-1].iv) for lp, _ in rows.reduces)
 
 
 def _product_of_two(kernel: tile.KernelOp) -> bool:

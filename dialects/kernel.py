@@ -78,7 +78,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from deplo.dialects.loop import INDEX_LIMIT
+from deplo.dialects.loop import INDEX_LIMIT, same_elements
 from deplo.dialects.tile import PackHalves
 from deplo.hardware import (
     MAX_BLOCK,
@@ -621,7 +621,7 @@ class LaunchOp(IRDLOperation):
                                   f"{'nothing' if k is None else k.name}")
         want = [a.type for a in k.args]
         got = [a.type for a in self.args]
-        if want != got:
+        if len(want) != len(got) or not all(map(same_elements, want, got)):
             raise VerifyException(
                 f"@{name}: expected argument types ({', '.join(map(str, want))}), "
                 f"got ({', '.join(map(str, got))})")

@@ -28,6 +28,7 @@ nests into their consumers, so intermediates are not written out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -37,6 +38,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     MemRefType,
+    NoneAttr,
     StringAttr,
     SymbolRefAttr,
 )
@@ -585,8 +587,23 @@ class PrivateOp(IRDLOperation):
 # launch (host side)
 
 
+def same_elements(a: Attribute, b: Attribute) -> bool:
+    """Two buffer types a kernel may read one buffer as: equal, or row-major shapes of the same
+    elements (a kernel reading a program input [512, 256, 3, 3] as the [512, 2304] its loads
+    index: loop-collapse-dims). A buffer is its elements in row-major order at every level (a
+    pointer in CUDA), so a launch passes the same bytes either way."""
+    if a == b:
+        return True
+    return isinstance(a, MemRefType) and isinstance(b, MemRefType) \
+        and a.element_type == b.element_type and a.memory_space == b.memory_space \
+        and isinstance(a.layout, NoneAttr) and isinstance(b.layout, NoneAttr) \
+        and a.has_static_shape() and b.has_static_shape() \
+        and math.prod(a.get_shape()) == math.prod(b.get_shape())
+
+
 def verify_launch(op: IRDLOperation, callee: SymbolRefAttr, args, kernel_type: type) -> Operation:
-    """A launch names a kernel of this level that exists and takes exactly these buffers."""
+    """A launch names a kernel of this level that exists and takes these buffers, each as its
+    own type or as another row-major shape of the same elements (`same_elements`)."""
     kernel = SymbolTable.lookup_symbol(op, callee)
     name = callee.root_reference.data
     if kernel is None:
@@ -595,7 +612,7 @@ def verify_launch(op: IRDLOperation, callee: SymbolRefAttr, args, kernel_type: t
         raise VerifyException(f"{op.name}: @{name} is a {kernel.name}, expected a {kernel_type.name}")
     want = [a.type for a in kernel.regions[0].block.args]
     got = [a.type for a in args]
-    if want != got:
+    if len(want) != len(got) or not all(map(same_elements, want, got)):
         raise VerifyException(
             f"{op.name} @{name}: expected arguments {[str(t) for t in want]}, "
             f"got {[str(t) for t in got]}"

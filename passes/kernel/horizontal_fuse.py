@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -189,22 +189,26 @@ class _Fuser:
 
     # --- one fused kernel --------------------------------------------------------------
     def fuse(self, launches: list[_Launch]) -> kernel.LaunchOp:
-        values: list[SSAValue] = []
+        # a buffer, and the type a kernel reads it as (loop.same_elements: one buffer may be
+        # two arguments of two shapes)
+        keys: list[tuple[SSAValue, Attribute]] = []
         for la in launches:
-            values += [v for v in la.op.args if v not in values]
+            for v, a in zip(la.op.args, la.callee.args, strict=True):
+                if (v, a.type) not in keys:
+                    keys.append((v, a.type))
+        values = [v for v, _ in keys]
         names = [la.callee.sym_name.data for la in launches]
         self.fused_from.update(names)
         name = "_".join(names[:NAME_PARTS]) + (f"_and{len(names) - NAME_PARTS}"
                                                 if len(names) > NAME_PARTS else "")
         name = fresh_symbol(self.taken, name)
-        fused = kernel.FuncOp(name, [v.type for v in values], (_blocks(launches), 1, 1),
+        fused = kernel.FuncOp(name, [t for _, t in keys], (_blocks(launches), 1, 1),
                               launches[0].callee.block_dims)
         lines: list[str] = []
         for la in launches:
             body = la.callee.body.clone()
-            arg_of = {v: fused.args[values.index(v)] for v in la.op.args}
             for old, v in zip(body.block.args, la.op.args):
-                old.replace_all_uses_with(arg_of[v])
+                old.replace_all_uses_with(fused.args[keys.index((v, old.type))])
             part_block = Block()
             for op in list(body.block.ops):
                 op.detach()

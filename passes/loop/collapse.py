@@ -36,21 +36,30 @@ from xdsl.ir.affine import (
     AffineMap,
 )
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from deplo.dialects import loop
 from deplo.passes.loop.intermediates import intermediates, retype
 
 
 def _split(hi: AffineExpr, lo: AffineExpr, c: int) -> AffineExpr | None:
-    """`e` when (hi, lo) is (e floordiv c, e mod c)."""
-    if not (isinstance(hi, AffineBinaryOpExpr) and isinstance(lo, AffineBinaryOpExpr)):
+    """`e` when (hi, lo) is (e floordiv c, e mod c); `e mod (m * c)` when it is ((e floordiv c)
+    mod m, e mod c) (a conv's window (kh, kw) of K = (channel, kh, kw) over [O, C, 3, 3]
+    weights: merged, then merged with the channel into K)."""
+    if not (_is(hi, AffineBinaryOpKind.FloorDiv, c) or _is(hi, AffineBinaryOpKind.Mod)) \
+            or not _is(lo, AffineBinaryOpKind.Mod, c):
         return None
-    if hi.kind != AffineBinaryOpKind.FloorDiv or lo.kind != AffineBinaryOpKind.Mod:
-        return None
-    if hi.lhs != lo.lhs or not all(isinstance(x.rhs, AffineConstantExpr) and x.rhs.value == c
-                                   for x in (hi, lo)):
-        return None
-    return hi.lhs
+    if hi.kind == AffineBinaryOpKind.FloorDiv and hi.lhs == lo.lhs:
+        return hi.lhs
+    if _is(hi.lhs, AffineBinaryOpKind.FloorDiv, c) and hi.lhs.lhs == lo.lhs:
+        return lo.lhs % (hi.rhs.value * c)
+    return None
+
+
+def _is(e: AffineExpr, kind: AffineBinaryOpKind, c: int | None = None) -> bool:
+    """`e` is `x kind k` for a constant k (k == c where c is given)."""
+    return isinstance(e, AffineBinaryOpExpr) and e.kind == kind \
+        and isinstance(e.rhs, AffineConstantExpr) and (c is None or e.rhs.value == c)
 
 
 def _accesses(args: list[BlockArgument]) -> list[loop.LoadOp | loop.StoreOp]:
@@ -103,3 +112,14 @@ class LoopCollapseDimsPass(ModulePass):
                 new_shape = [*shape[:p], shape[p] * shape[p + 1], *shape[p + 2:]]
                 retype(alloc, args, MemRefType(t.element_type, new_shape), _merge(p, shape[p + 1]))
                 changed = True
+        # the program's inputs and results: the kernel's argument alone takes the merged shape
+        # (its launches pass the buffer as it is: loop.same_elements)
+        inner = {a for _, args in intermediates(op) for a in args}
+        for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
+            for arg in [a for a in kernel.body.block.args if a not in inner]:
+                while isinstance(arg.type, MemRefType) and \
+                        (p := _splitting_dim([arg], shape := list(arg.type.get_shape()))) is not None:
+                    new_shape = [*shape[:p], shape[p] * shape[p + 1], *shape[p + 2:]]
+                    arg = Rewriter.replace_value_with_new_type(
+                        arg, MemRefType(arg.type.element_type, new_shape))
+                    _merge(p, shape[p + 1])(arg)

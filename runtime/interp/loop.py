@@ -392,7 +392,10 @@ class LoopFunctions(InterpreterFunctions):
             raise InterpretationError(
                 f"{op.name}: @{op.callee.string_value()} is not a loop.kernel"
             )
-        run_kernel(interp, kernel, args)
+        # each buffer in the shape the kernel reads it as (loop.same_elements): a view
+        run_kernel(interp, kernel, tuple(
+            b.reshape(a.type.get_shape()) if isinstance(b, np.ndarray) else b
+            for a, b in zip(kernel.body.block.args, args)))
         return ()
 
 

@@ -75,3 +75,40 @@ builtin.module {
     func.return %out : memref<2x8xf32>
   }
 }
+
+// -----
+
+// A conv's weight, a program input [4, 2, 3, 3], read as [4, 18] (K = channel, kh, kw): the
+// kernel's argument alone takes the merged shape (kh, kw first: ((k floordiv 3) mod 3, k mod 3)
+// is k mod 9; then (k floordiv 9, k mod 9) is k); the launch passes the input as it is. The
+// input's window read stays as it was: no access splits one index across two of its dims.
+// CHECK-LABEL: loop.kernel @conv(%x: memref<1x2x5x5xf32>, %w: memref<4x18xf32>, %out: memref<1x4x3x3xf32>)
+// CHECK:         loop.load %w[%o, %k] : memref<4x18xf32>
+// CHECK:         loop.load %x[%p, %q, %k] map (d0, d1, d2) -> (0, (d2 floordiv 9), (d0 + ((d2 floordiv 3) mod 3)), (d1 + (d2 mod 3))) : memref<1x2x5x5xf32>
+// CHECK-LABEL: func.func @main
+// CHECK:         loop.launch @conv(%x, %w, %out) : memref<1x2x5x5xf32>, memref<4x2x3x3xf32>, memref<1x4x3x3xf32>
+
+builtin.module {
+  loop.kernel @conv(%x: memref<1x2x5x5xf32>, %w: memref<4x2x3x3xf32>, %out: memref<1x4x3x3xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %o = 0 to 4 free {
+      loop.for %p = 0 to 3 free {
+        loop.for %q = 0 to 3 free {
+          %1 = loop.for %k = 0 to 18 reduce iter(%acc = %0) -> f32 {
+            %2 = loop.load %w[%o, %k] map (d0, d1) -> (d0, (d1 floordiv 9), ((d1 floordiv 3) mod 3), (d1 mod 3)) : memref<4x2x3x3xf32>
+            %3 = loop.load %x[%p, %q, %k] map (d0, d1, d2) -> (0, (d2 floordiv 9), (d0 + ((d2 floordiv 3) mod 3)), (d1 + (d2 mod 3))) : memref<1x2x5x5xf32>
+            %4 = arith.mulf %2, %3 : f32
+            %5 = arith.addf %acc, %4 : f32
+            loop.yield %5 : f32
+          }
+          loop.store %1, %out[%o, %p, %q] map (d0, d1, d2) -> (0, d0, d1, d2) : memref<1x4x3x3xf32>
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<1x2x5x5xf32>, %w: memref<4x2x3x3xf32>) -> memref<1x4x3x3xf32> {
+    %out = memref.alloc() : memref<1x4x3x3xf32>
+    loop.launch @conv(%x, %w, %out) : memref<1x2x5x5xf32>, memref<4x2x3x3xf32>, memref<1x4x3x3xf32>
+    func.return %out : memref<1x4x3x3xf32>
+  }
+}

@@ -50,6 +50,17 @@ func.func @main(%y: memref<8xf32>) {
 
 // -----
 
+// Another row-major shape of the same elements is the same buffer; another element type is not.
+loop.kernel @k(%x: memref<2x6xf32>) {
+}
+func.func @main(%y: memref<12xi32>) {
+  // CHECK: loop.launch @k: expected arguments ['memref<2x6xf32>'], got ['memref<12xi32>']
+  loop.launch @k(%y) : memref<12xi32>
+  func.return
+}
+
+// -----
+
 loop.kernel @bound_past_int(%out: memref<4xf32>) {
   // CHECK: loop.for 0 to 9223372036854775808: expected bounds within +-2^31 (CUDA C indexes with int)
   loop.for %i = 0 to 9223372036854775808 free {

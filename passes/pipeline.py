@@ -97,12 +97,12 @@ _TO_LOOP = _TO_TIR + [
     "loop-online-softmax",  # softmax max+sum in one pass; attention's PV carried (flash)
     "loop-fuse",  # again: attention scores now fuse into the flash loop (read once per s)
     "loop-narrow-buffers",  # intermediates written as extf(narrow) hold the narrow type
-    "loop-collapse-dims",  # intermediates read through a reshape take its shape
+    "loop-order-contractions",  # a contraction's innermost free pair made a matmul's (conv)
+    "loop-collapse-dims",  # buffers read through a reshape take its shape
     "loop-flatten-reductions",  # a reduction over several dims: one loop over their product
     "loop-split-nests",  # big sibling nests (cat, pad): a kernel each, each its own grid
     "loop-split-reductions",  # a long reduction over few outputs: partials on many blocks
     "loop-chunk-scans",  # a long cumsum: chunk partials, their prefix, then per output
-    "loop-order-contractions",  # a contraction's innermost free pair made a matmul's (conv)
     "loop-simplify",  # one copy of each constant/load, loop invariants hoisted
 ]
 _TO_TILE = _TO_LOOP + [

@@ -3,42 +3,42 @@
 
 // conv2d's im2col: over (h, w) the input is read along both, so (h, w) is no matmul's pair.
 // `o` (the weight's loop) moves in next to `w`: (o, w) is one, the weight along o, the input
-// along w; n and h keep their order outside.
+// along w. w (8) is narrower than a block tile (64): n and h, which no load reads with o, fold
+// into it, one j of 2 x 4 x 8 = 64 (the implicit GEMM's N), each its digit of j in every
+// access (n = j floordiv 32, h = (j floordiv 8) mod 4, w = j mod 8).
 // CHECK-LABEL: loop.kernel @conv(
 // CHECK-NEXT:    %{{.*}} = arith.constant
-// CHECK-NEXT:    loop.for %n = 0 to 2 free {
-// CHECK-NEXT:      loop.for %h = 0 to 8 free {
-// CHECK-NEXT:        loop.for %o = 0 to 6 free {
-// CHECK-NEXT:          loop.for %w = 0 to 8 free {
-// CHECK-NEXT:            loop.for %k = 0 to 36 reduce
-// CHECK-NEXT:              loop.load %x[%n, %o, %h, %w, %k]
-// CHECK-NEXT:              loop.load %wt[%n, %o, %h, %w, %k]
-// CHECK:           loop.store %{{.*}}, %out[%n, %o, %h, %w]
+// CHECK-NEXT:    loop.for %o = 0 to 6 free {
+// CHECK-NEXT:      loop.for %n_h_w = 0 to 64 free {
+// CHECK-NEXT:        loop.for %k = 0 to 36 reduce
+// CHECK-NEXT:          loop.load %x[%n_h_w, %o, %k] map (d0, d1, d2) -> ((d0 floordiv 32), (d2 floordiv 9), (((d0 floordiv 8) mod 4) + ((d2 floordiv 3) mod 3)), ((d0 mod 8) + (d2 mod 3)))
+// CHECK-NEXT:          loop.load %wt[%n_h_w, %o, %k] map (d0, d1, d2) -> (d1, (d2 floordiv 9), ((d2 floordiv 3) mod 3), (d2 mod 3))
+// CHECK:         loop.store %{{.*}}, %out[%n_h_w, %o] map (d0, d1) -> ((d0 floordiv 32), d1, ((d0 floordiv 8) mod 4), (d0 mod 8))
 
 builtin.module {
-  loop.kernel @conv(%x: memref<2x4x10x10xf32>, %wt: memref<6x4x3x3xf32>, %out: memref<2x6x8x8xf32>) {
+  loop.kernel @conv(%x: memref<2x4x6x10xf32>, %wt: memref<6x4x3x3xf32>, %out: memref<2x6x4x8xf32>) {
     %0 = arith.constant 0.000000e+00 : f32
     loop.for %n = 0 to 2 free {
       loop.for %o = 0 to 6 free {
-        loop.for %h = 0 to 8 free {
+        loop.for %h = 0 to 4 free {
           loop.for %w = 0 to 8 free {
             %1 = loop.for %k = 0 to 36 reduce iter(%acc = %0) -> f32 {
-              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (d4 floordiv 9), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<2x4x10x10xf32>
+              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (d4 floordiv 9), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<2x4x6x10xf32>
               %3 = loop.load %wt[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d1, (d4 floordiv 9), ((d4 floordiv 3) mod 3), (d4 mod 3)) : memref<6x4x3x3xf32>
               %4 = arith.mulf %2, %3 : f32
               %5 = arith.addf %acc, %4 : f32
               loop.yield %5 : f32
             }
-            loop.store %1, %out[%n, %o, %h, %w] : memref<2x6x8x8xf32>
+            loop.store %1, %out[%n, %o, %h, %w] : memref<2x6x4x8xf32>
           }
         }
       }
     }
   }
-  func.func @main(%x: memref<2x4x10x10xf32>, %wt: memref<6x4x3x3xf32>) -> memref<2x6x8x8xf32> {
-    %conv = memref.alloc() : memref<2x6x8x8xf32>
-    loop.launch @conv(%x, %wt, %conv) : memref<2x4x10x10xf32>, memref<6x4x3x3xf32>, memref<2x6x8x8xf32>
-    func.return %conv : memref<2x6x8x8xf32>
+  func.func @main(%x: memref<2x4x6x10xf32>, %wt: memref<6x4x3x3xf32>) -> memref<2x6x4x8xf32> {
+    %conv = memref.alloc() : memref<2x6x4x8xf32>
+    loop.launch @conv(%x, %wt, %conv) : memref<2x4x6x10xf32>, memref<6x4x3x3xf32>, memref<2x6x4x8xf32>
+    func.return %conv : memref<2x6x4x8xf32>
   }
 }
 
@@ -93,5 +93,46 @@ builtin.module {
     %colsum = memref.alloc() : memref<4x8xf32>
     loop.launch @colsum(%z, %colsum) : memref<4x32x8xf32>, memref<4x8xf32>
     func.return %bmm : memref<4x16x8xf32>
+  }
+}
+
+// -----
+
+// A row of 64 (a block tile's width) is wide enough: the loops only move, n and h outside.
+// CHECK-LABEL: loop.kernel @wide(
+// CHECK-NEXT:    %{{.*}} = arith.constant
+// CHECK-NEXT:    loop.for %n = 0 to 2 free {
+// CHECK-NEXT:      loop.for %h = 0 to 4 free {
+// CHECK-NEXT:        loop.for %o = 0 to 6 free {
+// CHECK-NEXT:          loop.for %w = 0 to 64 free {
+// CHECK-NEXT:            loop.for %k = 0 to 36 reduce
+// CHECK-NEXT:              loop.load %x[%n, %o, %h, %w, %k]
+// CHECK-NEXT:              loop.load %wt[%n, %o, %h, %w, %k]
+// CHECK:           loop.store %{{.*}}, %out[%n, %o, %h, %w]
+
+builtin.module {
+  loop.kernel @wide(%x: memref<2x4x6x66xf32>, %wt: memref<6x4x3x3xf32>, %out: memref<2x6x4x64xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %n = 0 to 2 free {
+      loop.for %o = 0 to 6 free {
+        loop.for %h = 0 to 4 free {
+          loop.for %w = 0 to 64 free {
+            %1 = loop.for %k = 0 to 36 reduce iter(%acc = %0) -> f32 {
+              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (d4 floordiv 9), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<2x4x6x66xf32>
+              %3 = loop.load %wt[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d1, (d4 floordiv 9), ((d4 floordiv 3) mod 3), (d4 mod 3)) : memref<6x4x3x3xf32>
+              %4 = arith.mulf %2, %3 : f32
+              %5 = arith.addf %acc, %4 : f32
+              loop.yield %5 : f32
+            }
+            loop.store %1, %out[%n, %o, %h, %w] : memref<2x6x4x64xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<2x4x6x66xf32>, %wt: memref<6x4x3x3xf32>) -> memref<2x6x4x64xf32> {
+    %wide = memref.alloc() : memref<2x6x4x64xf32>
+    loop.launch @wide(%x, %wt, %wide) : memref<2x4x6x66xf32>, memref<6x4x3x3xf32>, memref<2x6x4x64xf32>
+    func.return %wide : memref<2x6x4x64xf32>
   }
 }

@@ -14,7 +14,10 @@ kernel C reads it:
    inside the down projection reads gate and up per MAC instead of one product). Small broadcast
    inputs (a bias, a norm weight) and pointwise producers (inlined in turn) do not count.
    Recomputed arithmetic alone is accepted (a softmax numerator's exp per head-dim column is
-   restructured by loop-online-softmax), except in the K loop of a matmul (>= 32 x 32 outputs,
+   restructured by loop-online-softmax), except where exponentials would be recomputed in a K
+   loop with no q·k in the chain to make a flash loop of (`softmax(x) @ v` of an input x: the
+   probabilities are written once; the model, [8, 4096] by [4096, 64]: 182 -> 16 us), and in
+   the K loop of a matmul (>= 32 x 32 outputs,
    K >= 32) and in the q·k loop of a flash loop: there only casts are inlined, so the product
    stays a plain product (tensor cores, one FMA per MAC) and the producer — RMSNorm's scaling
    before q/k/v, the rotary embedding of q and k — writes its small output once (rotary
@@ -216,9 +219,11 @@ def _is_contraction(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     looking through the pointwise kernels that write what it loads (before fusion the product
     and the broadcasts of A and B are kernels of their own)."""
     found = _matmul_reduces(kernel)
-    if found is None:
-        return False
-    reduces, outputs = found
+    return found is not None and _sums_a_product(launch, *found)
+
+
+def _sums_a_product(launch: loop.LaunchOp, reduces: list[loop.ForOp], outputs: set) -> bool:
+    """One of the reduce loops adds up A[i, k] * B[k, j] over the output indices `outputs`."""
     rename = {iv: {iv} for iv in outputs}
     for f in reduces:
         y = f.body.block.last_op
@@ -326,6 +331,22 @@ def _exp_chain(p_launch: loop.LaunchOp, depth: int = 8) -> bool:
         return True
     writers = [w for v in p_launch.args if (w := writer(v)) is not None and w is not p_launch]
     return depth > 0 and any(_exp_chain(w, depth - 1) for w in writers)
+
+
+def _scores_product(p_launch: loop.LaunchOp, depth: int = 8) -> bool:
+    """A kernel of the producer chain sums a product (attention's q·k, through the pointwise
+    kernels that write its operands), which loop-online-softmax makes a flash loop with P·V.
+    Without one (`softmax(x) @ v` of an input x) no flash loop comes: probabilities inlined
+    into P·V's K loop were computed again for each of its output columns (the model, [8, 4096]
+    by [4096, 64]: 64x the roofline)."""
+    for f in kernel_of(p_launch).walk():
+        if isinstance(f, loop.ForOp) and f.kind.data == loop.LoopKind.REDUCE:
+            outputs = {g.iv for g in loop.enclosing_ops(f, loop.ForOp)
+                       if g.kind.data == loop.LoopKind.FREE}
+            if _sums_a_product(p_launch, [f], outputs):
+                return True
+    writers = [w for v in p_launch.args if (w := writer(v)) is not None and w is not p_launch]
+    return depth > 0 and any(_scores_product(w, depth - 1) for w in writers)
 
 
 def _in_flash_scores(ld: loop.LoadOp) -> bool:
@@ -465,6 +486,8 @@ class FuseProducer(RewritePattern):
         if not nest.has_reduction and recomputed and (
                 _multiplies_reads(nest, p_launch)
                 or (arithmetic and _is_matmul(consumer) and not _softmax(consumer, p_launch))
+                or (arithmetic and _exp_chain(p_launch) and not _exp_in_k_loop(consumer)
+                    and not _scores_product(p_launch))
                 or (arithmetic and any(_in_flash_scores(ld) for ld in loads)
                     and not _exp_chain(p_launch))):
             return False

@@ -136,3 +136,46 @@ builtin.module {
     func.return %wide : memref<2x6x4x64xf32>
   }
 }
+
+// -----
+
+// A grouped conv (2 groups of 4 output channels, 2 input channels each): the input is read at
+// channel (o floordiv 4) * 2 + k floordiv 9, along o and w both, so no order makes a product.
+// o splits into (group, channel in group): `o floordiv 4` reads the group, o elsewhere is
+// group * 4 + channel; then (channel, n x h x w) is the pair, the group a batch outside.
+// CHECK-LABEL: loop.kernel @grouped(
+// CHECK-NEXT:    %{{.*}} = arith.constant
+// CHECK-NEXT:    loop.for %o_group = 0 to 2 free {
+// CHECK-NEXT:      loop.for %o_in = 0 to 4 free {
+// CHECK-NEXT:        loop.for %n_h_w = 0 to 32 free {
+// CHECK-NEXT:          loop.for %k = 0 to 18 reduce
+// CHECK-NEXT:            loop.load %x[%n_h_w, %o_group, %k, %o_in] map (d0, d1, d2, d3) -> ((d0 floordiv 16), ((d1 * 2) + (d2 floordiv 9)), (((d0 floordiv 4) mod 4) + ((d2 floordiv 3) mod 3)), ((d0 mod 4) + (d2 mod 3)))
+// CHECK-NEXT:            loop.load %wt[%n_h_w, %o_group, %k, %o_in] map (d0, d1, d2, d3) -> (((d1 * 4) + d3), (d2 floordiv 9), ((d2 floordiv 3) mod 3), (d2 mod 3))
+// CHECK:         loop.store %{{.*}}, %out[%n_h_w, %o_group, %o_in] map (d0, d1, d2) -> ((d0 floordiv 16), ((d1 * 4) + d2), ((d0 floordiv 4) mod 4), (d0 mod 4))
+
+builtin.module {
+  loop.kernel @grouped(%x: memref<2x4x6x6xf32>, %wt: memref<8x2x3x3xf32>, %out: memref<2x8x4x4xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %n = 0 to 2 free {
+      loop.for %o = 0 to 8 free {
+        loop.for %h = 0 to 4 free {
+          loop.for %w = 0 to 4 free {
+            %1 = loop.for %k = 0 to 18 reduce iter(%acc = %0) -> f32 {
+              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 4) * 2) + (d4 floordiv 9)), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<2x4x6x6xf32>
+              %3 = loop.load %wt[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d1, (d4 floordiv 9), ((d4 floordiv 3) mod 3), (d4 mod 3)) : memref<8x2x3x3xf32>
+              %4 = arith.mulf %2, %3 : f32
+              %5 = arith.addf %acc, %4 : f32
+              loop.yield %5 : f32
+            }
+            loop.store %1, %out[%n, %o, %h, %w] : memref<2x8x4x4xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<2x4x6x6xf32>, %wt: memref<8x2x3x3xf32>) -> memref<2x8x4x4xf32> {
+    %grouped = memref.alloc() : memref<2x8x4x4xf32>
+    loop.launch @grouped(%x, %wt, %grouped) : memref<2x4x6x6xf32>, memref<8x2x3x3xf32>, memref<2x8x4x4xf32>
+    func.return %grouped : memref<2x8x4x4xf32>
+  }
+}

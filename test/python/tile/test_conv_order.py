@@ -61,3 +61,25 @@ def test_a_windowed_weight_is_a_plain_staged_slab(module, shape) -> None:
     result = c.check(seed=3)
     assert result.ok, result.line()
     assert c.check(target="interp", level="loop", seed=4).ok
+
+
+@pytest.mark.parametrize("groups", [2, 4])
+def test_grouped_conv_splits_its_channels_into_groups(groups) -> None:
+    """A grouped conv reads its input's channels by the output channel's group (`o floordiv
+    (O / groups)`): over (o, w) the input is read along both. The out-channel loop splits into
+    (group, channel in group): the group is a batch, (channel, images x rows x columns) a
+    matmul's pair (the model, H100, [8, 64, 28, 28] by 128 x 32 x 3 x 3, groups 2: 356 ->
+    31 us)."""
+    torch.manual_seed(0)
+    module = torch.nn.Conv2d(8 * groups, 32 * groups, 3, padding=1, groups=groups).eval()
+    c = deplo.compile(module, [torch.randn(2, 8 * groups, 6, 9)])
+    (conv,) = [k for k in c.module("loop").walk() if isinstance(k, loop.KernelOp)
+               and any(isinstance(o, loop.ForOp) and o.kind.data == loop.LoopKind.REDUCE
+                       for o in k.walk())]
+    extents = [f.extent for f in outer_free_nest(conv)]
+    assert extents == [groups, 32, 2 * 6 * 9], extents
+    plan = next(p for p in c.plans()["kernels"].values() if p["name"] == conv.sym_name.data)
+    assert plan["kind"] == "matmul", plan
+    result = c.check(seed=5)
+    assert result.ok, result.line()
+    assert c.check(target="interp", level="loop", seed=6).ok

@@ -51,7 +51,8 @@ def _split(hi: AffineExpr, lo: AffineExpr, c: int) -> AffineExpr | None:
         return None
     if hi.kind == AffineBinaryOpKind.FloorDiv and hi.lhs == lo.lhs:
         return hi.lhs
-    if _is(hi.lhs, AffineBinaryOpKind.FloorDiv, c) and hi.lhs.lhs == lo.lhs:
+    if hi.kind == AffineBinaryOpKind.Mod and _is(hi.lhs, AffineBinaryOpKind.FloorDiv, c) \
+            and hi.lhs.lhs == lo.lhs:
         return lo.lhs % (hi.rhs.value * c)
     return None
 

@@ -11,8 +11,9 @@ loop moved in is the innermost one that makes the pair a product; the others kee
 Free iterations are independent, so any order computes the same stores
 (fusion_rules.permute_free_nest).
 
-Where j is narrower than a block tile (FOLD_BELOW: a stride-2 conv's 7 output columns), the
-loops that no load reads together with i (the image, the output row) fold into it: one loop
+Where j is narrower than a block tile (FOLD_BELOW: a stride-2 conv's 7 output columns) and the
+outputs are many (FOLD_OUTPUTS), the loops that no load reads together with i (the image, the
+output row) fold into it: one loop
 over their product, each old index its digit of the new one in every access (the implicit
 GEMM's N = images x rows x columns; loop-collapse-dims, which runs next, merges the dims that
 then read one index split, a 1x1 conv's (h, w)). Folding every such loop beat folding only
@@ -74,7 +75,12 @@ def _product(reads: list[set[SSAValue]], i: SSAValue, j: SSAValue) -> bool:
         and any(j in r for r in reads)
 
 
-FOLD_BELOW = 64  # a j narrower than a block tile takes in the loops it can fold
+FOLD_BELOW = 64  # a j narrower than a block tile takes in the loops it can fold, where i and
+# the folded j give FOLD_OUTPUTS or more: fewer, and the tiles over them left SMs idle that the
+# batches on block.z kept busy (the model, H100: [2, 16, 14, 14] by 32 x 16 x 3 x 3 with
+# stride 2, 11 us as batches, 20 folded; [8, 256, 14, 14] by 512 x 256 x 3 x 3, 200704
+# outputs, 86 -> 41 us folded)
+FOLD_OUTPUTS = 132 * 1024
 
 
 def _contraction(kernel: loop.KernelOp) -> tuple[list[loop.ForOp], loop.ForOp] | None:
@@ -104,6 +110,8 @@ def _order(kernel: loop.KernelOp) -> tuple[list[int], int] | None:
     fold = [k for k in rest if _plain(nest[k]) and index_only(ivs[k])
             and not any(ivs[k] in r and ivs[i] in r for r in reads)] \
         if nest[j].extent < FOLD_BELOW and _plain(nest[j]) and index_only(ivs[j]) else []
+    if math.prod(nest[k].extent for k in [i, *fold, j]) < FOLD_OUTPUTS:
+        fold = []
     order = [*(k for k in rest if k not in fold), i, *fold, j]
     if order == list(range(len(nest))) and not fold:
         return None

@@ -38,7 +38,7 @@ row's code goes under a free loop over the S slices, each iteration reducing the
 either (the model, softmax of [2, 152064]: 123 -> 9.5 us).
 
 A column reduction (`x.sum(0)`: every load the reduce loop moves reads its row at the
-innermost output's coordinate) splits whatever its outputs, 4 MB read or more, up to
+innermost output's coordinate) splits whatever its outputs, 6 MB read or more, up to
 COLUMN_OUTPUTS: a row reduction's threads sharing a column each read a sector for one
 element. Its slices are the fewest dividing E of at most 32 rows, so a thread walks its slice
 unrolled (the planner's pointwise plan, a column a thread); the slice loop goes outside the
@@ -81,11 +81,13 @@ MIN_SLICE = 2048  # elements a slice: a block's 256 threads, 8 each
 COMBINES = (arith.AddfOp, arith.MaximumfOp, arith.MinimumfOp)
 # a column reduction (below): its slices are short enough for a thread to walk unrolled, long
 # enough that the partials are a small share of the input; no split where the outputs alone
-# give every SM's threads one (132 SMs x 1024), nor below 4 MB read, where the one kernel's
-# extra L2 traffic costs less than the second launch (the model, H100: [2048, 512] bf16)
+# give every SM's threads one (132 SMs x 1024), nor below 6 MB read or 4 slices, where the
+# one kernel's extra L2 traffic costs less than the second launch (the model, H100:
+# [1024, 1024] 8.0 us so, 10.9 split; [2048, 1024] 8 MB, 0.78x split)
 COLUMN_SLICE = (4, 32)
 COLUMN_OUTPUTS = 132 * 1024
-COLUMN_BYTES = 4 << 20
+COLUMN_BYTES = 6 << 20
+COLUMN_SLICES = 4
 SECTOR_ELEMENTS = 8  # outputs a 32-byte sector holds (fp32): fewer read a row near contiguously
 
 
@@ -186,7 +188,7 @@ def _column_slices(extent: int, outputs: int, element_bytes: int) -> int:
     if outputs >= COLUMN_OUTPUTS or extent * outputs * element_bytes < COLUMN_BYTES:
         return 1
     s = next(s for s in range(1, extent + 1) if extent % s == 0 and extent // s <= COLUMN_SLICE[1])
-    return s if extent // s >= COLUMN_SLICE[0] else 1
+    return s if extent // s >= COLUMN_SLICE[0] and s >= COLUMN_SLICES else 1
 
 
 def _columnar(red: loop.ForOp, path: list[loop.ForOp]) -> int:

@@ -260,7 +260,10 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
         if (mm is None or len(dict(mm)["slabs"]) < 2) and f["extent"] >= 64 \
                 and nest.row_reduction(region) is not None:
             return True
-        return mm is not None and f["extent"] >= 256 and _k_rows(dict(mm))
+        # ... or no tiles take the product at all ([8, 1024] @ [1024, 10]: a thread walking K
+        # alone, 40 us by the model; a block's threads sharing it, 3.6)
+        return mm is not None and (f["extent"] >= 256 and _k_rows(dict(mm)) or f["extent"] >= 128
+                                   and not (_matmul_sized(dict(mm), 1) or _sized_splits(dict(mm))))
     return True
 
 

@@ -112,3 +112,25 @@ builtin.module {
     func.return %out : memref<1x4x3x3xf32>
   }
 }
+
+// -----
+
+// x.repeat_interleave(3, 0).flatten() of a [4, 3] input: the row is (i floordiv 3) floordiv 3,
+// not a (floordiv, mod) pair over the two dims (that would be i mod 9: another element, past
+// the buffer's rows), so the input keeps its shape.
+// CHECK-LABEL: loop.kernel @repeat(%x: memref<4x3xf32>, %out: memref<36xf32>)
+// CHECK:         loop.load %x[%i] map (d0) -> (((d0 floordiv 3) floordiv 3), (d0 mod 3)) : memref<4x3xf32>
+
+builtin.module {
+  loop.kernel @repeat(%x: memref<4x3xf32>, %out: memref<36xf32>) {
+    loop.for %i = 0 to 36 free {
+      %0 = loop.load %x[%i] map (d0) -> (((d0 floordiv 3) floordiv 3), (d0 mod 3)) : memref<4x3xf32>
+      loop.store %0, %out[%i] : memref<36xf32>
+    }
+  }
+  func.func @main(%x: memref<4x3xf32>) -> memref<36xf32> {
+    %out = memref.alloc() : memref<36xf32>
+    loop.launch @repeat(%x, %out) : memref<4x3xf32>, memref<36xf32>
+    func.return %out : memref<36xf32>
+  }
+}

@@ -3,42 +3,43 @@
 
 // conv2d's im2col: over (h, w) the input is read along both, so (h, w) is no matmul's pair.
 // `o` (the weight's loop) moves in next to `w`: (o, w) is one, the weight along o, the input
-// along w. w (8) is narrower than a block tile (64): n and h, which no load reads with o, fold
-// into it, one j of 2 x 4 x 8 = 64 (the implicit GEMM's N), each its digit of j in every
-// access (n = j floordiv 32, h = (j floordiv 8) mod 4, w = j mod 8).
+// along w; n and h keep their order outside. 6 x 128 outputs are too few to fold n and h
+// into w (FOLD_OUTPUTS): as batches on block.z they keep more SMs busy.
 // CHECK-LABEL: loop.kernel @conv(
 // CHECK-NEXT:    %{{.*}} = arith.constant
-// CHECK-NEXT:    loop.for %o = 0 to 6 free {
-// CHECK-NEXT:      loop.for %n_h_w = 0 to 64 free {
-// CHECK-NEXT:        loop.for %k = 0 to 36 reduce
-// CHECK-NEXT:          loop.load %x[%n_h_w, %o, %k] map (d0, d1, d2) -> ((d0 floordiv 32), (d2 floordiv 9), (((d0 floordiv 8) mod 4) + ((d2 floordiv 3) mod 3)), ((d0 mod 8) + (d2 mod 3)))
-// CHECK-NEXT:          loop.load %wt[%n_h_w, %o, %k] map (d0, d1, d2) -> (d1, (d2 floordiv 9), ((d2 floordiv 3) mod 3), (d2 mod 3))
-// CHECK:         loop.store %{{.*}}, %out[%n_h_w, %o] map (d0, d1) -> ((d0 floordiv 32), d1, ((d0 floordiv 8) mod 4), (d0 mod 8))
+// CHECK-NEXT:    loop.for %n = 0 to 2 free {
+// CHECK-NEXT:      loop.for %h = 0 to 8 free {
+// CHECK-NEXT:        loop.for %o = 0 to 6 free {
+// CHECK-NEXT:          loop.for %w = 0 to 8 free {
+// CHECK-NEXT:            loop.for %k = 0 to 36 reduce
+// CHECK-NEXT:              loop.load %x[%n, %o, %h, %w, %k]
+// CHECK-NEXT:              loop.load %wt[%n, %o, %h, %w, %k]
+// CHECK:           loop.store %{{.*}}, %out[%n, %o, %h, %w]
 
 builtin.module {
-  loop.kernel @conv(%x: memref<2x4x6x10xf32>, %wt: memref<6x4x3x3xf32>, %out: memref<2x6x4x8xf32>) {
+  loop.kernel @conv(%x: memref<2x4x10x10xf32>, %wt: memref<6x4x3x3xf32>, %out: memref<2x6x8x8xf32>) {
     %0 = arith.constant 0.000000e+00 : f32
     loop.for %n = 0 to 2 free {
       loop.for %o = 0 to 6 free {
-        loop.for %h = 0 to 4 free {
+        loop.for %h = 0 to 8 free {
           loop.for %w = 0 to 8 free {
             %1 = loop.for %k = 0 to 36 reduce iter(%acc = %0) -> f32 {
-              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (d4 floordiv 9), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<2x4x6x10xf32>
+              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (d4 floordiv 9), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<2x4x10x10xf32>
               %3 = loop.load %wt[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d1, (d4 floordiv 9), ((d4 floordiv 3) mod 3), (d4 mod 3)) : memref<6x4x3x3xf32>
               %4 = arith.mulf %2, %3 : f32
               %5 = arith.addf %acc, %4 : f32
               loop.yield %5 : f32
             }
-            loop.store %1, %out[%n, %o, %h, %w] : memref<2x6x4x8xf32>
+            loop.store %1, %out[%n, %o, %h, %w] : memref<2x6x8x8xf32>
           }
         }
       }
     }
   }
-  func.func @main(%x: memref<2x4x6x10xf32>, %wt: memref<6x4x3x3xf32>) -> memref<2x6x4x8xf32> {
-    %conv = memref.alloc() : memref<2x6x4x8xf32>
-    loop.launch @conv(%x, %wt, %conv) : memref<2x4x6x10xf32>, memref<6x4x3x3xf32>, memref<2x6x4x8xf32>
-    func.return %conv : memref<2x6x4x8xf32>
+  func.func @main(%x: memref<2x4x10x10xf32>, %wt: memref<6x4x3x3xf32>) -> memref<2x6x8x8xf32> {
+    %conv = memref.alloc() : memref<2x6x8x8xf32>
+    loop.launch @conv(%x, %wt, %conv) : memref<2x4x10x10xf32>, memref<6x4x3x3xf32>, memref<2x6x8x8xf32>
+    func.return %conv : memref<2x6x8x8xf32>
   }
 }
 
@@ -139,19 +140,63 @@ builtin.module {
 
 // -----
 
+// The same conv with 256 output channels and 4 images: w (8) is narrower than a block tile
+// (64) and 256 x 4 x 32 x 8 outputs are many, so n and h, which no load reads with o, fold into
+// it, one j of 4 x 32 x 8 = 1024 (the implicit GEMM's N), each its digit of j in every access
+// (n = j floordiv 256, h = (j floordiv 8) mod 32, w = j mod 8).
+// CHECK-LABEL: loop.kernel @fold(
+// CHECK-NEXT:    %{{.*}} = arith.constant
+// CHECK-NEXT:    loop.for %o = 0 to 256 free {
+// CHECK-NEXT:      loop.for %n_h_w = 0 to 1024 free {
+// CHECK-NEXT:        loop.for %k = 0 to 36 reduce
+// CHECK-NEXT:          loop.load %x[%n_h_w, %o, %k] map (d0, d1, d2) -> ((d0 floordiv 256), (d2 floordiv 9), (((d0 floordiv 8) mod 32) + ((d2 floordiv 3) mod 3)), ((d0 mod 8) + (d2 mod 3)))
+// CHECK-NEXT:          loop.load %wt[%n_h_w, %o, %k] map (d0, d1, d2) -> (d1, (d2 floordiv 9), ((d2 floordiv 3) mod 3), (d2 mod 3))
+// CHECK:         loop.store %{{.*}}, %out[%n_h_w, %o] map (d0, d1) -> ((d0 floordiv 256), d1, ((d0 floordiv 8) mod 32), (d0 mod 8))
+
+builtin.module {
+  loop.kernel @fold(%x: memref<4x4x34x10xf32>, %wt: memref<256x4x3x3xf32>, %out: memref<4x256x32x8xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %n = 0 to 4 free {
+      loop.for %o = 0 to 256 free {
+        loop.for %h = 0 to 32 free {
+          loop.for %w = 0 to 8 free {
+            %1 = loop.for %k = 0 to 36 reduce iter(%acc = %0) -> f32 {
+              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, (d4 floordiv 9), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3))) : memref<4x4x34x10xf32>
+              %3 = loop.load %wt[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d1, (d4 floordiv 9), ((d4 floordiv 3) mod 3), (d4 mod 3)) : memref<256x4x3x3xf32>
+              %4 = arith.mulf %2, %3 : f32
+              %5 = arith.addf %acc, %4 : f32
+              loop.yield %5 : f32
+            }
+            loop.store %1, %out[%n, %o, %h, %w] : memref<4x256x32x8xf32>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<4x4x34x10xf32>, %wt: memref<256x4x3x3xf32>) -> memref<4x256x32x8xf32> {
+    %fold = memref.alloc() : memref<4x256x32x8xf32>
+    loop.launch @fold(%x, %wt, %fold) : memref<4x4x34x10xf32>, memref<256x4x3x3xf32>, memref<4x256x32x8xf32>
+    func.return %fold : memref<4x256x32x8xf32>
+  }
+}
+
+// -----
+
 // A grouped conv (2 groups of 4 output channels, 2 input channels each): the input is read at
 // channel (o floordiv 4) * 2 + k floordiv 9, along o and w both, so no order makes a product.
 // o splits into (group, channel in group): `o floordiv 4` reads the group, o elsewhere is
-// group * 4 + channel; then (channel, n x h x w) is the pair, the group a batch outside.
+// group * 4 + channel; then (channel, w) is the pair, the group a batch outside (too few
+// outputs to fold n and h into w).
 // CHECK-LABEL: loop.kernel @grouped(
 // CHECK-NEXT:    %{{.*}} = arith.constant
-// CHECK-NEXT:    loop.for %o_group = 0 to 2 free {
-// CHECK-NEXT:      loop.for %o_in = 0 to 4 free {
-// CHECK-NEXT:        loop.for %n_h_w = 0 to 32 free {
-// CHECK-NEXT:          loop.for %k = 0 to 18 reduce
-// CHECK-NEXT:            loop.load %x[%n_h_w, %o_group, %k, %o_in] map (d0, d1, d2, d3) -> ((d0 floordiv 16), ((d1 * 2) + (d2 floordiv 9)), (((d0 floordiv 4) mod 4) + ((d2 floordiv 3) mod 3)), ((d0 mod 4) + (d2 mod 3)))
-// CHECK-NEXT:            loop.load %wt[%n_h_w, %o_group, %k, %o_in] map (d0, d1, d2, d3) -> (((d1 * 4) + d3), (d2 floordiv 9), ((d2 floordiv 3) mod 3), (d2 mod 3))
-// CHECK:         loop.store %{{.*}}, %out[%n_h_w, %o_group, %o_in] map (d0, d1, d2) -> ((d0 floordiv 16), ((d1 * 4) + d2), ((d0 floordiv 4) mod 4), (d0 mod 4))
+// CHECK-NEXT:    loop.for %n = 0 to 2 free {
+// CHECK-NEXT:      loop.for %o_group = 0 to 2 free {
+// CHECK-NEXT:        loop.for %h = 0 to 4 free {
+// CHECK-NEXT:          loop.for %o_in = 0 to 4 free {
+// CHECK-NEXT:            loop.for %w = 0 to 4 free {
+// CHECK-NEXT:              loop.for %k = 0 to 18 reduce
+// CHECK-NEXT:                loop.load %x[%n, %o_group, %h, %w, %k, %o_in] map (d0, d1, d2, d3, d4, d5) -> (d0, ((d1 * 2) + (d4 floordiv 9)), (d2 + ((d4 floordiv 3) mod 3)), (d3 + (d4 mod 3)))
+// CHECK-NEXT:                loop.load %wt[%n, %o_group, %h, %w, %k, %o_in] map (d0, d1, d2, d3, d4, d5) -> (((d1 * 4) + d5), (d4 floordiv 9), ((d4 floordiv 3) mod 3), (d4 mod 3))
 
 builtin.module {
   loop.kernel @grouped(%x: memref<2x4x6x6xf32>, %wt: memref<8x2x3x3xf32>, %out: memref<2x8x4x4xf32>) {

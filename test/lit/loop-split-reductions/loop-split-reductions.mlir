@@ -418,38 +418,38 @@ builtin.module {
 
 // -----
 
-// A column reduction, x.sum(0) of [1030, 1024] floats (4.2 MB): the load reads its row at the
+// A column reduction, x.sum(0) of [1030, 2048] floats (8.4 MB): the load reads its row at the
 // output's coordinate, so the reduce loop walks a row's stride. The fewest slices dividing 1030
 // with at most 32 rows each: 103 of 10. The slice loop goes outside the outputs (a thread a
 // column, consecutive threads consecutive addresses) and the partials are [slices, outputs].
-// CHECK-LABEL: loop.kernel @sum_part(%x: memref<1030x1024xf32>, %out: memref<1024xf32>, %part: memref<103x1024xf32>)
+// CHECK-LABEL: loop.kernel @sum_part(%x: memref<1030x2048xf32>, %out: memref<2048xf32>, %part: memref<103x2048xf32>)
 // CHECK:         loop.for %s = 0 to 103 free {
-// CHECK-NEXT:      loop.for %a = 0 to 1024 free {
+// CHECK-NEXT:      loop.for %a = 0 to 2048 free {
 // CHECK-NEXT:        %[[P:.*]] = loop.for %r = 0 to 10 reduce iter(%acc = %{{.*}}) -> f32 {
-// CHECK-NEXT:          %[[V:.*]] = loop.load %x[%r, %a, %s] map (d0, d1, d2) -> (((d2 * 10) + d0), d1) : memref<1030x1024xf32>
-// CHECK:             loop.store %[[P]], %part[%s, %a] : memref<103x1024xf32>
-// CHECK-LABEL: loop.kernel @sum(%x: memref<1030x1024xf32>, %out: memref<1024xf32>, %part: memref<103x1024xf32>)
-// CHECK:         loop.for %a = 0 to 1024 free {
+// CHECK-NEXT:          %[[V:.*]] = loop.load %x[%r, %a, %s] map (d0, d1, d2) -> (((d2 * 10) + d0), d1) : memref<1030x2048xf32>
+// CHECK:             loop.store %[[P]], %part[%s, %a] : memref<103x2048xf32>
+// CHECK-LABEL: loop.kernel @sum(%x: memref<1030x2048xf32>, %out: memref<2048xf32>, %part: memref<103x2048xf32>)
+// CHECK:         loop.for %a = 0 to 2048 free {
 // CHECK-NEXT:      %[[T:.*]] = loop.for %s = 0 to 103 reduce iter(%acc = %{{.*}}) -> f32 {
-// CHECK-NEXT:        %[[Q:.*]] = loop.load %part[%s, %a] : memref<103x1024xf32>
-// CHECK:           loop.store %[[T]], %out[%a] : memref<1024xf32>
+// CHECK-NEXT:        %[[Q:.*]] = loop.load %part[%s, %a] : memref<103x2048xf32>
+// CHECK:           loop.store %[[T]], %out[%a] : memref<2048xf32>
 
 builtin.module {
-  loop.kernel @sum(%x: memref<1030x1024xf32>, %out: memref<1024xf32>) {
+  loop.kernel @sum(%x: memref<1030x2048xf32>, %out: memref<2048xf32>) {
     %0 = arith.constant 0.000000e+00 : f32
-    loop.for %a = 0 to 1024 free {
+    loop.for %a = 0 to 2048 free {
       %1 = loop.for %r = 0 to 1030 reduce iter(%acc = %0) -> f32 {
-        %2 = loop.load %x[%r, %a] : memref<1030x1024xf32>
+        %2 = loop.load %x[%r, %a] : memref<1030x2048xf32>
         %3 = arith.addf %acc, %2 : f32
         loop.yield %3 : f32
       }
-      loop.store %1, %out[%a] : memref<1024xf32>
+      loop.store %1, %out[%a] : memref<2048xf32>
     }
   }
-  func.func @main(%x: memref<1030x1024xf32>) -> memref<1024xf32> {
-    %sum = memref.alloc() : memref<1024xf32>
-    loop.launch @sum(%x, %sum) : memref<1030x1024xf32>, memref<1024xf32>
-    func.return %sum : memref<1024xf32>
+  func.func @main(%x: memref<1030x2048xf32>) -> memref<2048xf32> {
+    %sum = memref.alloc() : memref<2048xf32>
+    loop.launch @sum(%x, %sum) : memref<1030x2048xf32>, memref<2048xf32>
+    func.return %sum : memref<2048xf32>
   }
 }
 

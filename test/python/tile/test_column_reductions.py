@@ -19,11 +19,11 @@ def _kernels(c) -> dict[str, loop.KernelOp]:
 
 
 @pytest.mark.parametrize("fn,shape,dtype,slices", [
-    (lambda x: x.sum(0), (1030, 1024), torch.float32, 103),  # 103 slices of 10 rows
-    (lambda x: x.mean(0) * 2, (4096, 256), torch.float32, 128),
-    (lambda x: torch.amax(x, 0), (8192, 256), torch.bfloat16, 256),
-    (lambda x: x.sum((0, 1)), (16, 128, 512), torch.float32, 64),  # rows through a map
-    (lambda x: x.sum(1), (4, 1024, 512), torch.float16, 32),  # a batch of columns
+    (lambda x: x.sum(0), (1030, 2048), torch.float32, 103),  # 103 slices of 10 rows
+    (lambda x: x.mean(0) * 2, (8192, 256), torch.float32, 256),
+    (lambda x: torch.amax(x, 0), (16384, 256), torch.bfloat16, 512),
+    (lambda x: x.sum((0, 1)), (32, 128, 512), torch.float32, 128),  # rows through a map
+    (lambda x: x.sum(1), (8, 1024, 512), torch.float16, 32),  # a batch of columns
 ], ids=["sum", "mean-epilogue", "amax-bf16", "two-dims", "middle-f16"])
 def test_long_columns_are_split_into_slices(fn, shape, dtype, slices) -> None:
     c = deplo.compile(fn, [torch.randn(*shape, dtype=dtype)])
@@ -39,7 +39,7 @@ def test_long_columns_are_split_into_slices(fn, shape, dtype, slices) -> None:
 def test_split_column_argmax_keeps_the_first_index() -> None:
     """Slices taken in order by the strictly-better-or-NaN select: ties in two slices, NaN in
     two slices, a column of -inf, the extreme in the last row."""
-    x = torch.randn(2048, 512)
+    x = torch.randn(4096, 512)
     x[[5, 1500], 0] = 9.0
     x[[700, 40], 1] = float("nan")
     x[:, 2] = float("-inf")
@@ -52,10 +52,12 @@ def test_split_column_argmax_keeps_the_first_index() -> None:
 
 @pytest.mark.parametrize("fn,shape", [
     (lambda x: x.sum(0), (2048, 64)),  # 512 KB: the second launch costs more than it saves
+    (lambda x: x.sum(0), (1024, 1024)),  # 4 MB: likewise
+    (lambda x: x.sum(0), (36, 50000)),  # 2 slices of 18 rows: too few
     (lambda x: x.sum(0), (100000, 3)),  # rows of 3: nearly contiguous, a row split
-    (lambda x: x.sum(0), (1031, 1024)),  # a prime count of rows: no slices divide it
+    (lambda x: x.sum(0), (1031, 2048)),  # a prime count of rows: no slices divide it
     (lambda x: x.sum(-1), (1024, 1024)),  # a row reduction
-], ids=["small", "narrow", "prime-rows", "rows"])
+], ids=["small", "4-mb", "two-slices", "narrow", "prime-rows", "rows"])
 def test_what_stays_unsplit_as_columns(fn, shape) -> None:
     x = torch.randn(*shape)
     c = deplo.compile(fn, [x])

@@ -67,8 +67,7 @@ def test_a_windowed_weight_is_a_plain_staged_slab(module, shape) -> None:
 def test_grouped_conv_splits_its_channels_into_groups(groups) -> None:
     """A grouped conv reads its input's channels by the output channel's group (`o floordiv
     (O / groups)`): over (o, w) the input is read along both. The out-channel loop splits into
-    (group, channel in group): the group is a batch, (channel, images x rows x columns) a
-    matmul's pair (the model, H100, [8, 64, 28, 28] by 128 x 32 x 3 x 3, groups 2: 356 ->
+    (group, channel in group): the group is a batch, (channel, columns) a matmul's pair (the model, H100, [8, 64, 28, 28] by 128 x 32 x 3 x 3, groups 2: 356 ->
     31 us)."""
     torch.manual_seed(0)
     module = torch.nn.Conv2d(8 * groups, 32 * groups, 3, padding=1, groups=groups).eval()
@@ -76,10 +75,30 @@ def test_grouped_conv_splits_its_channels_into_groups(groups) -> None:
     (conv,) = [k for k in c.module("loop").walk() if isinstance(k, loop.KernelOp)
                and any(isinstance(o, loop.ForOp) and o.kind.data == loop.LoopKind.REDUCE
                        for o in k.walk())]
-    extents = [f.extent for f in outer_free_nest(conv)]
-    assert extents == [groups, 32, 2 * 6 * 9], extents
+    nest = outer_free_nest(conv)
+    assert [(f.iv.name_hint, f.extent) for f in nest][-2:] == [("a1_in", 32), ("a3", 9)]
+    assert ("a1_group", groups) in [(f.iv.name_hint, f.extent) for f in nest]
     plan = next(p for p in c.plans()["kernels"].values() if p["name"] == conv.sym_name.data)
     assert plan["kind"] == "matmul", plan
     result = c.check(seed=5)
     assert result.ok, result.line()
     assert c.check(target="interp", level="loop", seed=6).ok
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda x: x.repeat_interleave(3, 0).flatten() + 0, [(4, 3)]),
+    (lambda x: x.repeat_interleave(5, dim=1).flatten(1) + 0, [(4, 3, 5)]),
+    (lambda x, w: x.repeat_interleave(4, dim=1).flatten(1) @ w, [(2, 8, 4), (128, 16)]),
+    (lambda x, w: x.flatten(1) @ w, [(8, 64, 4, 4), (1024, 10)]),
+], ids=["repeat-rows", "repeat-middle", "repeat-matmul", "flatten-matmul"])
+def test_inputs_read_through_a_reshape(fn, shapes) -> None:
+    """A program input read through a view keeps its elements: (i floordiv 3) floordiv 3 is
+    no (floordiv, mod) pair to merge (it was merged to i mod 9, another element). A flattened
+    input feeding a matmul of few outputs ([8, 1024] @ [1024, 10]) is a plain product then,
+    shared by a block's threads (a thread walking K alone was 40 us by the model)."""
+    c = deplo.compile(fn, [torch.randn(*s) for s in shapes])
+    result = c.check(seed=7)
+    assert result.ok, result.line()
+    assert c.check(target="interp", level="loop", seed=8).ok
+    if len(shapes) == 2 and shapes[0][0] == 8:
+        assert {p["kind"] for p in c.plans()["kernels"].values()} == {"row_reduce"}

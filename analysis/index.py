@@ -182,6 +182,12 @@ def span(v: SSAValue, ctx: SpanContext) -> Span | None:
     return None
 
 
+def by_constant(e: AffineExpr, kind: AffineBinaryOpKind, c: int | None = None) -> bool:
+    """`e` is `x kind k` for a constant k (k == c where c is given): `d floordiv 9`."""
+    return isinstance(e, AffineBinaryOpExpr) and e.kind == kind \
+        and isinstance(e.rhs, AffineConstantExpr) and (c is None or e.rhs.value == c)
+
+
 def dims_used(e: AffineExpr) -> set[int]:
     """The positions of the dims an affine expression reads."""
     if isinstance(e, AffineDimExpr):

@@ -7,10 +7,10 @@ fills in the figures. Two kinds of figure:
 - static (no GPU): kernel count, the ptxas report of each kernel (NVRTC, sm_90), and three
   predictions — `min_bytes` (analytic: every output written once and every input read once,
   or the box of it the loop nests can read where that is less), `loop_bytes` and `flops`
-  (counted in the fused Loop IR:
-  each `loop.load`/`loop.store` and each floating-point `arith`/`math` op times the trip counts
-  of the loops around it — what the kernels ask of memory before any cache or shared-memory
-  reuse, and the arithmetic they do, masked-out attention scores included);
+  (counted in the fused Loop IR: each `loop.load`/`loop.store` and each floating-point
+  `arith`/`math` op times the trip counts of the loops around it — what the kernels ask of
+  memory before any cache or shared-memory reuse, and the arithmetic they do, masked-out
+  attention scores included);
 - measured (GPU): median milliseconds of deplo's program, PyTorch eager and `torch.compile`
   (inductor) on the same inputs, each run from an L2 flushed before it (runtime/gpu/timing.py),
   and the speedups over both.

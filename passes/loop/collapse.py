@@ -29,15 +29,14 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import BlockArgument
 from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
     AffineBinaryOpKind,
-    AffineConstantExpr,
     AffineExpr,
     AffineMap,
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from deplo.analysis.index import by_constant
 from deplo.dialects import loop
 from deplo.passes.loop.intermediates import intermediates, retype
 
@@ -46,21 +45,14 @@ def _split(hi: AffineExpr, lo: AffineExpr, c: int) -> AffineExpr | None:
     """`e` when (hi, lo) is (e floordiv c, e mod c); `e mod (m * c)` when it is ((e floordiv c)
     mod m, e mod c) (a conv's window (kh, kw) of K = (channel, kh, kw) over [O, C, 3, 3]
     weights: merged, then merged with the channel into K)."""
-    if not (_is(hi, AffineBinaryOpKind.FloorDiv, c) or _is(hi, AffineBinaryOpKind.Mod)) \
-            or not _is(lo, AffineBinaryOpKind.Mod, c):
+    if not by_constant(lo, AffineBinaryOpKind.Mod, c):
         return None
-    if hi.kind == AffineBinaryOpKind.FloorDiv and hi.lhs == lo.lhs:
+    if by_constant(hi, AffineBinaryOpKind.FloorDiv, c) and hi.lhs == lo.lhs:
         return hi.lhs
-    if hi.kind == AffineBinaryOpKind.Mod and _is(hi.lhs, AffineBinaryOpKind.FloorDiv, c) \
-            and hi.lhs.lhs == lo.lhs:
+    if by_constant(hi, AffineBinaryOpKind.Mod) \
+            and by_constant(hi.lhs, AffineBinaryOpKind.FloorDiv, c) and hi.lhs.lhs == lo.lhs:
         return lo.lhs % (hi.rhs.value * c)
     return None
-
-
-def _is(e: AffineExpr, kind: AffineBinaryOpKind, c: int | None = None) -> bool:
-    """`e` is `x kind k` for a constant k (k == c where c is given)."""
-    return isinstance(e, AffineBinaryOpExpr) and e.kind == kind \
-        and isinstance(e.rhs, AffineConstantExpr) and (c is None or e.rhs.value == c)
 
 
 def _accesses(args: list[BlockArgument]) -> list[loop.LoadOp | loop.StoreOp]:
@@ -110,17 +102,21 @@ class LoopCollapseDimsPass(ModulePass):
                 p = _splitting_dim(args, shape)
                 if p is None:
                     continue
-                new_shape = [*shape[:p], shape[p] * shape[p + 1], *shape[p + 2:]]
-                retype(alloc, args, MemRefType(t.element_type, new_shape), _merge(p, shape[p + 1]))
+                retype(alloc, args, _merged(t, p), _merge(p, shape[p + 1]))
                 changed = True
         # the program's inputs and results: the kernel's argument alone takes the merged shape
         # (its launches pass the buffer as it is: loop.same_elements)
         inner = {a for _, args in intermediates(op) for a in args}
         for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
-            for arg in [a for a in kernel.body.block.args if a not in inner]:
-                while isinstance(arg.type, MemRefType) and \
-                        (p := _splitting_dim([arg], shape := list(arg.type.get_shape()))) is not None:
-                    new_shape = [*shape[:p], shape[p] * shape[p + 1], *shape[p + 2:]]
-                    arg = Rewriter.replace_value_with_new_type(
-                        arg, MemRefType(arg.type.element_type, new_shape))
-                    _merge(p, shape[p + 1])(arg)
+            for arg in [a for a in kernel.body.block.args
+                        if a not in inner and isinstance(a.type, MemRefType)]:
+                while (p := _splitting_dim([arg], list(arg.type.get_shape()))) is not None:
+                    c = arg.type.get_shape()[p + 1]
+                    arg = Rewriter.replace_value_with_new_type(arg, _merged(arg.type, p))
+                    _merge(p, c)(arg)
+
+
+def _merged(t: MemRefType, p: int) -> MemRefType:
+    """`t` with dims p and p + 1 merged into one."""
+    shape = list(t.get_shape())
+    return MemRefType(t.element_type, [*shape[:p], shape[p] * shape[p + 1], *shape[p + 2:]])

@@ -17,11 +17,11 @@ kernel C reads it:
    restructured by loop-online-softmax), except where exponentials would be recomputed in a K
    loop with no q·k in the chain to make a flash loop of (`softmax(x) @ v` of an input x: the
    probabilities are written once; the model, [8, 4096] by [4096, 64]: 182 -> 16 us), and in
-   the K loop of a matmul (>= 32 x 32 outputs,
-   K >= 32) and in the q·k loop of a flash loop: there only casts are inlined, so the product
-   stays a plain product (tensor cores, one FMA per MAC) and the producer — RMSNorm's scaling
-   before q/k/v, the rotary embedding of q and k — writes its small output once (rotary
-   embeddings inlined into q·k were computed again for every query row).
+   the K loop of a matmul (>= 32 x 32 outputs, K >= 32) and in the q·k loop of a flash loop:
+   there only casts are inlined, so the product stays a plain product (tensor cores, one FMA
+   per MAC) and the producer — RMSNorm's scaling before q/k/v, the rotary embedding of q and k
+   — writes its small output once (rotary embeddings inlined into q·k were computed again for
+   every query row).
 2. P with a reduction moves into C only where each element of T is needed once: every load of
    T indexes it by distinct loop variables of C (or 0 along a size-1 dim), and every loop around
    the insertion point — the start of the innermost of those loops — is one of them. RMSNorm's

@@ -43,7 +43,6 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
-    AffineConstantExpr,
     AffineDimExpr,
     AffineExpr,
     AffineMap,
@@ -51,7 +50,7 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from deplo.analysis.index import dims_used
+from deplo.analysis.index import by_constant, dims_used
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import index_only
 from deplo.passes.loop.fuse import substitute_access
@@ -155,21 +154,12 @@ def _group_size(f: loop.ForOp) -> int | None:
         if not isinstance(acc, loop.LoadOp):
             continue
         pos = [k for k, v in enumerate(acc.indices) if v is f.iv]
-        for e in acc.access_map().results:
-            for x in _subexprs(e):
-                if isinstance(x, AffineBinaryOpExpr) and x.kind == AffineBinaryOpKind.FloorDiv \
-                        and isinstance(x.lhs, AffineDimExpr) and x.lhs.position in pos \
-                        and isinstance(x.rhs, AffineConstantExpr) \
-                        and 1 < x.rhs.value < f.extent and f.extent % x.rhs.value == 0:
-                    return x.rhs.value
+        for x in (x for e in acc.access_map().results for x in e.dfs()):
+            if by_constant(x, AffineBinaryOpKind.FloorDiv) and isinstance(x.lhs, AffineDimExpr) \
+                    and x.lhs.position in pos \
+                    and 1 < x.rhs.value < f.extent and f.extent % x.rhs.value == 0:
+                return x.rhs.value
     return None
-
-
-def _subexprs(e: AffineExpr):
-    yield e
-    if isinstance(e, AffineBinaryOpExpr):
-        yield from _subexprs(e.lhs)
-        yield from _subexprs(e.rhs)
 
 
 def _split_groups(f: loop.ForOp, c: int) -> None:
@@ -194,10 +184,11 @@ def _split_groups(f: loop.ForOp, c: int) -> None:
             if isinstance(e, AffineDimExpr) and e.position in g:
                 return e * c + o
             if isinstance(e, AffineBinaryOpExpr):
-                if isinstance(e.lhs, AffineDimExpr) and e.lhs.position in g \
-                        and isinstance(e.rhs, AffineConstantExpr) and e.rhs.value == c \
-                        and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod):
-                    return e.lhs if e.kind == AffineBinaryOpKind.FloorDiv else o
+                if isinstance(e.lhs, AffineDimExpr) and e.lhs.position in g:
+                    if by_constant(e, AffineBinaryOpKind.FloorDiv, c):
+                        return e.lhs
+                    if by_constant(e, AffineBinaryOpKind.Mod, c):
+                        return o
                 return AffineBinaryOpExpr(e.kind, sub(e.lhs), sub(e.rhs))
             return e
 

@@ -253,17 +253,18 @@ def _prefer(kernel: tile.KernelOp, kind: str, facts: Facts) -> bool:
         if f["extent"] >= 64 and nest.row_reduction(grid_region(kernel)[1]) is not None:
             return True
         mm = matmul_facts(kernel)
+        m = dict(mm) if mm is not None else None
         # a batch of rows ([4, 128]: the region under every outer free loop, as row_facts
         # reads it) that is no product of two inputs went pointwise, a thread a row (the
         # model, a sum over [4, 128, 2048]: 122 -> 4.6 us)
         region = grid_region(kernel, leave_innermost=False)[1]
-        if (mm is None or len(dict(mm)["slabs"]) < 2) and f["extent"] >= 64 \
+        if (m is None or len(m["slabs"]) < 2) and f["extent"] >= 64 \
                 and nest.row_reduction(region) is not None:
             return True
         # ... or no tiles take the product at all ([8, 1024] @ [1024, 10]: a thread walking K
         # alone, 40 us by the model; a block's threads sharing it, 3.6)
-        return mm is not None and (f["extent"] >= 256 and _k_rows(dict(mm)) or f["extent"] >= 128
-                                   and not (_matmul_sized(dict(mm), 1) or _sized_splits(dict(mm))))
+        return m is not None and (f["extent"] >= 256 and _k_rows(m) or f["extent"] >= 128
+                                  and not (_matmul_sized(m, 1) or _sized_splits(m)))
     return True
 
 

@@ -92,3 +92,30 @@ def index_only(iv: SSAValue, but: Operation | None = None) -> bool:
     """`iv` is only an index of loads and stores (what slice_indices rewrites), `but` aside."""
     return all(u.operation is but or isinstance(u.operation, loop.LoadOp) and u.index >= 1
                or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in iv.uses)
+
+
+def is_unit(lp: loop.ForOp) -> bool:
+    """A free loop of one iteration whose iv only indexes loads and stores: keepdim's kept dim
+    after a reduction, which inline_unit_loop removes."""
+    return lp.kind.data == loop.LoopKind.FREE and lp.ub.data - lp.lb.data == 1 \
+        and lp.step.data == 1 and index_only(lp.iv)
+
+
+def inline_unit_loop(lp: loop.ForOp) -> None:
+    """`lp`'s body in its place, each access reading the loop's one coordinate as a constant of
+    its map (scf.for's single-iteration promotion, for our loops)."""
+    for use in list(lp.iv.uses):
+        access = use.operation
+        assert isinstance(access, loop.LoadOp | loop.StoreOp)
+        old = list(access.indices)
+        new = [v for v in old if v is not lp.iv]
+        pos = {v: i for i, v in enumerate(new)}
+        d = AffineExpr.dimension
+        exprs = [AffineExpr.constant(lp.lb.data) if v is lp.iv else d(pos[v]) for v in old]
+        results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
+        loop.reaccess(access, new, AffineMap(len(new), 0, results))
+    for op in list(lp.body.block.ops):
+        if not isinstance(op, loop.YieldOp):
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(lp))
+    Rewriter.erase_op(lp)

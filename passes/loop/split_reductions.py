@@ -70,7 +70,9 @@ from deplo.passes.loop.cutting import (
     clear_after,
     fresh_name,
     index_only,
+    inline_unit_loop,
     insert_at_end,
+    is_unit,
     launched_once,
     plain_free_path,
     slice_indices,
@@ -327,7 +329,7 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
             or any(isinstance(o, loop.ForOp) and o not in reds and o.is_before_in_block(reds[-1])
                    for o in block.ops):
         return []
-    epilogue = [o for o in block.ops if isinstance(o, loop.ForOp) and o not in reds]
+    epilogue = _epilogue(reds[-1], reds)
     _, slices, columnar = _splittable(reds[-1], kernel)
     if epilogue and (columnar or not _sliceable(reds[-1], epilogue, slices)):
         return []  # the last reduction would stay one block's row: no faster for the cut
@@ -376,6 +378,17 @@ def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.Ke
     return out
 
 
+def _epilogue(red: loop.ForOp, reds: list[loop.ForOp]) -> list[loop.ForOp]:
+    """The loops beside the reductions in `red`'s row; none when each is keepdim's kept dim (of
+    one iteration, after them), which is inlined: a store of the result, as without keepdim."""
+    loops = [o for o in red.parent_block().ops if isinstance(o, loop.ForOp) and o not in reds]
+    if not all(is_unit(lp) and red.is_before_in_block(lp) for lp in loops):
+        return loops
+    for lp in loops:
+        inline_unit_loop(lp)
+    return []
+
+
 def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     reds = _reduce_loops(kernel)
     if len(reds) != 1:
@@ -385,7 +398,7 @@ def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     if found is None:
         return False
     path, slices, columnar = found
-    epilogue = [o for o in red.parent_block().ops if isinstance(o, loop.ForOp) and o is not red]
+    epilogue = _epilogue(red, [red])
     if epilogue and (columnar or not _sliceable(red, epilogue, slices)):
         return False
     takes = _candidates(red)

@@ -479,3 +479,37 @@ builtin.module {
     func.return %small : memref<64xf32>
   }
 }
+
+// -----
+
+// keepdim: x.sum(1, keepdim=True) of [4, 1048576] stores through a loop of one iteration (the
+// kept dim) after the reduction. That loop is inlined, its coordinate a constant of the store's
+// map, and the row splits as without keepdim: 4 x 128 rows of partials.
+// CHECK-LABEL: loop.kernel @kept_part(%x: memref<4x1048576xf32>, %out: memref<4x1xf32>, %part: memref<4x128xf32>)
+// CHECK:         loop.store %{{.*}}, %part[%i, %s] : memref<4x128xf32>
+// CHECK-LABEL: loop.kernel @kept(%x: memref<4x1048576xf32>, %out: memref<4x1xf32>, %part: memref<4x128xf32>)
+// CHECK:         loop.for %i = 0 to 4 free {
+// CHECK-NEXT:      %[[T:.*]] = loop.for %s = 0 to 128 reduce
+// CHECK:           loop.store %[[T]], %out[%i] map (d0) -> (d0, 0) : memref<4x1xf32>
+// CHECK-NEXT:    }
+
+builtin.module {
+  loop.kernel @kept(%x: memref<4x1048576xf32>, %out: memref<4x1xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 4 free {
+      %1 = loop.for %r = 0 to 1048576 reduce iter(%acc = %0) -> f32 {
+        %2 = loop.load %x[%i, %r] : memref<4x1048576xf32>
+        %3 = arith.addf %acc, %2 : f32
+        loop.yield %3 : f32
+      }
+      loop.for %k = 0 to 1 free {
+        loop.store %1, %out[%i, %k] : memref<4x1xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<4x1048576xf32>) -> memref<4x1xf32> {
+    %kept = memref.alloc() : memref<4x1xf32>
+    loop.launch @kept(%x, %kept) : memref<4x1048576xf32>, memref<4x1xf32>
+    func.return %kept : memref<4x1xf32>
+  }
+}

@@ -17,6 +17,10 @@ WARP = 32
 MAX_BLOCK_THREADS = 1024
 """Threads per block."""
 
+SECTOR = 32
+"""Bytes of a global memory sector: the unit L1 asks L2 for and L2 for DRAM (CUDA C++ Best
+Practices Guide, coalesced access)."""
+
 MAX_BLOCK = (1024, 1024, 64)
 """Block size per axis (x, y, z)."""
 

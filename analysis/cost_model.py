@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from deplo.dialects import kernel
-from deplo.hardware import GPUS, H100_SXM, WARP, Gpu  # noqa: F401 (re-exported)
+from deplo.hardware import GPUS, H100_SXM, SECTOR, WARP, Gpu  # noqa: F401 (re-exported)
 
 # --------------------------------------------------------------------------------------------
 # what a kernel asks of the GPU
@@ -82,7 +82,6 @@ class Work:
     parts: list[tuple[Work, tuple[int, ...]]] = field(default_factory=list)
 
 
-SECTOR = 32
 FLOAT_FP32 = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp,
               arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp, arith.CmpfOp, arith.SelectOp,
               arith.ExtFOp, arith.TruncFOp)
@@ -434,7 +433,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
         return
     # the block's distinct sectors: one iteration's, times the loops the access moves with
     varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
-    moves = math.prod(_spread(blk, buf, indices, addr, lp) for lp in varying
+    moves = math.prod(_spread(blk, buf, indices, addr, lp, active) for lp in varying
                       if isinstance(lp, Operation))
     if first:
         entry = w.loads.setdefault((_key(buf), frozenset(first)), [len(first) * moves, 0.0])
@@ -445,10 +444,15 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
                          dims | {d for d in varying if isinstance(d, int)})
 
 
-def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation) -> float:
+EXACT_TRIPS = 8  # iterations few enough to count each one's sectors, not extrapolate the first step
+
+
+def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation,
+            active: np.ndarray) -> float:
     """How many times over a loop's iterations multiply the sectors one iteration of an
     access touches: its trip count, less where the address moves by under a sector an
-    iteration (a lane walking its own row 16 bytes at a time touches each sector twice)."""
+    iteration (a lane walking its own row 16 bytes at a time touches each sector twice); a
+    short loop's iterations counted one by one, where the first step need not be the rest's."""
     trips = blk.trips.get(lp, 1.0)
     if trips <= 1 or not isinstance(lp, scf.ForOp):
         return trips
@@ -476,16 +480,24 @@ def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation
     if not all([visit(i) for i in indices]):
         return trips
     saved = {r: blk.vals.get(r) for op in order for r in op.results} | {iv: blk.vals.get(iv)}
-    blk.vals[iv] = blk.get(iv) + blk.get(lp.step)
-    for op in order:
-        blk.eval(op)
-    moved, _ = _address(blk, buf, indices)
+    start = blk.get(iv)
+    seen_sectors = set((addr[active] // SECTOR).tolist())
+    first = len(seen_sectors)
+    step = 0.0
+    for i in range(1, int(trips) if trips <= EXACT_TRIPS else 2):
+        blk.vals[iv] = start + i * blk.get(lp.step)
+        for op in order:
+            blk.eval(op)
+        moved, _ = _address(blk, buf, indices)
+        seen_sectors.update((moved[active] // SECTOR).tolist())
+        step = float(np.abs(moved - addr).max()) if len(addr) else 0.0
     for r, v in saved.items():
         if v is None:
             blk.vals.pop(r, None)
         else:
             blk.vals[r] = v
-    step = float(np.abs(moved - addr).max()) if len(addr) else 0.0
+    if trips <= EXACT_TRIPS:  # every iteration's sectors (a pool's window: rows, then columns)
+        return len(seen_sectors) / max(1, first)
     return trips if step >= SECTOR else min(trips, 1.0 + (trips - 1.0) * step / SECTOR)
 
 
@@ -679,11 +691,12 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
     l2_sectors, dram, chains = [], 0.0, []
     for (pw, pgrid), n in zip(parts, sizes):
         # L1 keeps what a load reads again in later iterations while its footprint fits beside
-        # shared memory and the other loads it keeps (the smallest footprints first)
+        # shared memory and the other loads it keeps (the smallest footprints first), under
+        # the room left, not filling it: a working set of the whole cache evicts itself
         room = (gpu.l1_bytes - resident * smem) / max(1, resident)
         sectors = pw.store_sectors
         for foot, full in sorted(pw.loads.values()):
-            if foot < full and foot * SECTOR <= room:
+            if foot < full and foot * SECTOR < room:
                 sectors += foot
                 room -= foot * SECTOR
             else:

@@ -208,6 +208,26 @@ def _lone_free_loops(block: Block, unit_only: bool = False) -> Iterator[tile.For
         block = lp.body.block
 
 
+def crossed_read(kernel: tile.KernelOp) -> int:
+    """The bytes of an element of an input read across its rows by the free chain (`x.t()`):
+    its innermost dim by an outer loop of the chain, another dim by the innermost, which the
+    threads take (a warp's lanes in as many rows); 0 when there is none."""
+    chain = free_loop_chain(kernel)
+    if len(chain) < 2 or has_free_loop(chain[-1]):
+        return 0
+    inner, outer = chain[-1].iv, {lp.iv for lp in chain[:-1]}
+    stored = stored_buffers(kernel)
+    sizes = []
+    for ld in kernel.walk():
+        if not isinstance(ld, loop.LoadOp) or ld.buffer in stored or ld.buffer not in kernel.args:
+            continue
+        reads = [{ld.indices[d] for d in sorted(e.used_dims())} for e in ld.access_map().results]
+        if len(reads) >= 2 and reads[-1] and reads[-1] <= outer \
+                and any(inner in r for r in reads[:-1]):
+            sizes.append(max(1, ld.result.type.bitwidth // 8))
+    return min(sizes, default=0)
+
+
 def has_free_loop(lp: tile.ForOp) -> bool:
     return any(isinstance(op, tile.ForOp) and op.is_free for op in lp.body.walk())
 
@@ -791,6 +811,31 @@ Fixed = int | SSAValue  # a coordinate that is the same for the whole block
 Range = tuple[int, int]  # [lo, hi) spanned by the block's loops
 
 
+@dataclass(frozen=True)
+class Window:
+    """`base * scale + [lo, hi)`: a range of the block's loops from where a block's chunk of a
+    loop split over blocks starts (tile-map-grid's chunks: `base` the block loop's iv)."""
+
+    base: SSAValue
+    scale: int
+    lo: int
+    hi: int
+
+
+def window_parts(v: SSAValue, region: Block) -> tuple[SSAValue, int, SSAValue] | None:
+    """(base, scale, iv) when `v` is `base * scale + iv`, `base` the same for the whole block
+    and `iv` a loop's of the region (split_over_blocks's index)."""
+    op = v.owner
+    if not isinstance(op, arith.AddiOp):
+        return None
+    for m, iv in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        mul = m.owner
+        if isinstance(mul, arith.MuliOp) and isinstance(c := mul.rhs.owner, arith.ConstantOp) \
+                and not defined_inside(mul.lhs, region) and iv_range(iv) is not None:
+            return mul.lhs, c.value.value.data, iv
+    return None
+
+
 def defined_inside(v: SSAValue, region: Block) -> bool:
     """Whether `v` may differ between the threads or iterations of one block's region (the
     region's own arguments, e.g. the block loop's induction variable, do not)."""
@@ -819,8 +864,9 @@ def iv_range(v: SSAValue) -> Range | None:
     return None
 
 
-def slab_of(load: loop.LoadOp, region: Block) -> list[Fixed | Range] | None:
-    """Per buffer dim: the fixed coordinate or the range this load reads in one block."""
+def slab_of(load: loop.LoadOp, region: Block) -> list[Fixed | Range | Window] | None:
+    """Per buffer dim: the fixed coordinate, the range or the window this load reads in one
+    block."""
     out: list[Fixed | Range] = []
     for expr in load.access_map().results:
         if isinstance(expr, AffineConstantExpr):
@@ -833,19 +879,27 @@ def slab_of(load: loop.LoadOp, region: Block) -> list[Fixed | Range] | None:
             out.append(v)
         elif (r := iv_range(v)) is not None:
             out.append(r)
+        elif (w := window_parts(v, region)) is not None:
+            lo, hi = iv_range(w[2])  # type: ignore[misc]
+            out.append(Window(w[0], w[1], lo, hi))
         else:
             return None
     return out
 
 
-def merge_slabs(slabs: list[list[Fixed | Range]]) -> list[Fixed | Range] | None:
-    """One slab covering all loads, or None when their fixed coordinates differ."""
+def merge_slabs(slabs: list[list[Fixed | Range | Window]]) -> list[Fixed | Range | Window] | None:
+    """One slab covering all loads, or None when their fixed coordinates (or windows' bases)
+    differ."""
     merged = list(slabs[0])
     for slab in slabs[1:]:
         for d, (a, b) in enumerate(zip(merged, slab)):
             if isinstance(a, tuple) and isinstance(b, tuple):
                 merged[d] = (min(a[0], b[0]), max(a[1], b[1]))
-            elif isinstance(a, tuple) or isinstance(b, tuple) or not (a is b or a == b):
+            elif isinstance(a, Window) and isinstance(b, Window) \
+                    and (a.base, a.scale) == (b.base, b.scale):
+                merged[d] = Window(a.base, a.scale, min(a.lo, b.lo), max(a.hi, b.hi))
+            elif isinstance(a, tuple | Window) or isinstance(b, tuple | Window) \
+                    or not (a is b or a == b):
                 return None
     return merged
 
@@ -856,7 +910,7 @@ class Slab:
 
     buffer: SSAValue
     loads: list[loop.LoadOp]
-    slab: list[Fixed | Range]
+    slab: list[Fixed | Range | Window]
 
 
 def region_slabs(kernel: tile.KernelOp, region: Block) -> list[Slab]:

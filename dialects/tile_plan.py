@@ -116,8 +116,9 @@ KNOBS: dict[str, Knob] = {
         Knob("transpose", bool, "staged [rows][k] slabs stored [k][rows] (SIMT): a thread's "
                                 "register-tile rows and columns read as 128-bit vectors, "
                                 "interleaved in 16-byte groups", default=False),
-        Knob("stage_inputs", ("none", "reused", "all"),
-             "input slabs copied to shared memory: those read twice or more, or all"),
+        Knob("stage_inputs", ("none", "reused", "crossed", "all"),
+             "input slabs copied to shared memory: those read twice or more; those read across "
+             "their rows (a transpose), then those read twice or more; or all"),
         Knob("pad", int, "elements added to each row of 2-D shared buffers (bank conflicts)"),
         Knob("buffers", int, "shared buffers per staged input, taken in turn (n > 1: with "
                              "cp_async the next n - 1 chunks are copied while this one is read)"),
@@ -127,6 +128,10 @@ KNOBS: dict[str, Knob] = {
                                       "when nothing inside it could be"),
         Knob("chunk", int, "the innermost outer loop split into blocks of this many elements "
                            "on block.x, its threads striding through each (0: not split)"),
+        Knob("tile_rows", int, "pointwise: the loop before the innermost split into blocks of "
+                               "this many on block.y, each thread walking them (a 2-D output "
+                               "tile, whose reads across rows stage_inputs=crossed stages; 0: "
+                               "not split)", default=0),
         Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
                              "threads a row (also 1 to 16 lanes)"),
         Knob("rows", int, "attention: query rows a block (thread.y)"),
@@ -378,7 +383,25 @@ class PointwiseClass(KernelClass):
                                  "be split over blocks"))
         elif chunk and not knobs["grid_dims"]:
             bad.append(("chunk", "a split innermost loop needs a grid axis (grid_dims >= 1)"))
+        rows, chain = knobs.get("tile_rows", 0), facts["chain"]
+        if rows < 0:
+            bad.append(("tile_rows", f"expected 0 or more rows, got {rows}"))
+        elif rows and (not chunk or knobs["grid_dims"] < 2 or len(chain) < 2
+                       or chain[-2] % rows):
+            bad.append(("tile_rows", f"{rows} rows a tile need a split innermost loop (chunk), "
+                                     "two grid axes and a loop before it of a multiple of "
+                                     f"{rows} (the chain is {list(chain)})"))
         return bad
+
+    def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        chain = facts["chain"]
+        if knob == "tile_rows":
+            return (0,) + tuple(r for r in (8, 16, 32) if knobs["chunk"] and len(chain) >= 2
+                                and knobs["grid_dims"] >= 2 and chain[-2] % r == 0)
+        if knob == "stage_inputs":
+            return ("none", "reused", "crossed", "all") if knobs.get("tile_rows") \
+                else ("none", "reused", "all")
+        return super().domain(knob, facts, knobs)
 
 
 @dataclass(frozen=True)
@@ -944,12 +967,13 @@ CLASSES: dict[str, KernelClass] = {
             "can take it",
             ("chain", "leaf"),
             (
-                ("tile-map-grid", ("grid_dims", "leave_innermost", "chunk")),
+                ("tile-map-grid", ("grid_dims", "leave_innermost", "chunk", "tile_rows")),
                 ("tile-map-threads", ("threads",)),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
+            optional_facts=("crossed",),
         ),
     )
 }

@@ -4,6 +4,8 @@ they add, the loops around a reduction, and slices of a loop's range."""
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -119,3 +121,46 @@ def inline_unit_loop(lp: loop.ForOp) -> None:
             op.detach()
             Rewriter.insert_op(op, InsertPoint.before(lp))
     Rewriter.erase_op(lp)
+
+
+def perfect_free_nest(lp: loop.ForOp) -> list[loop.ForOp]:
+    """`lp` and the free loops (0 to N by 1) each alone in the one before, outermost first."""
+    nest = [lp]
+    while True:
+        ops = [o for o in nest[-1].body.block.ops if not isinstance(o, loop.YieldOp)]
+        if len(ops) != 1 or not isinstance(inner := ops[0], loop.ForOp) \
+                or inner.kind.data != loop.LoopKind.FREE or inner.lb.data or inner.step.data != 1:
+            return nest
+        nest.append(inner)
+
+
+def flatten_free_nest(lp: loop.ForOp) -> loop.ForOp:
+    """A perfect nest of free loops whose ivs only index loads and stores becomes one loop over
+    their product, each access taking its coordinates apart (floordiv, mod): the row of a
+    layer_norm over [64, 32, 32] is then one loop a slice can cut. Returns the loop."""
+    nest = perfect_free_nest(lp)
+    if len(nest) == 1:
+        return lp
+    extents = [n.ub.data for n in nest]
+    flat = loop.ForOp(0, math.prod(extents), loop.LoopKind.FREE)
+    flat.iv.name_hint = lp.iv.name_hint
+    d = AffineExpr.dimension
+    for k, n in enumerate(nest):
+        inner = math.prod(extents[k + 1:])
+        for use in list(n.iv.uses):
+            access = use.operation
+            assert isinstance(access, loop.LoadOp | loop.StoreOp)
+            old = list(access.indices)
+            new = [v for v in old if v is not n.iv] + ([flat.iv] if flat.iv not in old else [])
+            pos = {v: i for i, v in enumerate(new)}
+            part = d(pos[flat.iv]) // inner if inner > 1 else d(pos[flat.iv])
+            part = part % extents[k] if k else part
+            exprs = [part if v is n.iv else d(pos[v]) for v in old]
+            results = tuple(r.replace_dims_and_symbols(exprs, [])
+                            for r in access.access_map().results)
+            loop.reaccess(access, new, AffineMap(len(new), 0, results))
+    for op in list(nest[-1].body.block.ops):
+        op.detach()
+        flat.body.block.add_op(op)
+    Rewriter.replace_op(lp, flat)
+    return flat

@@ -68,12 +68,14 @@ from deplo.analysis import nest
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import (
     clear_after,
+    flatten_free_nest,
     fresh_name,
     index_only,
     inline_unit_loop,
     insert_at_end,
     is_unit,
     launched_once,
+    perfect_free_nest,
     plain_free_path,
     slice_indices,
 )
@@ -218,8 +220,8 @@ def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
 
 def _sliceable(red: loop.ForOp, epilogue: list[loop.ForOp], slices: int) -> bool:
     """The row's epilogue can run a slice a block: after the reduction, loops over the row
-    (softmax's normalization, RMSNorm's scaling) of plain indices, loop-free, each a multiple of
-    the slices long; no store after the reduction outside them (each slice's block would store
+    (softmax's normalization, RMSNorm's scaling; a perfect nest, a layer_norm over [64, 32, 32],
+    flattened first) of plain indices, loop-free, each a multiple of the slices long; no store after the reduction outside them (each slice's block would store
     it again), and no load of a buffer the kernel stores (one loop writing what a later one
     reads elsewhere: another slice's block would write it)."""
     after = False
@@ -235,9 +237,10 @@ def _sliceable(red: loop.ForOp, epilogue: list[loop.ForOp], slices: int) -> bool
         return False  # a slice would read what another slice's block writes
     return all(
         lp.kind.data == loop.LoopKind.FREE and lp.lb.data == 0 and lp.step.data == 1
-        and lp.ub.data % slices == 0 and red.is_before_in_block(lp) and index_only(lp.iv)
-        and not any(isinstance(o, loop.ForOp) for o in lp.body.walk() if o is not lp)
-        for lp in epilogue)
+        and math.prod(n.ub.data for n in nest) % slices == 0 and red.is_before_in_block(lp)
+        and all(index_only(n.iv) for n in nest)
+        and not any(isinstance(o, loop.ForOp) for o in nest[-1].body.walk() if o is not nest[-1])
+        for lp in epilogue for nest in [perfect_free_nest(lp)])
 
 
 def _slice_epilogue(row, epilogue: list[loop.ForOp], slices: int) -> None:
@@ -429,7 +432,8 @@ def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
         old.replace_all_uses_with(new)
     Rewriter.erase_op(red)
     if epilogue:
-        _slice_epilogue(path[-1].body.block if path else kernel.body.block, epilogue, slices)
+        _slice_epilogue(path[-1].body.block if path else kernel.body.block,
+                        [flatten_free_nest(lp) for lp in epilogue], slices)
     # the host: the partials' buffers, the partial launch, then the kernel with them
     allocs = [memref.AllocOp.get(t.element_type, shape=t.get_shape()) for t in parts]
     for b, alloc in zip(bufs, allocs):

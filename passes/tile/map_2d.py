@@ -99,7 +99,7 @@ class TileMap2dPass(KernelPass):
             guard_stores(ops, cond)
         i.bind = tile.BindAttr(tile.Bind.BLOCK_Y)
         j.bind = tile.BindAttr(tile.Bind.BLOCK_X)
-        gz = map_batch_to_z(c, i)
+        gz = map_batch_to_z(kernel, c.chain, i)
         cse(inner, stored_buffers(kernel))
         kernel.set_launch(grid=(gx, gy, gz), block=(tn, tm, 1))
         assert gy <= hw.MAX_GRID[1]  # the plan's rule

@@ -15,6 +15,18 @@ next to block.y, then block.z, stopping at a loop longer than its axis allows. W
 `leave_innermost` (pointwise plans), the innermost loop of a chain of two or more is left for
 the threads when nothing inside it could be (relu(x @ w): blocks over rows, threads over
 columns); row reductions and attention rows leave none.
+
+With `chunk`, the innermost loop is split into blocks of that many elements on block.x
+(split_over_blocks); with `tile_rows` too, the loop before it into blocks of that many rows on
+block.y, each thread walking the rows of its column: a 2-D tile of the output, whose reads
+across rows (`x.t()`) tile-stage-inputs copies row by row. The loops outside go to block.z, as
+one loop over their product where there are several (rewrite.map_batch_to_z: an NCHW ->
+NHWC permute's images and rows).
+
+    tile.for %a0 = 0 to 4096 { tile.for %a1 = 0 to 4096 { .. %x[%a1, %a0] .. } }
+    ->
+    tile.for %a0 = 0 to 128 bind(block.y) { tile.for %a1 = 0 to 16 bind(block.x) {
+      tile.for %e0 = 0 to 32 { tile.for %e1 = 0 to 256 { .. %x[%a1 * 256 + %e1, %a0 * 32 + %e0] .. } } } }
 """
 
 from __future__ import annotations
@@ -31,7 +43,15 @@ from deplo.analysis.nest import free_loop_chain, grid_loops
 from deplo.dialects import tile
 from deplo.dialects.tile_plan import Plan
 from deplo.passes.tile.kernel_pass import KernelPass
-from deplo.passes.tile.rewrite import INDEX, add, below, clamp, guard_stores, mul
+from deplo.passes.tile.rewrite import (
+    INDEX,
+    add,
+    below,
+    clamp,
+    guard_stores,
+    map_batch_to_z,
+    mul,
+)
 
 AXES = (tile.Bind.BLOCK_X, tile.Bind.BLOCK_Y, tile.Bind.BLOCK_Z)
 
@@ -45,12 +65,18 @@ class TileMapGridPass(KernelPass):
     grid_dims: int | None = None
     leave_innermost: bool | None = None
     chunk: int | None = None
+    tile_rows: int | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         leave = plan.knob("leave_innermost", False)  # only pointwise plans leave a loop
         dims, chunk = plan.knob("grid_dims"), plan.knob("chunk", 0)
-        if chunk:
-            inner = free_loop_chain(kernel)[-1]
+        rows = plan.knob("tile_rows")
+        chain = free_loop_chain(kernel)
+        if chunk and rows:  # a 2-D tile: columns on x, rows on y, the loops outside on z
+            split_over_blocks(chain[-1], chunk)
+            loops = [chain[-1], _tile_rows(chain[-2], chain[-1], rows)]
+        elif chunk:
+            inner = chain[-1]
             outer = grid_loops(kernel, dims, leave_innermost=True)
             outer = [lp for lp in outer if lp is not inner][: dims - 1]
             loops = [split_over_blocks(inner, chunk), *outer]
@@ -64,7 +90,25 @@ class TileMapGridPass(KernelPass):
                 break
             grid[axis] = extent
             lp.bind = tile.BindAttr(AXES[axis])
+        if chunk and rows and dims == 3:
+            grid[2] = map_batch_to_z(kernel, chain, chain[-2])
         kernel.set_launch(grid=grid)
+
+
+def _tile_rows(lp: tile.ForOp, columns: tile.ForOp, rows: int) -> tile.ForOp:
+    """`lp` split into blocks of `rows` (split_over_blocks), its loop over a block's rows moved
+    inside `columns` (already split: the block of columns): both block loops outside, both
+    loops over a block's elements inside. Returns `lp`."""
+    split_over_blocks(lp, rows)
+    walk = next(o for o in lp.body.block.ops if isinstance(o, tile.ForOp))
+    (elements,) = [o for o in columns.body.block.ops if isinstance(o, tile.ForOp)]
+    columns.detach()
+    elements.detach()
+    walk.body.block.insert_op_before(elements, walk.body.block.last_op)
+    walk.detach()
+    columns.body.block.insert_op_before(walk, columns.body.block.last_op)
+    lp.body.block.insert_op_before(columns, lp.body.block.last_op)
+    return lp
 
 
 def split_over_blocks(lp: tile.ForOp, chunk: int) -> tile.ForOp:

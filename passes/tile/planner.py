@@ -197,7 +197,9 @@ def pointwise_facts(kernel: tile.KernelOp) -> Facts:
     chain = nest.free_loop_chain(kernel)
     leaf = bool(chain) and chain[-1].static_lb == 0 and chain[-1].step.data == 1 \
         and not nest.has_free_loop(chain[-1])
-    return (("chain", tuple(lp.extent for lp in chain)), ("leaf", leaf))
+    crossed = nest.crossed_read(kernel) if leaf else 0
+    return (("chain", tuple(lp.extent for lp in chain)), ("leaf", leaf),
+            *((("crossed", crossed),) if crossed else ()))
 
 
 FACTS = {
@@ -712,9 +714,21 @@ def _row_threads(head_dim: int, rows: int) -> int:
 
 def pointwise_knobs(f: dict, fixed: dict) -> dict:
     """256 threads; a long innermost loop is split over blocks, each thread taking up to 4
-    elements while the grid still gives every SM two blocks."""
+    elements while the grid still gives every SM two blocks. An input read across its rows
+    (fact `crossed`) gets a 2-D tile when the loops outside fit on block.z: a thread a column
+    of the fewest rows whose elements fill a sector of that input, the columns in chunks of
+    whole warps that divide them (a ragged tile's clamped index is no window to stage)."""
     threads = fixed.get("threads", 256)
     chain = f["chain"]
+    if f.get("crossed") and fixed.get("tile_rows", 1) and fixed.get("chunk", 1) \
+            and math.prod(chain[:-2]) <= hw.MAX_GRID[2]:
+        rows = next((r for r in (8, 16, 32) if r * f["crossed"] >= hw.SECTOR
+                     and chain[-2] % r == 0), 0)
+        chunk = next((c for c in range(threads, 0, -hw.WARP) if chain[-1] % c == 0), 0)
+        if rows and chunk:
+            return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk,
+                    "tile_rows": rows, "threads": threads, "stage_inputs": "crossed",
+                    "copy": "sync", "unroll": 32} | fixed
     chunk = 0
     if f["leaf"] and chain[-1] > threads:
         outer = math.prod(e for e in chain[:-1])
@@ -722,8 +736,8 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
         while per > 1 and outer * -(-chain[-1] // (threads * per)) < 2 * SMS:
             per //= 2
         chunk = threads * per
-    return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "threads": threads,
-            "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed
+    return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "tile_rows": 0,
+            "threads": threads, "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed
 
 
 def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:

@@ -603,7 +603,7 @@ def serial_rows_cols(step: str, kernel: tile.KernelOp, c) -> tuple[tile.ForOp, t
     return c.chain[-2], c.chain[-1]
 
 
-def map_batch_to_z(c, rows: tile.ForOp) -> int:
+def map_batch_to_z(kernel: tile.KernelOp, chain: list[tile.ForOp], rows: tile.ForOp) -> int:
     """Bind the serial chain loops outside the rows with extent > 1 (batches, and the split of
     tile-split-k) to block.z, innermost first while the grid allows it; returns the grid's z
     size. Several become one index over their product (a conv's image and output row): left on
@@ -611,11 +611,11 @@ def map_batch_to_z(c, rows: tile.ForOp) -> int:
     block finishes the tile (tile.split_last counts arrivals a (block.x, block.y)) stays z's
     only loop."""
     outer = [
-        lp for lp in c.chain[: c.chain.index(rows)]
+        lp for lp in chain[: chain.index(rows)]
         if lp.binding == tile.Bind.SERIAL and lp.static_lb == 0 and lp.step.data == 1
         and lp.ub.data > 1
     ]
-    arrivals = {op.split for op in c.kernel.walk() if isinstance(op, tile.SplitLastOp)}
+    arrivals = {op.split for op in kernel.walk() if isinstance(op, tile.SplitLastOp)}
     picked: list[tile.ForOp] = []
     size = 1
     for lp in reversed(outer):
@@ -626,19 +626,19 @@ def map_batch_to_z(c, rows: tile.ForOp) -> int:
     if not picked:
         return 1
     if len(picked) > 1:
-        _fold_loops(c, picked)
+        _fold_loops(chain, picked)
     picked[0].bind = tile.BindAttr(tile.Bind.BLOCK_Z)
     return size
 
 
-def _fold_loops(c, loops: list[tile.ForOp]) -> None:
+def _fold_loops(chain: list[tile.ForOp], loops: list[tile.ForOp]) -> None:
     """`loops` (chain loops, innermost first) become the innermost one over their product; the
     others run once. Their ivs are taken apart again at the start of its body, where the scalar
     ops and loads between them move (find_contraction: pure, so reading them there is the
     same)."""
     inner, outermost = loops[0], loops[-1]
     body = inner.body.block
-    levels = c.chain[c.chain.index(outermost) : c.chain.index(inner)]
+    levels = chain[chain.index(outermost) : chain.index(inner)]
     moved = [op for lp in levels for op in lp.body.block.ops
              if not isinstance(op, tile.ForOp | tile.YieldOp)]
     anchor = body.first_op

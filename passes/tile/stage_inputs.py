@@ -1,6 +1,7 @@
 """tile-stage-inputs: the slabs of its inputs a block reads are copied once into shared memory,
 and those loads read the copy (plan knob `stage_inputs`: `reused` stages the inputs that two or
-more load ops read, `all` every input, `none` nothing).
+more load ops read, `crossed` those read across their rows first, then the reused ones, `all`
+every input, `none` nothing).
 
     tile.for %a1 = 0 to 32 bind(block.x) {
       tile.for %t = 0 to 256 bind(thread.x) {
@@ -19,38 +20,102 @@ block (size 1), a coordinate that is an induction variable of a loop inside the 
 that loop's range over all threads; every load of the buffer must agree on the fixed
 coordinates. Inputs are staged in the order of their first load while the kernel's shared
 memory stays within the 48 KB budget (a slab that does not fit stays in global memory).
+
+A coordinate `base * scale + iv` (a loop tile-map-grid split over blocks: `base` the block's
+chunk, `iv` its loop inside) spans a window from the chunk's start. A slab read across its rows
+(a transpose, `x.t() + y`: the thread's loop moves a coordinate before the innermost, a serial
+loop the innermost; tile-map-grid's `tile_rows` tile) is crossed: its copy reads the rows
+coalesced, and its rows are padded by one element so that the threads reading down a column
+hit 32 banks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType
-from xdsl.ir import BlockArgument, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, MemRefType
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
-from deplo.analysis.nest import Fixed, Range, block_regions, region_slabs
+from deplo.analysis.nest import (
+    Fixed,
+    Range,
+    Slab,
+    Window,
+    block_regions,
+    defined_inside,
+    region_slabs,
+    window_parts,
+)
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import Plan
 from deplo.passes.tile.kernel_pass import KernelPass
 
 
-def staged_load(load: loop.LoadOp, staged: SSAValue, slab: list[Fixed | Range]) -> loop.LoadOp:
+def staged_load(load: loop.LoadOp, staged: SSAValue, slab: list[Fixed | Range | Window],
+                region: Block) -> loop.LoadOp:
     """The load of `load`'s element from the staged copy of `slab`."""
     m = load.access_map()
+    indices = list(load.indices)
     results: list[AffineExpr] = []
     for expr, dim in zip(m.results, slab):
-        if isinstance(dim, tuple) and dim[1] - dim[0] != 1:
+        if isinstance(dim, Window):  # the window's loop, from its start
+            assert isinstance(expr, AffineDimExpr)
+            parts = window_parts(load.indices[expr.position], region)
+            assert parts is not None
+            indices.append(parts[2])
+            results.append(AffineExpr.dimension(len(indices) - 1) - dim.lo)
+        elif isinstance(dim, tuple) and dim[1] - dim[0] != 1:
             results.append(expr - dim[0])
     if not results:
         results = [AffineExpr.constant(0)]
-    full = AffineMap(m.num_dims, 0, tuple(results))
+    full = AffineMap(len(indices), 0, tuple(results))
     used = full.used_dims()
-    compact = full.drop_dims([i not in used for i in range(m.num_dims)])
-    indices = [v for i, v in enumerate(load.indices) if i in used]
-    return loop.LoadOp(staged, indices, AffineMapAttr(compact))
+    compact = full.drop_dims([i not in used for i in range(len(indices))])
+    return loop.LoadOp(staged, [v for i, v in enumerate(indices) if i in used],
+                       AffineMapAttr(compact))
+
+
+def _on_threads(v: SSAValue) -> bool:
+    """`v` is a thread loop's iv, or a strided share of one (tile-map-threads)."""
+    if not isinstance(v, BlockArgument) or not isinstance(lp := v.block.parent_op(), tile.ForOp):
+        return False
+    return lp.binding.is_thread or isinstance(lp.dyn_lb, SSAValue) and _on_threads(lp.dyn_lb)
+
+
+def _crossed(s: Slab, region: Block) -> bool:
+    """Each load reads the innermost dim by a serial loop and another dim by the threads: a
+    warp's lanes in as many rows."""
+    def moving(ld: loop.LoadOp, e: AffineExpr) -> SSAValue | None:
+        if not isinstance(e, AffineDimExpr):
+            return None
+        v = ld.indices[e.position]
+        parts = window_parts(v, region)
+        return parts[2] if parts else v
+
+    for ld in s.loads:
+        *outer, last = ld.access_map().results
+        inner = moving(ld, last)
+        if inner is None or _on_threads(inner) or not defined_inside(inner, region) \
+                or not any((v := moving(ld, e)) is not None and _on_threads(v) for e in outer):
+            return False
+    return len(s.slab) >= 2
+
+
+def _offset(dim: Fixed | Range | Window, ops: list[Operation]) -> int | SSAValue:
+    """Where the slab starts along a dim; a window's start is computed (`ops`) before the
+    stage."""
+    if not isinstance(dim, Window):
+        return dim[0] if isinstance(dim, tuple) else dim
+    scale = arith.ConstantOp(IntegerAttr(dim.scale, IndexType()))
+    ops += [scale, arith.MuliOp(dim.base, scale.result)]
+    if dim.lo:
+        lo = arith.ConstantOp(IntegerAttr(dim.lo, IndexType()))
+        ops += [lo, arith.AddiOp(ops[-1].results[0], lo.result)]
+    return ops[-1].results[0]
 
 
 @dataclass(frozen=True)
@@ -63,32 +128,35 @@ class TileStageInputsPass(KernelPass):
     stage_inputs: str | None = None
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
-        min_loads = {"none": 0, "reused": 2, "all": 1}[plan.knob("stage_inputs")]
+        mode = plan.knob("stage_inputs")
+        min_loads = {"none": 0, "reused": 2, "crossed": 2, "all": 1}[mode]
         if not min_loads:
             return
         budget = hw.SHARED_MEMORY_BYTES - kernel.staged_bytes()
         for region in block_regions(kernel):
             last = None  # stages go first in the region, in order
-            for s in region_slabs(kernel, region):
-                if len(s.loads) < min_loads or not s.slab:
+            slabs = [(s, mode == "crossed" and _crossed(s, region))
+                     for s in region_slabs(kernel, region)]
+            for s, crossed in sorted(slabs, key=lambda sc: not sc[1]):
+                if len(s.loads) < min_loads and not crossed or not s.slab:
                     continue  # (a 0-d input is one scalar: nothing to share)
-                offsets = [d[0] if isinstance(d, tuple) else d for d in s.slab]
-                sizes = [d[1] - d[0] if isinstance(d, tuple) else 1 for d in s.slab]
+                sizes = [d.hi - d.lo if isinstance(d, Window) else d[1] - d[0]
+                         if isinstance(d, tuple) else 1 for d in s.slab]
                 assert isinstance(s.buffer.type, MemRefType)
                 shape = s.buffer.type.get_shape()
-                if any(
-                    isinstance(o, int) and not 0 <= o <= n - z
-                    for o, z, n in zip(offsets, sizes, shape)
-                ):
+                if any(isinstance(d, int) and not 0 <= d <= n - 1 or isinstance(d, tuple)
+                       and not 0 <= d[0] <= n - z for d, z, n in zip(s.slab, sizes, shape)):
                     continue
-                stage = tile.StageOp(s.buffer, offsets, sizes)
-                if stage.smem_bytes > budget:
+                pad = 1 if crossed else 0
+                if tile.StageOp(s.buffer, [0] * len(sizes), sizes, pad=pad).smem_bytes > budget:
                     continue
+                ops: list[Operation] = []
+                stage = tile.StageOp(s.buffer, [_offset(d, ops) for d in s.slab], sizes, pad=pad)
                 budget -= stage.smem_bytes
                 if isinstance(s.buffer, BlockArgument) and s.buffer.name_hint:
                     stage.result.name_hint = s.buffer.name_hint + "s"
                 where = InsertPoint.after(last) if last else InsertPoint.at_start(region)
-                Rewriter.insert_op(stage, where)
+                Rewriter.insert_op([*ops, stage], where)
                 last = stage
                 for o in s.loads:
-                    Rewriter.replace_op(o, staged_load(o, stage.result, s.slab))
+                    Rewriter.replace_op(o, staged_load(o, stage.result, s.slab, region))

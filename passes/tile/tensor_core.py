@@ -173,7 +173,7 @@ class TileTensorCorePass(KernelPass):
         i.ub, j.ub = IntAttr(gy), IntAttr(gx)
         i.bind = tile.BindAttr(tile.Bind.BLOCK_Y)
         j.bind = tile.BindAttr(tile.Bind.BLOCK_X)
-        gz = rw.map_batch_to_z(c, i)
+        gz = rw.map_batch_to_z(kernel, c.chain, i)
         kernel.set_launch(grid=(gx, gy, gz), block=(32, wm * wn, 1))
 
 

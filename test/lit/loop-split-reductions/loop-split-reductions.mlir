@@ -513,3 +513,42 @@ builtin.module {
     func.return %kept : memref<4x1xf32>
   }
 }
+
+// -----
+
+// An epilogue that is a perfect nest (a layer_norm over [256, 256]: loops over h and w after the
+// sum) is flattened to one loop over 65536 before it is sliced, each access taking the
+// coordinates apart; 32 slices of 2048, the sum's partials reduced again by each.
+// CHECK-LABEL: loop.kernel @scale(%x: memref<2x256x256xf32>, %out: memref<2x256x256xf32>, %part: memref<2x32xf32>)
+// CHECK:         loop.for %i = 0 to 2 free {
+// CHECK-NEXT:      loop.for %s = 0 to 32 free {
+// CHECK-NEXT:        %[[T:.*]] = loop.for %s_1 = 0 to 32 reduce
+// CHECK:             loop.for %h = 0 to 2048 free {
+// CHECK-NEXT:          %[[V:.*]] = loop.load %x[%i, %h, %s] map (d0, d1, d2) -> (d0, (((d2 * 2048) + d1) floordiv 256), (((d2 * 2048) + d1) mod 256)) : memref<2x256x256xf32>
+// CHECK-NEXT:          %[[Q:.*]] = arith.divf %[[V]], %[[T]] : f32
+// CHECK-NEXT:          loop.store %[[Q]], %out[%i, %h, %s] map (d0, d1, d2) -> (d0, (((d2 * 2048) + d1) floordiv 256), (((d2 * 2048) + d1) mod 256)) : memref<2x256x256xf32>
+
+builtin.module {
+  loop.kernel @scale(%x: memref<2x256x256xf32>, %out: memref<2x256x256xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 2 free {
+      %1 = loop.for %r = 0 to 65536 reduce iter(%acc = %0) -> f32 {
+        %2 = loop.load %x[%i, %r] map (d0, d1) -> (d0, (d1 floordiv 256), (d1 mod 256)) : memref<2x256x256xf32>
+        %3 = arith.addf %acc, %2 : f32
+        loop.yield %3 : f32
+      }
+      loop.for %h = 0 to 256 free {
+        loop.for %w = 0 to 256 free {
+          %4 = loop.load %x[%i, %h, %w] : memref<2x256x256xf32>
+          %5 = arith.divf %4, %1 : f32
+          loop.store %5, %out[%i, %h, %w] : memref<2x256x256xf32>
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<2x256x256xf32>) -> memref<2x256x256xf32> {
+    %scale = memref.alloc() : memref<2x256x256xf32>
+    loop.launch @scale(%x, %scale) : memref<2x256x256xf32>, memref<2x256x256xf32>
+    func.return %scale : memref<2x256x256xf32>
+  }
+}

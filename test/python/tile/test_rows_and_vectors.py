@@ -177,8 +177,11 @@ def test_long_reductions_over_few_outputs_are_split(fn, shape, dtype, slices) ->
     (lambda x: F.rms_norm(x, (8192,)), (1, 8192), torch.float16, 2),
     (lambda x: torch.var(x, -1), (3, 8192), torch.float32, 4),
     (lambda x: F.cosine_similarity(x[:, :8192], x[:, 8192:]), (2, 16384), torch.float32, 4),
+    # the scaling a nest over [16, 32, 32], flattened to one loop the slices cut
+    (lambda x: F.layer_norm(x, (16, 32, 32)), (3, 16, 32, 32), torch.float32, 4),
+    (lambda x: F.layer_norm(x, (8, 64, 32)), (2, 8, 64, 32), torch.bfloat16, 4),
 ], ids=["logsumexp", "softmax", "log-softmax-bf16", "layer-norm", "rms-norm-f16", "var",
-        "cosine-two-sums"])
+        "cosine-two-sums", "layer-norm-3d", "layer-norm-3d-bf16"])
 def test_long_rows_of_dependent_reductions_are_split(fn, shape, dtype, launches) -> None:
     """A long row with a max then a sum of exp (logsumexp), a mean then squares (var), an
     online softmax pair, or a loop over the row after them (softmax's normalization, a norm's

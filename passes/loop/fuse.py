@@ -98,6 +98,7 @@ from deplo.passes.loop.fusion_rules import (
     free_nest_order_for,
     hoist_point,
     index_constant,
+    index_value,
     kernel_of,
     outer_free_nest,
     permute_free_nest,
@@ -609,7 +610,8 @@ def _adopt_inputs(launch, consumer, i, p_launch, pkernel, out_index, rewriter):
 
 
 def _fuse_concat(launch, consumer, i, p_launch, cat: ConcatNests, rewriter) -> bool:
-    """Inline a concat read at a plain loop index along its dim: each load of T becomes
+    """Inline a concat read along its dim (at any coordinate, a pool's window; a matmul's K
+    loop only at a plain loop index): each load of T becomes
     `select(i < off1, part0, select(i < off2, part1, ...))`, part k computed at the wrapped
     coordinate `(i - offk) mod nk` (always in bounds; its value is used only where it is
     exact)."""
@@ -617,15 +619,18 @@ def _fuse_concat(launch, consumer, i, p_launch, cat: ConcatNests, rewriter) -> b
     loads = [u.operation for u in arg.uses if isinstance(u.operation, loop.LoadOp)]
     if len(loads) != len(list(arg.uses)):
         return False
-    if any(not isinstance(ld.access_map().results[cat.dim], AffineDimExpr) for ld in loads):
-        return False
+    if _is_matmul(consumer) and any(not isinstance(ld.access_map().results[cat.dim],
+                                                    AffineDimExpr) for ld in loads):
+        return False  # (a conv's window in its K loop: the product stays plain, its pad a kernel)
     mapper, operands = _adopt_inputs(launch, consumer, i, p_launch, cat.kernel, cat.out_index,
                                      rewriter)
     bounds = {p.offset: index_constant(consumer, p.offset) for p in cat.parts[1:]}
     for ld in loads:
         m = ld.access_map()
         e = m.results[cat.dim]
-        coord = ld.indices[e.position]
+        ops: list[Operation] = []
+        coord = index_value(e, list(ld.indices), ops)
+        rewriter.insert(ops, InsertPoint.before(ld))
         values = []
         for part in cat.parts:
             exprs = list(m.results)

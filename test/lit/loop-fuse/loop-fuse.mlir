@@ -225,11 +225,16 @@ func.func @rotate_half(%x: tensor<2x8xf32>, %s: tensor<2x8xf32>) -> tensor<2x8xf
 
 // -----
 
-// negative_concat_strided: read at a computed coordinate along its dim, a concat stays a
-// kernel of its own (one nest per input).
-// CHECK-LABEL: loop.kernel @cat(%a: memref<2x3xf32>, %b: memref<2x5xf32>, %out: memref<2x8xf32>) {
-// CHECK-LABEL: loop.kernel @s(%cat: memref<2x8xf32>, %out: memref<2x4xf32>) {
-func.func @negative_concat_strided(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x4xf32> {
+// concat_strided: read at a computed coordinate along its dim (a pool's window on a pad), a
+// concat is inlined too: the coordinate computed, compared with the second part's offset.
+// CHECK-LABEL: loop.kernel @s(%a: memref<2x3xf32>, %b: memref<2x5xf32>, %out: memref<2x4xf32>) {
+// CHECK:           %[[J:.*]] = arith.muli %a1, %{{.*}} : index
+// CHECK-NEXT:      %[[A:.*]] = loop.load %a[%a0, %a1] map (d0, d1) -> (d0, ((d1 * 2) mod 3)) : memref<2x3xf32>
+// CHECK-NEXT:      %[[B:.*]] = loop.load %b[%a0, %a1] map (d0, d1) -> (d0, (((d1 * 2) + 2) mod 5)) : memref<2x5xf32>
+// CHECK-NEXT:      %[[IN:.*]] = arith.cmpi ult, %[[J]], %{{.*}} : index
+// CHECK-NEXT:      arith.select %[[IN]], %[[A]], %[[B]] : f32
+// CHECK-NOT:   loop.kernel @cat
+func.func @concat_strided(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x4xf32> {
   %cat = tir.concat %a, %b [1] : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
   %s = tir.index_map %cat (i, j) -> (i, j * 2) : tensor<2x8xf32> -> tensor<2x4xf32>
   func.return %s : tensor<2x4xf32>

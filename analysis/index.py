@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -27,6 +27,29 @@ from deplo.dialects import loop, tile
 from deplo.dialects.loop import trip_count
 
 ANY = 1 << 30  # "a multiple of everything" (the value 0)
+
+AFFINE_OPS = {  # the arith op that computes each affine operation on indices
+    AffineBinaryOpKind.Add: arith.AddiOp,
+    AffineBinaryOpKind.Mul: arith.MuliOp,
+    AffineBinaryOpKind.Mod: arith.RemSIOp,  # indices are non-negative
+    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+    AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
+}
+
+
+def index_value(e: AffineExpr, indices, ops: list[Operation]) -> SSAValue:
+    """`e` over `indices` as index arithmetic (`ops`, in order): a coordinate that is no plain
+    loop index as a value (a pool's `2 * oh + kh` compared with a concat's offsets, a
+    fragment's first row)."""
+    if isinstance(e, AffineDimExpr):
+        return indices[e.position]
+    if isinstance(e, AffineConstantExpr):
+        ops.append(arith.ConstantOp(IntegerAttr(e.value, IndexType())))
+        return ops[-1].results[0]
+    assert isinstance(e, AffineBinaryOpExpr), e
+    lhs, rhs = index_value(e.lhs, indices, ops), index_value(e.rhs, indices, ops)
+    ops.append(AFFINE_OPS[e.kind](lhs, rhs))
+    return ops[-1].results[0]
 
 
 def iv_loop(v: SSAValue) -> Operation | None:

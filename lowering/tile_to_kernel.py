@@ -59,7 +59,13 @@ from xdsl.rewriter import InsertPoint
 
 from deplo import hardware as hw
 from deplo import origin
-from deplo.analysis.index import known_multiple, may_overhang, stage_vector, value_bounds
+from deplo.analysis.index import (
+    AFFINE_OPS,
+    known_multiple,
+    may_overhang,
+    stage_vector,
+    value_bounds,
+)
 from deplo.analysis.nest import repeating_loops
 from deplo.dialects import kernel, loop, tile
 from deplo.dialects.loop import trip_count
@@ -72,13 +78,6 @@ COMBINE = {  # (float op, integer op) per combine kind
     tile.CombineKind.MUL: (arith.MulfOp, arith.MuliOp),
     tile.CombineKind.MAX: (arith.MaximumfOp, arith.MaxSIOp),
     tile.CombineKind.MIN: (arith.MinimumfOp, arith.MinSIOp),
-}
-AFFINE = {
-    AffineBinaryOpKind.Add: arith.AddiOp,
-    AffineBinaryOpKind.Mul: arith.MuliOp,
-    AffineBinaryOpKind.Mod: arith.RemSIOp,  # indices are non-negative
-    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
-    AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
 }
 
 
@@ -189,7 +188,7 @@ class _KernelLowering:
             return self.add(lhs, rhs)
         if expr.kind == AffineBinaryOpKind.Mul:
             return self.mul(lhs, rhs)
-        return self.emit(AFFINE[expr.kind](lhs, rhs))
+        return self.emit(AFFINE_OPS[expr.kind](lhs, rhs))
 
     def coords(self, amap: AffineMap, indices) -> list[SSAValue]:
         dims = [self.vmap[i] for i in indices]

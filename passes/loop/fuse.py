@@ -89,7 +89,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo import origin
-from deplo.analysis.index import dims_used
+from deplo.analysis.index import dims_used, index_value
 from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import (
     ConcatNests,
@@ -98,7 +98,6 @@ from deplo.passes.loop.fusion_rules import (
     free_nest_order_for,
     hoist_point,
     index_constant,
-    index_value,
     kernel_of,
     outer_free_nest,
     permute_free_nest,

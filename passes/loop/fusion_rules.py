@@ -20,8 +20,6 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
     AffineConstantExpr,
     AffineDimExpr,
     AffineExpr,
@@ -314,28 +312,6 @@ def wrapped_coordinate(e: AffineExpr, offset: int, n: int) -> AffineExpr:
     index everywhere else, where the select discards the value."""
     shift = -(-offset // n) * n - offset  # >= 0: the dividend stays non-negative
     return (e + shift) % n if shift else e % n
-
-
-_INDEX_OPS = {
-    AffineBinaryOpKind.Add: arith.AddiOp,
-    AffineBinaryOpKind.Mul: arith.MuliOp,
-    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
-    AffineBinaryOpKind.Mod: arith.RemSIOp,  # indices are non-negative
-}
-
-
-def index_value(e: AffineExpr, indices, ops: list[Operation]) -> SSAValue:
-    """`e` over `indices` as index arithmetic (`ops`, in order): a coordinate that is no plain
-    loop index (a pool's `2 * oh + kh`) compared with a concat's offsets."""
-    if isinstance(e, AffineDimExpr):
-        return indices[e.position]
-    if isinstance(e, AffineConstantExpr):
-        ops.append(arith.ConstantOp(IntegerAttr(e.value, IndexType())))
-        return ops[-1].results[0]
-    assert isinstance(e, AffineBinaryOpExpr) and e.kind in _INDEX_OPS, e
-    lhs, rhs = index_value(e.lhs, indices, ops), index_value(e.rhs, indices, ops)
-    ops.append(_INDEX_OPS[e.kind](lhs, rhs))
-    return ops[-1].results[0]
 
 
 def index_constant(kernel: loop.KernelOp, value: int) -> SSAValue:

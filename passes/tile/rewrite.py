@@ -42,7 +42,7 @@ from xdsl.ir.affine import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
-from deplo.analysis.index import linear_expr, linear_of
+from deplo.analysis.index import AFFINE_OPS, linear_expr, linear_of
 from deplo.analysis.nest import K, is_scalar
 from deplo.dialects import loop, tile
 from deplo.passes.tile.kernel_pass import PassOptionError
@@ -81,15 +81,14 @@ def access_at(b: Builder, ld: loop.LoadOp, at: dict[SSAValue, SSAValue]) -> list
     """Every coordinate of an access with the indices in `at` replaced (a fragment's first row
     and column for the loops it covers), built with arith ops (`head floordiv 4` of a
     grouped-query K, `kv_head * 64 + d` of a flattened projection)."""
-    from deplo.lowering.tile_to_kernel import AFFINE
 
     def value(e) -> SSAValue:
         if isinstance(e, AffineDimExpr):
             return at.get(ld.indices[e.position], ld.indices[e.position])
         if isinstance(e, AffineConstantExpr):
-            return const(b, e.value)
+            return const(b, e.value)  # (the kernel's named constants)
         assert isinstance(e, AffineBinaryOpExpr)
-        return b.insert(AFFINE[e.kind](value(e.lhs), value(e.rhs))).result
+        return b.insert(AFFINE_OPS[e.kind](value(e.lhs), value(e.rhs))).result
 
     return [value(e) for e in ld.access_map().results]
 

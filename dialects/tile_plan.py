@@ -387,17 +387,19 @@ class PointwiseClass(KernelClass):
         if rows < 0:
             bad.append(("tile_rows", f"expected 0 or more rows, got {rows}"))
         elif rows and (not chunk or knobs["grid_dims"] < 2 or len(chain) < 2
-                       or chain[-2] % rows):
+                       or chain[-2] % rows or chain[-2] // rows > MAX_GRID[1]):
             bad.append(("tile_rows", f"{rows} rows a tile need a split innermost loop (chunk), "
                                      "two grid axes and a loop before it of a multiple of "
-                                     f"{rows} (the chain is {list(chain)})"))
+                                     f"{rows}, at most {MAX_GRID[1]} tiles (the chain is "
+                                     f"{list(chain)})"))
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
         chain = facts["chain"]
         if knob == "tile_rows":
             return (0,) + tuple(r for r in (8, 16, 32) if knobs["chunk"] and len(chain) >= 2
-                                and knobs["grid_dims"] >= 2 and chain[-2] % r == 0)
+                                and knobs["grid_dims"] >= 2 and chain[-2] % r == 0
+                                and chain[-2] // r <= MAX_GRID[1])
         if knob == "stage_inputs":
             return ("none", "reused", "crossed", "all") if knobs.get("tile_rows") \
                 else ("none", "reused", "all")

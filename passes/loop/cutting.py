@@ -96,6 +96,13 @@ def index_only(iv: SSAValue, but: Operation | None = None) -> bool:
                or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in iv.uses)
 
 
+def _accesses(iv: SSAValue) -> list[loop.LoadOp | loop.StoreOp]:
+    """The loads and stores indexed by `iv`, each once (`x[i, k, k]` uses it twice)."""
+    ops = list(dict.fromkeys(u.operation for u in iv.uses))
+    assert all(isinstance(o, loop.LoadOp | loop.StoreOp) for o in ops)
+    return ops  # type: ignore[return-value]
+
+
 def is_unit(lp: loop.ForOp) -> bool:
     """A free loop of one iteration whose iv only indexes loads and stores: keepdim's kept dim
     after a reduction, which inline_unit_loop removes."""
@@ -106,9 +113,7 @@ def is_unit(lp: loop.ForOp) -> bool:
 def inline_unit_loop(lp: loop.ForOp) -> None:
     """`lp`'s body in its place, each access reading the loop's one coordinate as a constant of
     its map (scf.for's single-iteration promotion, for our loops)."""
-    for use in list(lp.iv.uses):
-        access = use.operation
-        assert isinstance(access, loop.LoadOp | loop.StoreOp)
+    for access in _accesses(lp.iv):
         old = list(access.indices)
         new = [v for v in old if v is not lp.iv]
         pos = {v: i for i, v in enumerate(new)}
@@ -147,9 +152,7 @@ def flatten_free_nest(lp: loop.ForOp) -> loop.ForOp:
     d = AffineExpr.dimension
     for k, n in enumerate(nest):
         inner = math.prod(extents[k + 1:])
-        for use in list(n.iv.uses):
-            access = use.operation
-            assert isinstance(access, loop.LoadOp | loop.StoreOp)
+        for access in _accesses(n.iv):
             old = list(access.indices)
             new = [v for v in old if v is not n.iv] + ([flat.iv] if flat.iv not in old else [])
             pos = {v: i for i, v in enumerate(new)}

@@ -552,3 +552,30 @@ builtin.module {
     func.return %scale : memref<2x256x256xf32>
   }
 }
+
+// -----
+
+// A loop of one iteration (from 2) whose iv an access uses twice: inlined once per access.
+// CHECK-LABEL: loop.kernel @kept(%x: memref<4x1048576xf32>, %out: memref<4x4x4xf32>, %part: memref<4x128xf32>)
+// CHECK:           loop.store %{{.*}}, %out[%i] map (d0) -> (d0, 2, 2) : memref<4x4x4xf32>
+
+builtin.module {
+  loop.kernel @kept(%x: memref<4x1048576xf32>, %out: memref<4x4x4xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 4 free {
+      %1 = loop.for %r = 0 to 1048576 reduce iter(%acc = %0) -> f32 {
+        %2 = loop.load %x[%i, %r] : memref<4x1048576xf32>
+        %3 = arith.addf %acc, %2 : f32
+        loop.yield %3 : f32
+      }
+      loop.for %k = 2 to 3 free {
+        loop.store %1, %out[%i, %k, %k] : memref<4x4x4xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<4x1048576xf32>) -> memref<4x4x4xf32> {
+    %kept = memref.alloc() : memref<4x4x4xf32>
+    loop.launch @kept(%x, %kept) : memref<4x1048576xf32>, memref<4x4x4xf32>
+    func.return %kept : memref<4x4x4xf32>
+  }
+}

@@ -1,6 +1,6 @@
 // RUN: deplo-opt %s --split-input-file -p tile-map-grid,tile-map-threads,tile-stage-inputs | filecheck %s
 // RUN: deplo-opt %s --split-input-file -p tile-map-grid,tile-map-threads,tile-stage-inputs | deplo-opt --split-input-file | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p "tile-map-grid{tile-rows=16},tile-map-threads,tile-stage-inputs" | filecheck %s --check-prefix=OPT
+// RUN: deplo-opt %s --split-input-file -p "tile-map-grid{tile-rows=16 chunk=96},tile-map-threads,tile-stage-inputs{stage-inputs=crossed}" | filecheck %s --check-prefix=OPT
 
 // x.t() + y, [96, 64]: x is read across its rows (the threads walk its dim 0). tile_rows = 8
 // splits the rows of the output (a0) into blocks of 8 on block.y beside the chunks of 32
@@ -20,7 +20,7 @@
 // CHECK:                 tile.for %e_1 = 0 to 32 bind(thread.x) {
 // CHECK:                   loop.load %[[XS]][%e_1, %e] : memref<32x9xf32, 3 : i64>
 // CHECK-NEXT:              loop.load %y[%{{.*}}, %{{.*}}] : memref<64x96xf32>
-// The option re-plans around 16 rows: the heuristic's chunk is then all 96 columns.
+// The options re-plan around 16 rows, chunks of all 96 columns and the crossed stage.
 // OPT-LABEL: tile.kernel @add(
 // OPT-SAME:      grid(1, 4, 1) block(96, 1, 1)
 // OPT:           tile.stage %x[%{{.*}}, %{{.*}}] [96, 16] into shared copy(sync) buffers(1) pad(1) : memref<96x64xf32> -> memref<96x17xf32, 3 : i64>

@@ -17,7 +17,9 @@ CASES = {  # name: (fn, shapes, kernels)
     "cat_rows_unequal": (lambda a, b: torch.cat([a, b], 0), [(200, 64), (130, 64)], 2),
     "pad_constant": (lambda a: F.pad(a, (1, 2, 3, 1), value=0.5), [(4, 64, 64)], 1),
     "pad_5d": (lambda a: F.pad(a, (1, 2, 3, 0, 2, 2), value=-1.0), [(2, 3, 5, 7, 6)], 1),
-    "conv_pad_small": (lambda a, w: F.conv2d(a, w, padding=1), [(2, 4, 7, 5), (4, 4, 3, 3)], 2),
+    # a conv's pad stays a kernel (its K loop keeps a plain product); a tiny conv's, inlined
+    "conv_pad": (lambda a, w: F.conv2d(a, w, padding=1), [(2, 32, 16, 16), (32, 32, 3, 3)], 2),
+    "conv_pad_small": (lambda a, w: F.conv2d(a, w, padding=1), [(2, 4, 7, 5), (4, 4, 3, 3)], 1),
     "cat_of_softmaxes": (lambda a, b: torch.cat([a.softmax(-1), b.softmax(-1)], 0),
                          [(64, 256), (64, 256)], 2),  # a row's loops count: 64 x 3 x 256
     "cat_three_f16": (lambda a, b: torch.cat([a.half(), b.half(), a.half()], 1), [(64, 160)] * 2,

@@ -22,12 +22,12 @@ def _plans(c) -> list[dict]:
 
 
 @pytest.mark.parametrize("fn,shapes,dtype,rows", [
-    (lambda x: x.t().contiguous(), [(512, 256)], torch.float32, 8),
-    (lambda x, y: x.t() + y, [(256, 96), (96, 256)], torch.bfloat16, 16),  # 16 rows: a sector
-    (lambda x: x.transpose(1, 2) * 2, [(4, 96, 80)], torch.float16, 16),  # a batch on block.z
-    (lambda x: torch.relu(x.t()), [(96, 40)], torch.float32, 8),  # chunks of 96 columns
+    (lambda x: x.t().contiguous(), [(64, 4096)], torch.float32, 8),
+    (lambda x, y: x.t() + y, [(8192, 160), (160, 8192)], torch.bfloat16, 16),  # 16: a sector
+    (lambda x: x.transpose(1, 2) * 2, [(32, 64, 256)], torch.float16, 16),  # a batch on block.z
+    (lambda x: torch.relu(x.t()), [(96, 2816)], torch.float32, 8),  # chunks of 96 columns
     # NCHW -> NHWC: the images and rows, two loops outside the tile, one index on block.z
-    (lambda x: x.permute(0, 2, 3, 1).contiguous(), [(3, 64, 5, 16)], torch.float32, 8),
+    (lambda x: x.permute(0, 2, 3, 1).contiguous(), [(8, 64, 8, 48)], torch.float32, 8),
 ], ids=["t", "t-plus-y-bf16", "batched-f16", "three-warps", "channels-last"])
 def test_reads_across_rows_are_staged_tiles(fn, shapes, dtype, rows) -> None:
     inputs = [torch.randn(*s, dtype=dtype) for s in shapes]
@@ -45,11 +45,24 @@ def test_reads_across_rows_are_staged_tiles(fn, shapes, dtype, rows) -> None:
     "torch.randn(100, 36).t().contiguous()",  # 36 rows: no multiple of 8
     "torch.randn(72, 40).t().contiguous()",  # 72 columns: no multiple of a warp
     "torch.randn(256, 512) * 2",  # nothing read across
+    "torch.randn(256, 256).t() + torch.randn(256, 256)",  # 32 tiles: fewer than the SMs
 ])
 def test_no_tile_where_it_would_not_fit(expr: str) -> None:
     c = deplo.compile(expr)
     assert all(p["knobs"].get("tile_rows", 0) == 0 for p in _plans(c))
     assert c.check(seed=22).ok
+
+
+def test_no_tile_past_the_grid_or_a_pinned_grid_of_one_axis() -> None:
+    """131073 tiles of rows would not fit on block.y (65535): the plain plan, not one block."""
+    c = deplo.compile("torch.randn(32, 1048584).t().contiguous()")
+    (plan,) = _plans(c)
+    assert plan["knobs"]["tile_rows"] == 0
+    expr = "torch.randn(64, 4096).t().contiguous()"
+    plans = deplo.compile(expr).plans()
+    next(iter(plans["kernels"].values()))["knobs"] = {"grid_dims": 1}
+    c = deplo.compile(expr, schedule=plans)
+    assert _plans(c)[0]["knobs"]["tile_rows"] == 0 and c.check(seed=23).ok
 
 
 def test_the_tile_is_faster_by_the_model() -> None:

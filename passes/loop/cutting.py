@@ -5,6 +5,7 @@ they add, the loops around a reduction, and slices of a loop's range."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, ModuleOp
@@ -69,8 +70,7 @@ def slice_indices(red: loop.ForOp, s: SSAValue, chunk: int, accesses_only: bool 
     value (argmax's) is `s * chunk + iv` too, unless `accesses_only` (loop-chunk-scans: a
     comparison of positions within the chunk stays one)."""
     iv = red.iv
-    for use in list(iv.uses):
-        access = use.operation
+    for access in list(dict.fromkeys(u.operation for u in iv.uses)):
         if accesses_only and not isinstance(access, loop.LoadOp | loop.StoreOp):
             continue
         if isinstance(access, arith.IndexCastOp):
@@ -82,12 +82,22 @@ def slice_indices(red: loop.ForOp, s: SSAValue, chunk: int, accesses_only: bool 
             continue
         assert isinstance(access, loop.LoadOp | loop.StoreOp)
         old = list(access.indices)
-        new = old + ([s] if s not in old else [])
-        pos = {v: i for i, v in enumerate(new)}
-        d = AffineExpr.dimension
-        exprs = [d(pos[s]) * chunk + d(pos[iv]) if v is iv else d(pos[v]) for v in old]
-        results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
-        loop.reaccess(access, new, AffineMap(len(new), 0, results))
+        reindex(access, iv, old + ([s] if s not in old else []),
+                lambda dim: dim(s) * chunk + dim(iv))
+
+
+def reindex(access: loop.LoadOp | loop.StoreOp, iv: SSAValue, indices: list[SSAValue],
+            coordinate: Callable) -> None:
+    """`access` over `indices`, reading `coordinate(dim)` where it read `iv` (`dim(v)`: v's dim
+    among the new indices): the rewrite each cut of a loop makes of the accesses it moves."""
+    pos = {v: i for i, v in enumerate(indices)}
+
+    def dim(v: SSAValue) -> AffineExpr:
+        return AffineExpr.dimension(pos[v])
+
+    exprs = [coordinate(dim) if v is iv else dim(v) for v in access.indices]
+    results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
+    loop.reaccess(access, indices, AffineMap(len(indices), 0, results))
 
 
 def index_only(iv: SSAValue, but: Operation | None = None) -> bool:
@@ -114,13 +124,8 @@ def inline_unit_loop(lp: loop.ForOp) -> None:
     """`lp`'s body in its place, each access reading the loop's one coordinate as a constant of
     its map (scf.for's single-iteration promotion, for our loops)."""
     for access in _accesses(lp.iv):
-        old = list(access.indices)
-        new = [v for v in old if v is not lp.iv]
-        pos = {v: i for i, v in enumerate(new)}
-        d = AffineExpr.dimension
-        exprs = [AffineExpr.constant(lp.lb.data) if v is lp.iv else d(pos[v]) for v in old]
-        results = tuple(r.replace_dims_and_symbols(exprs, []) for r in access.access_map().results)
-        loop.reaccess(access, new, AffineMap(len(new), 0, results))
+        reindex(access, lp.iv, [v for v in access.indices if v is not lp.iv],
+                lambda dim: AffineExpr.constant(lp.lb.data))
     for op in list(lp.body.block.ops):
         if not isinstance(op, loop.YieldOp):
             op.detach()
@@ -149,19 +154,17 @@ def flatten_free_nest(lp: loop.ForOp) -> loop.ForOp:
     extents = [n.ub.data for n in nest]
     flat = loop.ForOp(0, math.prod(extents), loop.LoopKind.FREE)
     flat.iv.name_hint = lp.iv.name_hint
-    d = AffineExpr.dimension
     for k, n in enumerate(nest):
-        inner = math.prod(extents[k + 1:])
+        inner, extent = math.prod(extents[k + 1:]), extents[k]
+
+        def part(dim, inner=inner, extent=extent, outermost=not k) -> AffineExpr:
+            e = dim(flat.iv) // inner if inner > 1 else dim(flat.iv)
+            return e if outermost else e % extent
+
         for access in _accesses(n.iv):
             old = list(access.indices)
-            new = [v for v in old if v is not n.iv] + ([flat.iv] if flat.iv not in old else [])
-            pos = {v: i for i, v in enumerate(new)}
-            part = d(pos[flat.iv]) // inner if inner > 1 else d(pos[flat.iv])
-            part = part % extents[k] if k else part
-            exprs = [part if v is n.iv else d(pos[v]) for v in old]
-            results = tuple(r.replace_dims_and_symbols(exprs, [])
-                            for r in access.access_map().results)
-            loop.reaccess(access, new, AffineMap(len(new), 0, results))
+            reindex(access, n.iv, [v for v in old if v is not n.iv]
+                    + ([flat.iv] if flat.iv not in old else []), part)
     for op in list(nest[-1].body.block.ops):
         op.detach()
         flat.body.block.add_op(op)

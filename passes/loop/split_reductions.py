@@ -45,6 +45,9 @@ unrolled (the planner's pointwise plan, a column a thread); the slice loop goes 
 outputs and the partials are [S, outputs], so its stores are coalesced too (the model, H100:
 [4096, 4096].mean(0) 183 -> 32 us). It has no epilogue loops.
 
+keepdim's kept dims, loops of one iteration after the reductions, are inlined first
+(`cutting.inline_unit_loop`): a store of the result, as without keepdim.
+
 A row of dependent reductions (logsumexp's max, then its sum of exp(x - max); a mean, then
 the squares around it), each of which qualifies, is first split in sequence (`_fission`): a
 kernel per reduction but the last stores its result, the later ones load it; each then splits
@@ -220,9 +223,9 @@ def _identity(red: loop.ForOp, before: Operation) -> list[SSAValue]:
 
 def _sliceable(red: loop.ForOp, epilogue: list[loop.ForOp], slices: int) -> bool:
     """The row's epilogue can run a slice a block: after the reduction, loops over the row
-    (softmax's normalization, RMSNorm's scaling; a perfect nest, a layer_norm over [64, 32, 32],
-    flattened first) of plain indices, loop-free, each a multiple of the slices long; no store after the reduction outside them (each slice's block would store
-    it again), and no load of a buffer the kernel stores (one loop writing what a later one
+    (softmax's normalization, RMSNorm's scaling; a perfect nest, a layer_norm over [64, 32,
+    32], flattened first) of plain indices, loop-free, each a multiple of the slices long; no
+    store after the reduction outside them (each slice's block would store it again), and no load of a buffer the kernel stores (one loop writing what a later one
     reads elsewhere: another slice's block would write it)."""
     after = False
     for op in red.parent_block().ops:

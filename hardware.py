@@ -90,6 +90,12 @@ class Gpu:
         schedulers = max(1.0, min(self.issue_per_sm, warps))
         return schedulers / self.issue_per_sm * min(1.0, warps / schedulers / need)
 
+    def stream_bw(self, warps: float, access_bytes: float) -> float:
+        """Bytes/s one SM streams from DRAM when `warps` warps each keep `mlp` accesses of
+        `access_bytes` in flight (Little's law over the DRAM latency): what a kernel on few
+        SMs reaches, the cost model's and loop-split-reductions' one rule."""
+        return warps * self.mlp * access_bytes / (self.dram_latency / (self.clock_ghz * 1e9))
+
     @property
     def fp32_flops(self) -> float:
         return 2 * self.fp32_per_sm * self.sms * self.clock_ghz * 1e9

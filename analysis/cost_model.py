@@ -712,13 +712,12 @@ def predict(w: Work, grid, block, registers: int = 32, smem: int = 0,
         chains.append(pw.chain_l1 + to_l2 * (pw.chain_l2 - pw.chain_l1))
     l2_bytes = sum(x * SECTOR * n for x, n in zip(l2_sectors, sizes))
     # Little's law: an SM moves at most the bytes its warps keep in flight, per latency
-    per_warp = mean([max(gpu.mlp * max(pw.inflight_bytes, SECTOR), pw.async_bytes)
-                     for pw, _ in parts])
+    per_warp = mean([max(max(pw.inflight_bytes, SECTOR), pw.async_bytes / gpu.mlp)
+                     for pw, _ in parts])  # (an access's bytes; mlp of them in flight)
     warps = resident * -(-threads // WARP)  # resident on one SM
-    inflight = warps * per_warp
-    dram_bw = min(gpu.dram_bw * gpu.dram_efficiency,
-                  active_sms * inflight / (gpu.dram_latency / clock))
-    l2_bw = min(gpu.l2_bw, active_sms * inflight / (gpu.l2_latency / clock))
+    dram_bw = min(gpu.dram_bw * gpu.dram_efficiency, active_sms * gpu.stream_bw(warps, per_warp))
+    l2_bw = min(gpu.l2_bw, active_sms * gpu.stream_bw(warps, per_warp)
+                * gpu.dram_latency / gpu.l2_latency)
     works = [pw for pw, _ in parts]
     units = {  # the waves of resident blocks on an SM run one after another
         "latency": max(-(-per_sm // resident) * mean(chains), max(chains)) / clock,

@@ -447,6 +447,40 @@ def row_reduction(region: Block) -> RowReduction | None:
     return RowReduction(ops, reduces, max(lp.extent or 0 for lp, _ in reduces), online, args)
 
 
+def row_contiguous(row: RowReduction, buffers) -> int:
+    """The element bytes of the row's accesses to `buffers` (the kernel's) when each walks its
+    innermost dim with the row loop's iv, coefficient 1 (`x[r, a]`, `out[r, a + 8]`): a
+    thread's V neighbouring elements of the row are one wide access (the plan's `vector`); 0
+    when an access uses the iv otherwise (a column, `x[a, c]`, or through arithmetic)."""
+    loops = [lp for lp, _ in row.reduces] + [
+        op for op in row.ops if isinstance(op, tile.ForOp) and op.is_free]
+    sizes = []
+    for lp in loops:
+        for op in lp.body.walk():
+            if not isinstance(op, loop.LoadOp | loop.StoreOp) or op.buffer not in buffers:
+                continue
+            if any(v is not lp.iv and _depends_on(v, lp.iv) for v in op.indices):
+                return 0
+            if lp.iv not in op.indices:
+                continue
+            amap, n = op.access_map(), len(op.indices)
+            at = amap.eval([1 if v is lp.iv else 0 for v in op.indices], [])
+            zero = amap.eval([0] * n, [])
+            delta = [a - b for a, b in zip(at, zero)]
+            if any(delta[:-1]) or delta[-1] != 1:
+                return 0
+            sizes.append(max(1, op.buffer.type.element_type.bitwidth // 8))
+    return min(sizes, default=0)
+
+
+def _depends_on(v: SSAValue, iv: SSAValue) -> bool:
+    """Whether index `v` is computed from `iv` (through the ops that define it)."""
+    if v is iv:
+        return True
+    op = v.owner
+    return isinstance(op, Operation) and any(_depends_on(o, iv) for o in op.operands)
+
+
 @dataclass
 class FlashRow:
     """A flash-attention row (after loop-online-softmax): a rank-1 `loop.private` accumulator
@@ -855,12 +889,38 @@ def iv_range(v: SSAValue) -> Range | None:
     if lp.static_lb is not None:
         extent = lp.extent or 0
         return lp.static_lb, lp.static_lb + (extent - 1) * lp.step.data + 1
-    # a strided share: tile.for %a = %t to N step S, %t the iv of a thread loop
-    outer = lp.dyn_lb
+    # a strided share: tile.for %a = %t to N step S, %t the iv of a thread loop; or %t * V
+    # (a share in steps of V neighbours: every value a multiple of V, the last below N)
+    outer, scale = lp.dyn_lb, share_vector(lp)
+    if scale > 1:
+        outer = outer.owner.lhs
     if isinstance(outer, BlockArgument) and outer.index == 0:
         tl = outer.block.parent_op()
-        if isinstance(tl, tile.ForOp) and tl.binding.is_thread and tl.step.data == 1:
-            return tl.static_lb or 0, lp.ub.data
+        if isinstance(tl, tile.ForOp) and tl.binding.is_thread and tl.step.data == 1 \
+                and lp.step.data % scale == 0:
+            return (tl.static_lb or 0) * scale, (lp.ub.data - 1) // scale * scale + 1
+    return None
+
+
+def share_vector(lp: tile.ForOp) -> int:
+    """V of a thread's share in steps of V neighbours (`tile.for %a = %t * V to N step V T`,
+    tile-cooperative-reduce's `vector`; its body reads %a .. %a + V - 1); 1 for any other loop."""
+    mul = getattr(lp.dyn_lb, "owner", None)
+    if isinstance(mul, arith.MuliOp) and isinstance(c := mul.rhs.owner, arith.ConstantOp) \
+            and c.value.value.data >= 1 and lp.step.data % c.value.value.data == 0:
+        return c.value.value.data
+    return 1
+
+
+def _shifted_range(v: SSAValue) -> Range | None:
+    """The range of `iv + c` (a share's neighbour in steps of V: tile-cooperative-reduce's
+    `vector`), c a constant."""
+    op = v.owner
+    if not isinstance(op, arith.AddiOp):
+        return None
+    for iv, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if isinstance(k := c.owner, arith.ConstantOp) and (r := iv_range(iv)) is not None:
+            return r[0] + k.value.value.data, r[1] + k.value.value.data
     return None
 
 
@@ -877,7 +937,7 @@ def slab_of(load: loop.LoadOp, region: Block) -> list[Fixed | Range | Window] | 
         v = load.indices[expr.position]
         if not defined_inside(v, region):
             out.append(v)
-        elif (r := iv_range(v)) is not None:
+        elif (r := iv_range(v) or _shifted_range(v)) is not None:
             out.append(r)
         elif (w := window_parts(v, region)) is not None:
             lo, hi = iv_range(w[2])  # type: ignore[misc]

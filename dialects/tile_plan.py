@@ -134,6 +134,10 @@ KNOBS: dict[str, Knob] = {
                                "not split)", default=0),
         Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
                              "threads a row (also 1 to 16 lanes)"),
+        Knob("vector", int, "row_reduce: neighbouring elements of the row a thread takes at "
+                            "each step of its share, one wide access (16 bytes at most; "
+                            "fact contiguous); 1: one element a step, strided by the threads",
+             default=1),
         Knob("rows", int, "attention: query rows a block (thread.y)"),
         Knob("stage_keys", int, "attention rows: keys a step whose K and V tiles the block "
                                 "copies to shared memory (0: read where they are)"),
@@ -424,9 +428,18 @@ class RowClass(KernelClass):
         if not low <= knobs["grid_dims"] <= 3:
             bad.append(("grid_dims", f"expected {low} to 3 grid axes (the rows must be on "
                                      f"blocks), got {knobs['grid_dims']}"))
+        vector = knobs.get("vector", 1)
+        if vector not in self.domain("vector", facts, knobs):
+            bad.append(("vector", f"expected 1 or a power of two up to 16 bytes of the row's "
+                                  f"elements ({facts.get('contiguous') or 'not contiguous'}"
+                                  f" bytes each) dividing its {facts[self.limit]}, got {vector}"))
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:
+        if knob == "vector":
+            size = facts.get("contiguous", 0)
+            return (1,) + tuple(v for v in (2, 4, 8) if size and v * size <= 16
+                                and facts[self.limit] % v == 0)
         if knob == "threads":
             return _COMMON_DOMAINS["threads"]({"extent": facts[self.limit]}, knobs)
         if knob == "grid_dims":
@@ -934,11 +947,12 @@ CLASSES: dict[str, KernelClass] = {
             ("rows", "extent"),
             (
                 ("tile-map-grid", ("grid_dims",)),
-                ("tile-cooperative-reduce", ("threads",)),
+                ("tile-cooperative-reduce", ("threads", "vector")),
                 ("tile-stage-inputs", ("stage_inputs",)),
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
+            optional_facts=("contiguous",),
         ),
         AttentionClass(
             "attention",

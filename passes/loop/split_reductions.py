@@ -67,6 +67,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from deplo import hardware as hw
 from deplo.analysis import nest
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import (
@@ -82,6 +83,7 @@ from deplo.passes.loop.cutting import (
     plain_free_path,
     slice_indices,
 )
+from deplo.passes.tile.planner import ROW_THREADS
 
 MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one block's row
 MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
@@ -300,9 +302,11 @@ def _part_at(outputs: list, s, columnar: bool) -> list:
     return [s, *outputs] if columnar else [*outputs, s]
 
 
-def _splittable(red: loop.ForOp, kernel: loop.KernelOp) -> tuple[list[loop.ForOp], int, bool] | None:
+def _splittable(red: loop.ForOp, kernel: loop.KernelOp, weigh: bool = True
+                ) -> tuple[list[loop.ForOp], int, bool] | None:
     """(the free loops around `red`, its slices, whether it reduces columns) when the reduce
-    loop can be split."""
+    loop can be split and (`weigh`: not yet decided, as for a row already cut in fission's
+    kernels) a row is faster split."""
     path = _free_path(red, kernel)
     takes = _candidates(red)
     if path is None or takes is None or len(set(takes)) != len(takes) \
@@ -317,9 +321,36 @@ def _splittable(red: loop.ForOp, kernel: loop.KernelOp) -> tuple[list[loop.ForOp
         if slices > 1:
             return path, slices, True
     slices = _slices(red.ub.data, outputs)
-    if outputs > MAX_OUTPUTS or slices < 4:
+    if outputs > MAX_OUTPUTS or slices < 4 or weigh and not _one_block_slower(red, kernel, outputs):
         return None
     return path, slices, False
+
+
+def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
+                      gpu: hw.Gpu = hw.H100_SXM) -> bool:
+    """Whether a row on one block takes longer than the split: its bytes, read once a pass (a
+    reduction, and the epilogue's loops over the row), at what one SM streams with the row
+    plan's 256 threads in 16-byte accesses where the row allows (hardware.Gpu.stream_bw),
+    against one more launch a reduction and the rows' bytes over DRAM bandwidth. The model
+    agrees on both sides: [64, 65536].sum(1) stays one kernel (9.7 us, 12.1 split), [8,
+    65536] splits (7.3 against 9.7); a group_norm of 64 groups of 32768 stays two kernels
+    (17.7 us, five kernels 30.3), a layer_norm over (16, 64, 64) of 2 rows splits."""
+    reds = _reduce_loops(kernel)
+    loads = {ld.buffer: ld for ld in red.body.walk()
+             if isinstance(ld, loop.LoadOp) and red.iv in ld.indices}
+    sizes = [max(1, ld.result.type.bitwidth // 8) for ld in loads.values()]
+    if not sizes:
+        return True
+    extent, row_bytes = red.ub.data, red.ub.data * sum(sizes)
+    lanes = max(v for v in (1, 2, 4, 8, 16) if v * max(sizes) <= 16 and extent % v == 0)
+    rows = reds[0].parent_block()
+    passes = len(reds) + any(isinstance(o, loop.ForOp) and o not in reds and not is_unit(o)
+                             for o in rows.ops)
+    one_block = passes * row_bytes / gpu.stream_bw(ROW_THREADS // hw.WARP,
+                                                   hw.WARP * lanes * max(sizes))
+    split = len(reds) * (gpu.launch_us + gpu.ramp_us) * 1e-6 \
+        + passes * outputs * row_bytes / (gpu.dram_bw * gpu.dram_efficiency)
+    return split < one_block
 
 
 def _fission(kernel: loop.KernelOp, launch: loop.LaunchOp) -> list[tuple[loop.KernelOp, loop.LaunchOp]]:
@@ -395,12 +426,12 @@ def _epilogue(red: loop.ForOp, reds: list[loop.ForOp]) -> list[loop.ForOp]:
     return []
 
 
-def _split(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
+def _split(kernel: loop.KernelOp, launch: loop.LaunchOp, weigh: bool = True) -> bool:
     reds = _reduce_loops(kernel)
     if len(reds) != 1:
-        return any([_split(k, ln) for k, ln in _fission(kernel, launch)])
+        return any([_split(k, ln, weigh=False) for k, ln in _fission(kernel, launch)])
     red = reds[0]
-    found = _splittable(red, kernel)
+    found = _splittable(red, kernel, weigh)
     if found is None:
         return False
     path, slices, columnar = found

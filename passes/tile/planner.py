@@ -170,7 +170,9 @@ def row_facts(kernel: tile.KernelOp) -> Facts | None:
     r = nest.row_reduction(region)
     if r is None:
         return None
-    return (("rows", tuple(lp.extent for lp in reversed(loops))), ("extent", r.extent))
+    contiguous = nest.row_contiguous(r, kernel.body.block.args)
+    return (("rows", tuple(lp.extent for lp in reversed(loops))), ("extent", r.extent),
+            *((("contiguous", contiguous),) if contiguous else ()))
 
 
 def attention_facts(kernel: tile.KernelOp) -> Facts | None:
@@ -565,10 +567,26 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
     return trial
 
 
+ROW_THREADS = 256  # a row's block (loop-split-reductions weighs a row on one block with it)
+
+
 def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
-    threads = min(256, -(-f[limit] // hw.WARP) * hw.WARP)
-    return {"grid_dims": min(3, len(f["rows"])), "threads": threads, "stage_inputs": "reused",
-            "copy": "sync", "unroll": 32} | fixed
+    """A row a block of up to 256 threads; a row whose accesses walk its innermost dim (fact
+    contiguous) in steps of up to 16 bytes (`vector`) where its extent allows and the steps
+    still fill a warp's lanes, and then as many threads as the steps need (the model:
+    [64, 16384].sum(1) on 64 blocks 9.7 -> 4.8 us, a warp keeping four times the bytes in
+    flight; a bf16 softmax over rows of 128, 4.23 -> 3.90 us with 4 a step, 4.61 with 8, half
+    a warp's lanes idle on its exps)."""
+    size = f.get("contiguous", 0)
+    vector = max(v for v in (1, 2, 4, 8) if v == 1 or (
+        size and v * size <= 16 and f[limit] % v == 0 and f[limit] // v >= hw.WARP))
+    if limit != "extent":
+        vector = 1  # (attention's rows have no such knob)
+    vector = fixed.get("vector", vector)
+    threads = min(ROW_THREADS, -(-f[limit] // (hw.WARP * vector)) * hw.WARP)
+    vec = {"vector": vector} if limit == "extent" else {}
+    return {"grid_dims": min(3, len(f["rows"])), "threads": threads, **vec,
+            "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed
 
 
 def attention_knobs(f: dict, fixed: dict) -> dict:

@@ -48,6 +48,7 @@ from deplo.analysis.nest import (
     block_regions,
     defined_inside,
     region_slabs,
+    share_vector,
     window_parts,
 )
 from deplo.dialects import loop, tile
@@ -105,6 +106,14 @@ def _crossed(s: Slab, region: Block) -> bool:
     return len(s.slab) >= 2
 
 
+def _reads(s: Slab) -> float:
+    """How many times the block reads each element of the slab: its loads, the V loads of a
+    share in steps of V neighbours (nest.share_vector) counting once (each reads a quarter of
+    the row: w in RMSNorm's scaling is read once, not 4 times)."""
+    return sum(1 / share_vector(ld.parent_op()) if isinstance(ld.parent_op(), tile.ForOp) else 1
+               for ld in s.loads)
+
+
 def _offset(dim: Fixed | Range | Window, ops: list[Operation]) -> int | SSAValue:
     """Where the slab starts along a dim; a window's start is computed (`ops`) before the
     stage."""
@@ -138,7 +147,7 @@ class TileStageInputsPass(KernelPass):
             slabs = [(s, mode == "crossed" and _crossed(s, region))
                      for s in region_slabs(kernel, region)]
             for s, crossed in sorted(slabs, key=lambda sc: not sc[1]):
-                if len(s.loads) < min_loads and not crossed or not s.slab:
+                if _reads(s) < min_loads and not crossed or not s.slab:
                     continue  # (a 0-d input is one scalar: nothing to share)
                 sizes = [d.hi - d.lo if isinstance(d, Window) else d[1] - d[0]
                          if isinstance(d, tuple) else 1 for d in s.slab]

@@ -25,8 +25,8 @@ PROGRAMS = {
 # one knob per program that changes the code, with a legal new value
 CHANGES = {
     "matmul": [("threads_m", 8), ("reg_n", 2), ("k_chunk", 16)],
-    "rms_norm": [("threads", 64)],
-    "softmax": [("threads", 128)],
+    "rms_norm": [("vector", 1)],
+    "softmax": [("threads", 32)],
     "attention": [("threads", 32)],
 }
 

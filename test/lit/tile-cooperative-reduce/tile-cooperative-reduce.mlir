@@ -1,19 +1,32 @@
 // RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce | filecheck %s
 // RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{threads=64}" | filecheck %s --check-prefix=T64
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{vector=1}" | filecheck %s --check-prefix=V1
 
 // RMSNorm (DESIGN.md §3.1): the row is reduced by 256 threads, each a strided share, then
-// combined; the normalize loop is strided over the same threads.
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) key "{{.*}}" plan row_reduce(rows = [32], extent = 2048) {grid_dims = 1, threads = 256, {{.*}}} done ["tile-map-grid", "tile-cooperative-reduce"] {
+// combined; the normalize loop is strided over the same threads. The row's accesses walk its
+// innermost dim (fact contiguous = 4 bytes), so a thread takes 4 neighbouring elements a step
+// (vector = 4, one 16-byte access after kernel-vectorize): its share starts at 4 t and steps
+// by 4 x 256; vector=1 strides single elements.
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) key "{{.*}}" plan row_reduce(rows = [32], extent = 2048, contiguous = 4) {grid_dims = 1, threads = 256, vector = 4, {{.*}}} done ["tile-map-grid", "tile-cooperative-reduce"] {
 // CHECK:         tile.for %a1 = 0 to 32 bind(block.x) {
 // CHECK-NEXT:      tile.for %[[T:.*]] = 0 to 256 bind(thread.x) {
-// CHECK-NEXT:        %[[P:.*]] = tile.for %a2 = %[[T]] to 2048 step 256 bind(serial) iter(%acc = %zero) -> f32 {
+// CHECK:             %[[S:.*]] = arith.muli %[[T]], %{{.*}} : index
+// CHECK-NEXT:        %[[P:.*]] = tile.for %a2 = %[[S]] to 2048 step 1024 bind(serial) iter(%{{.*}} = %zero) -> f32 {
+// CHECK:               loop.load %x[%a0, %a1, %a2]
+// CHECK:               %[[I3:.*]] = arith.addi %a2, %c3 : index
+// CHECK-NEXT:          loop.load %x[%a0, %a1, %[[I3]]]
 // CHECK:             %ss = tile.combine add %[[P]] over thread.x : f32
 // CHECK-NEXT:        %mean = arith.divf %ss, %n : f32
-// CHECK:             tile.for %a3 = %[[T]] to 2048 step 256 bind(serial) {
+// CHECK:             tile.for %a3 = %{{.*}} to 2048 step 1024 bind(serial) {
 // CHECK:               loop.store %o, %out[%a0, %a1, %a3]
+// CHECK:               loop.store %o_3, %out[%a0, %a1, %{{.*}}]
+// V1-LABEL:    tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(256, 1, 1) {{.*}} {grid_dims = 1, threads = 256, vector = 1, {{.*}}}
+// V1:            tile.for %[[T:.*]] = 0 to 256 bind(thread.x) {
+// V1-NEXT:         %[[P:.*]] = tile.for %a2 = %[[T]] to 2048 step 256 bind(serial) iter(%acc = %zero) -> f32 {
+// V1:              tile.for %a3 = %[[T]] to 2048 step 256 bind(serial) {
 // T64-LABEL:   tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(64, 1, 1)
-// T64:             %{{.*}} = tile.for %a2 = %[[T:.*]] to 2048 step 64 bind(serial)
-// T64:             tile.for %a3 = %[[T]] to 2048 step 64 bind(serial)
+// T64:             %{{.*}} = tile.for %a2 = %{{.*}} to 2048 step 256 bind(serial)
+// T64:             tile.for %a3 = %{{.*}} to 2048 step 256 bind(serial)
 
 builtin.module {
   loop.kernel @rms_norm(%x: memref<1x32x2048xf32>, %w: memref<2048xf32>, %out: memref<1x32x2048xf32>) {
@@ -50,13 +63,19 @@ builtin.module {
 
 // -----
 
-// A non-identity init is folded in after the combine; T is the extent rounded up to a warp.
-// CHECK-LABEL: tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(128, 1, 1)
-// CHECK:         tile.for %[[T:.*]] = 0 to 128 bind(thread.x) {
+// A non-identity init is folded in after the combine; T is the extent over V rounded up to a
+// warp. V is the most neighbours a step that still fill a warp's lanes: 100 in steps of 2 (25
+// steps of 4 would leave 7 lanes idle), 64 threads; single elements: 128.
+// CHECK-LABEL: tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(64, 1, 1) {{.*}} vector = 2,
+// CHECK:         tile.for %[[T:.*]] = 0 to 64 bind(thread.x) {
 // CHECK-NEXT:      %[[ID:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[P:.*]] = tile.for %a1 = %[[T]] to 100 step 128 bind(serial) iter(%acc = %[[ID]]) -> f32 {
+// CHECK:           %[[P:.*]] = tile.for %a1 = %{{.*}} to 100 step 128 bind(serial) iter(%{{.*}} = %[[ID]]) -> f32 {
 // CHECK:           %[[C:.*]] = tile.combine add %[[P]] over thread.x : f32
 // CHECK-NEXT:      %s = arith.addf %one, %[[C]] : f32
+// V1-LABEL:    tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(128, 1, 1)
+// V1:            tile.for %[[T:.*]] = 0 to 128 bind(thread.x) {
+// V1-NEXT:         %[[ID:.*]] = arith.constant 0.000000e+00 : f32
+// V1-NEXT:         %[[P:.*]] = tile.for %a1 = %[[T]] to 100 step 128 bind(serial) iter(%acc = %[[ID]]) -> f32 {
 // T64-LABEL:   tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(64, 1, 1)
 
 // Too short a reduction for a block of threads (under 64): planned pointwise, a thread a row, so
@@ -128,7 +147,9 @@ builtin.module {
 // argmax: each thread its share's first largest (value, index); then the largest value over the
 // block, and the least index of a share that holds it (or holds NaN, the largest).
 // CHECK-LABEL: tile.kernel @argmax(
-// CHECK:           %[[M:.*]], %[[I:.*]] = tile.for %r0 = %[[T:.*]] to 1000 step 256 bind(serial) iter(%acc = %ninf, %idx = %zero) -> (f32, i64) {
+// CHECK:           %[[M:.*]], %[[I:.*]] = tile.for %r0 = %{{.*}} to 1000 step 1024 bind(serial) iter(%{{.*}} = %ninf, %{{.*}} = %zero) -> (f32, i64) {
+// V1-LABEL:    tile.kernel @argmax(
+// V1:              tile.for %r0 = %{{.*}} to 1000 step 256 bind(serial) iter(%acc = %ninf, %idx = %zero) -> (f32, i64) {
 // CHECK:           %[[TOP:.*]] = tile.combine max %[[M]] over thread.x : f32
 // CHECK-NEXT:      %[[EQ:.*]] = arith.cmpf oeq, %[[M]], %[[TOP]] : f32
 // CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf une, %[[M]], %[[M]] : f32

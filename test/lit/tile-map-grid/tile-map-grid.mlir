@@ -2,7 +2,7 @@
 // RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid{leave-innermost=false}" | filecheck %s --check-prefix=ALL
 
 // RMSNorm: the chain is a0, a1 (a1 holds two loops); a0 has extent 1 and stays serial.
-// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) key "{{.*}}" plan row_reduce(rows = [32], extent = 2048) {grid_dims = 1, {{.*}}} done ["tile-map-grid"] {
+// CHECK-LABEL: tile.kernel @rms_norm({{.*}}) grid(32, 1, 1) block(1, 1, 1) key "{{.*}}" plan row_reduce(rows = [32], extent = 2048, contiguous = 4) {grid_dims = 1, {{.*}}} done ["tile-map-grid"] {
 // CHECK:         tile.for %a0 = 0 to 1 bind(serial) {
 // CHECK-NEXT:      tile.for %a1 = 0 to 32 bind(block.x) {
 // CHECK-NEXT:        %ss = tile.for %a2 = 0 to 2048 bind(serial) iter(%acc = %zero) -> f32 {

@@ -18,7 +18,7 @@
 // CHECK-NEXT:      arith.constant
 // CHECK-NEXT:      tile.for %i = 0 to 64 bind(serial) {
 // CHECK-LABEL: tile.kernel @row_sum({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "e89b901fa63181e1"
-// CHECK-SAME:      plan row_reduce(rows = [8], extent = 1000) {grid_dims = 1, threads = 256, {{.*}}} {
+// CHECK-SAME:      plan row_reduce(rows = [8], extent = 1000, contiguous = 4) {grid_dims = 1, threads = 256, vector = 4, {{.*}}} {
 // A 1000-wide row in chunks of 256 on blocks: 8 rows alone would fill 8 blocks.
 // CHECK-LABEL: tile.kernel @relu({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "b2d69f6c5ea70cf1"
 // CHECK-SAME:      plan pointwise(chain = [8, 1000], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 256, {{.*}}} {

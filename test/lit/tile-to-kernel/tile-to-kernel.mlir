@@ -1,5 +1,5 @@
-// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce,tile-map-threads,tile-stage-inputs,tile-to-kernel | filecheck %s
-// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{threads=32},tile-stage-inputs,tile-cp-async{copy=cp_async},tile-to-kernel" | filecheck %s --check-prefix=ALT
+// RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce{vector=1},tile-map-threads,tile-stage-inputs,tile-to-kernel | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{threads=32 vector=1},tile-stage-inputs,tile-cp-async{copy=cp_async},tile-to-kernel" | filecheck %s --check-prefix=ALT
 
 // RMSNorm, default schedule (a0, of extent 1, is no loop): the staged row is copied by all
 // threads, in 16-byte pieces of 4 elements (kernel-vectorize makes each one access), then a barrier; the

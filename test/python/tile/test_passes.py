@@ -99,8 +99,8 @@ def test_the_plan_and_its_done_steps():
     kernels = {k.sym_name.data: k for k in module.walk() if isinstance(k, tile.KernelOp)}
     rms, mm = kernels["rms_norm"], kernels["relu_matmul"]
     assert rms.the_plan.text() == (
-        "row_reduce(rows = [2, 3], extent = 1000) {grid_dims = 2, threads = 256, "
-        "stage_inputs = reused, copy = sync, unroll = 32}"
+        "row_reduce(rows = [2, 3], extent = 1000, contiguous = 4) {grid_dims = 2, threads = 256, "
+        "vector = 4, stage_inputs = reused, copy = sync, unroll = 32}"
     )
     assert rms.done_steps == ["tile-map-grid", "tile-cooperative-reduce", "tile-stage-inputs"]
     assert rms.grid_dims == (3, 2, 1) and rms.block_dims == (256, 1, 1)

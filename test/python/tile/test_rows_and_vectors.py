@@ -150,8 +150,8 @@ def test_arg_reductions_are_shared_and_keep_the_first_index(fn, dtype) -> None:
 @pytest.mark.parametrize("fn,shape,dtype,slices", [
     (lambda x: x.sum() * 2, (40000,), torch.float32, 16),
     (lambda x: x.mean(), (64, 1024), torch.float32, 32),  # flattened first, then split
-    (lambda x: torch.amax(x, -1), (3, 16384), torch.bfloat16, 8),
-    (lambda x: torch.linalg.vector_norm(x), (2, 8192), torch.float32, 8),
+    (lambda x: torch.amax(x, -1), (3, 131072), torch.bfloat16, 64),
+    (lambda x: torch.linalg.vector_norm(x), (2, 65536), torch.float32, 64),
     (lambda x: F.mse_loss(x, torch.zeros_like(x)), (128, 512), torch.float16, 32),
 ], ids=["sum", "mean-2d", "amax-rows-bf16", "norm", "mse-f16"])
 def test_long_reductions_over_few_outputs_are_split(fn, shape, dtype, slices) -> None:
@@ -170,16 +170,16 @@ def test_long_reductions_over_few_outputs_are_split(fn, shape, dtype, slices) ->
 
 
 @pytest.mark.parametrize("fn,shape,dtype,launches", [
-    (lambda x: torch.logsumexp(x, -1), (2, 16384), torch.float32, 4),
-    (lambda x: torch.softmax(x, -1), (3, 8192), torch.float32, 2),
-    (lambda x: torch.log_softmax(x * 30, -1), (1, 16384), torch.bfloat16, 2),
-    (lambda x: F.layer_norm(x, (16384,)), (2, 16384), torch.float32, 4),
-    (lambda x: F.rms_norm(x, (8192,)), (1, 8192), torch.float16, 2),
-    (lambda x: torch.var(x, -1), (3, 8192), torch.float32, 4),
-    (lambda x: F.cosine_similarity(x[:, :8192], x[:, 8192:]), (2, 16384), torch.float32, 4),
-    # the scaling a nest over [16, 32, 32], flattened to one loop the slices cut
-    (lambda x: F.layer_norm(x, (16, 32, 32)), (3, 16, 32, 32), torch.float32, 4),
-    (lambda x: F.layer_norm(x, (8, 64, 32)), (2, 8, 64, 32), torch.bfloat16, 4),
+    (lambda x: torch.logsumexp(x, -1), (2, 65536), torch.float32, 4),
+    (lambda x: torch.softmax(x, -1), (3, 32768), torch.float32, 2),
+    (lambda x: torch.log_softmax(x * 30, -1), (1, 65536), torch.bfloat16, 2),
+    (lambda x: F.layer_norm(x, (65536,)), (2, 65536), torch.float32, 4),
+    (lambda x: F.rms_norm(x, (65536,)), (1, 65536), torch.float16, 2),
+    (lambda x: torch.var(x, -1), (3, 65536), torch.float32, 4),
+    (lambda x: F.cosine_similarity(x[:, :65536], x[:, 65536:]), (2, 131072), torch.float32, 4),
+    # the scaling a nest over [64, 32, 32], flattened to one loop the slices cut
+    (lambda x: F.layer_norm(x, (64, 32, 32)), (3, 64, 32, 32), torch.float32, 4),
+    (lambda x: F.layer_norm(x, (32, 64, 32)), (2, 32, 64, 32), torch.bfloat16, 4),
 ], ids=["logsumexp", "softmax", "log-softmax-bf16", "layer-norm", "rms-norm-f16", "var",
         "cosine-two-sums", "layer-norm-3d", "layer-norm-3d-bf16"])
 def test_long_rows_of_dependent_reductions_are_split(fn, shape, dtype, launches) -> None:
@@ -256,12 +256,12 @@ def test_split_arg_reductions_keep_the_first_index(fn, target, level) -> None:
     then the slices in order (strictly better, or NaN, replaces). Rows: ties in two slices, a
     NaN in a later slice than another NaN, all -inf, the extreme in the last slice, and an
     extreme at a slice's first element (the vocabulary argmax, the model: 63 -> 8.3 us)."""
-    x = torch.randn(6, 16384)
+    x = torch.randn(6, 65536)
     x[0, 100] = x[0, 9000] = 9.0  # ties in two slices: the first
     x[0, 12000] = -9.0
     x[1, 15000] = x[1, 5000] = float("nan")  # two NaNs: the first
     x[2] = float("-inf")  # none better than the init: index 0
-    x[3, 16383] = 50.0
+    x[3, 65535] = 50.0
     x[3, 0] = -50.0
     x[4, 2048] = 50.0  # a slice's first element
     x[4, 4095] = -50.0
@@ -291,3 +291,41 @@ def test_few_outputs_a_row_reduction_takes_stay_rows(shapes) -> None:
     c = deplo.compile(lambda a, b: a @ b, [torch.randn(*s) for s in shapes])
     assert _kind(c) != "matmul"
     assert c.check(seed=4).ok
+
+
+@pytest.mark.parametrize("fn,shape,launches", [
+    (lambda x: x.sum(-1), (64, 16384), 1),
+    (lambda x: torch.softmax(x, -1), (64, 16384), 1),
+    (lambda x: torch.argmax(x, -1), (1, 16384), 1),
+    (lambda x: F.group_norm(x, 8), (8, 64, 32, 32), 3),
+    (lambda x: x.sum(-1), (8, 65536), 2),
+], ids=["sum-64-rows", "softmax-64-rows", "argmax-one-row", "group-norm", "sum-8-long-rows"])
+def test_rows_one_block_streams_faster_are_not_split(fn, shape, launches) -> None:
+    """loop-split-reductions weighs a row on one block (its bytes at what one SM's warps keep
+    in flight, 16-byte accesses) against the split's launches: 64 rows of 64 KB, or one of
+    64 KB, stay one kernel (the model, [64, 16384].sum(1): 4.8 us, 7.9 split; group_norm of 8
+    groups over [8, 64, 32, 32] three loop kernels, two launches, 9.2 us, was seven and five,
+    19.8); 8 rows of 256 KB split."""
+    x = torch.randn(*shape)
+    c = deplo.compile(fn, [x])
+    kernels = [k for k in c.module("loop").walk() if isinstance(k, loop.KernelOp)]
+    assert len(kernels) == launches, [k.sym_name.data for k in kernels]
+    assert c.check(seed=11).ok
+
+
+@pytest.mark.parametrize("fn,shape,dtype,width", [
+    (lambda x: x.sum(-1), (8, 4096), torch.float32, "kc_ld128"),
+    (lambda x: F.rms_norm(x, (2048,)), (8, 2048), torch.bfloat16, "kc_ld128"),
+    (lambda x: torch.softmax(x, -1), (8, 1000), torch.float32, "kc_st128"),
+    (lambda x: x.argmax(-1), (8, 4096), torch.float32, "kc_ld128"),
+], ids=["sum", "rms-norm-bf16", "softmax-store", "argmax"])
+def test_rows_are_read_in_16_byte_steps(fn, shape, dtype, width) -> None:
+    """row_reduce's `vector` (fact contiguous): a thread takes 4 fp32 (8 bf16) neighbours of the
+    row a step, one 128-bit access, and the row's epilogue stores likewise; the results are
+    PyTorch's (argmax's first index: a thread's neighbours in order)."""
+    x = torch.randn(*shape, dtype=dtype)
+    c = deplo.compile(fn, [x])
+    plans = [p for p in c.plans()["kernels"].values() if p["kind"] == "row_reduce"]
+    assert plans and all(p["knobs"]["vector"] == 16 // x.element_size() for p in plans), plans
+    assert width in c.cuda_source
+    assert c.check(seed=12).ok

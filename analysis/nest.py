@@ -467,6 +467,8 @@ def row_contiguous(row: RowReduction, buffers) -> int:
             at = amap.eval([1 if v is lp.iv else 0 for v in op.indices], [])
             zero = amap.eval([0] * n, [])
             delta = [a - b for a, b in zip(at, zero)]
+            if not any(delta):
+                continue  # (the map drops the iv: the same element every step)
             if any(delta[:-1]) or delta[-1] != 1:
                 return 0
             sizes.append(max(1, op.buffer.type.element_type.bitwidth // 8))

@@ -79,7 +79,11 @@ class Program:
         finally:
             if float64:
                 _narrow(module, kept)
-        outs = out if isinstance(out, (tuple, list)) else (out,)
+        outs = torch.utils._pytree.tree_leaves(out)  # (a tuple of max's (values, indices))
+        for k, o in enumerate(outs):
+            if not isinstance(o, torch.Tensor):
+                raise FrontendError(f"output {k} of the program is a {type(o).__name__}, not a "
+                                    "tensor: the comparison takes tensor outputs only")
         return [to_numpy(o) for o in outs]
 
 

@@ -532,6 +532,14 @@ def gather(b: TirBuilder, x: SSAValue, dims: Sequence[int], indices: Sequence[SS
     return b._add(tir.GatherOp(x, table_map, indices, index_maps, rt))
 
 
+def _from_the_end(b: TirBuilder, idx: SSAValue, n: int) -> SSAValue:
+    """aten.index's index values as coordinates: a negative one counts from the end of its dim
+    of `n` (x[-1] is x[n - 1]), which tir.gather does not (an embedding's ids never are)."""
+    t = idx.type
+    return b.select(b.compare(tir.CompareKind.LT, idx, b.full(0, t)), b.ew(EK.ADD, idx, b.full(n, t)),
+                    idx)
+
+
 def _iota(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     return b._add(tir.IotaOp(0, op.start.value.data, op.step.value.data, rt))
 
@@ -716,7 +724,9 @@ SHAPE_DECOMPOSITIONS: dict[str, Decomposition] = {
     "select": _select,
     "cat": _concat,
     "embedding": lambda b, op, rt: gather(b, op.weight, [0], [op.indices], rt),
-    "index": lambda b, op, rt: gather(b, op.input, op.dims.get_values(), list(op.indices), rt),
+    "index": lambda b, op, rt: gather(b, op.input, op.dims.get_values(), [
+        _from_the_end(b, v, op.input.type.get_shape()[d])
+        for v, d in zip(op.indices, op.dims.get_values())], rt),
     "arange": _iota,
     "full": lambda b, op, rt: b.full(op.value.value.data, rt),
     "sdpa": sdpa,

@@ -273,7 +273,7 @@ def _write_plans(plans: dict, path: str | None) -> None:
     if path:
         import json
 
-        with open(path, "w") as f:
+        with writing(path), open(path, "w") as f:
             json.dump(plans, f, indent=1)
             f.write("\n")
         print(f"deplo: wrote the plans of {len(plans['kernels'])} kernel(s) to {path}",
@@ -423,7 +423,8 @@ def _bench_run(compiled, args, target: str) -> int:
         report["measured"] = {k: v for k, v in measured.items() if k != "per_kernel_us"}
     print(format_profile(report, rows=args.profile), end="")
     if args.output:
-        write_profile(report, args.output)
+        with writing(args.output):
+            write_profile(report, args.output)
         print(f"wrote {args.output}")
     _write_plans(compiled.plans() if args.schedule_out else {}, args.schedule_out)
     return 0

@@ -237,3 +237,36 @@ def test_a_closed_pipe_ends_quietly() -> None:
     err = p.stderr.read().decode()
     p.wait(timeout=300)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_rand_inputs_are_redrawn_in_their_range() -> None:
+    """`torch.rand` inputs (probabilities) are redrawn in (0, 1) for --check, as randint's stay in
+    theirs: binary_cross_entropy's reference had raised on standard normal draws. Its mean
+    reduction reads a 0-d buffer in the row (the row's contiguity fact skips it)."""
+    import deplo
+    from deplo.tools.api import random_inputs
+
+    c = deplo.compile("F.binary_cross_entropy(torch.rand(3,4), torch.rand(3,4))")
+    for x in random_inputs(c.program, seed=3)[:2]:  # (then the constants)
+        assert 0 < x.min() and x.max() < 1
+    assert c.check(seed=3).ok
+
+
+def test_check_takes_nested_outputs_and_names_a_non_tensor_one(tmp_path) -> None:
+    """--check compares the tensor leaves of nested outputs ((values, indices) in a tuple, a
+    dict); a non-tensor output is a one-line error, as is an output file it cannot write."""
+    import torch
+
+    import deplo
+
+    assert deplo.compile(lambda x: (x.max(-1),), [torch.randn(4, 6)]).check().ok
+    assert deplo.compile(lambda x: {"a": x + 1}, [torch.randn(4, 6)]).check().ok
+    for expr in ("(torch.randn(3), 2)", "torch.randn(3).shape"):
+        r = subprocess.run([sys.executable, "-m", "deplo.tools.deplo_main", "run", "-c", expr,
+                            "--check"], capture_output=True, text=True)
+        assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+        assert "is a int, not a tensor" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "deplo.tools.deplo_main", "compile", "-c",
+                        "torch.relu(torch.randn(4,4))", "--schedule-out", "/proc/p.json"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "cannot write" in r.stderr and "Traceback" not in r.stderr

@@ -222,3 +222,20 @@ def test_out_of_range_index_is_an_error(compiled, level: str) -> None:
     inputs[1][0, 0] = 11
     with pytest.raises(InterpretationError, match="outside"):
         c.run(inputs, target="interp", level=level)
+
+
+@pytest.mark.parametrize("fn,shape,index,n", [
+    (lambda x, i: x[i], (5,), (3,), 5),
+    (lambda x, i: x[:, i], (4, 6), (2, 3), 6),
+    (lambda x, i: x[i, 1:], (7, 4), (5,), 7),
+], ids=["1-d", "columns", "rows-then-slice"])
+def test_negative_index_values_count_from_the_end(fn, shape, index, n) -> None:
+    """aten.index wraps negative index values (x[-1] is the last row) at run time; they had been
+    read out of bounds (NaN on the CPU runtime, an illegal read on a GPU)."""
+    x = torch.randn(*shape)
+    i = torch.randint(-n, n, index)
+    i.view(-1)[0] = -1
+    c = deplo.compile(fn, [x, i])
+    want = fn(x, i).numpy()
+    assert (c.run([x.numpy(), i.numpy()], target="cpu")[0] == want).all()
+    assert (c.run([x.numpy(), i.numpy()], target="interp", level="tensor")[0] == want).all()

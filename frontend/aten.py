@@ -124,6 +124,8 @@ def _rounding(name: str) -> Converter:
 
 def _binary(name: str) -> Converter:
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        if str(rt.element_type) == "i1" and name in ("add", "mul"):  # bool + bool: or; *: and
+            return _logical("logical_or" if name == "add" else "logical_and")(im, node, rt)
         a, b = node.args[0], node.args[1]
         va = _as_dtype(im, im.value(a, rt), rt.element_type)
         vb = _as_dtype(im, im.value(b, rt), rt.element_type)
@@ -246,6 +248,9 @@ def _cat(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     xs = [im.value(t) for t in node.args[0]]
     # torch skips legacy empty 1-D inputs (a KV cache's first `torch.tensor([])`)
     xs = [x for x in xs if list(x.type.get_shape()) != [0] or rt.get_num_dims() == 1] or xs[:1]
+    # mixed dtypes promote to the result's (torch.cat of f16 and f32 is f32)
+    xs = [x if x.type.element_type == rt.element_type else im.insert(
+        T.ToOp(x, TensorType(rt.element_type, x.type.get_shape())), "to") for x in xs]
     if len(xs) == 1:
         return xs[0]
     dim = _norm(_arg(node, 1, "dim", 0), rt.get_num_dims())

@@ -192,6 +192,12 @@ def import_exported(
                     f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}", node.target
                 )
             last = im.block.last_op
+            if any(not isinstance(n, int) for v in torch.utils._pytree.tree_leaves(
+                    node.meta.get("val")) if isinstance(v, torch.Tensor) for n in v.shape):
+                raise UnsupportedOpError(
+                    f"unsupported PyTorch op '{node.target}' (its result's shape depends on the "
+                    f"values of its inputs: boolean-mask indexing, nonzero, repeat_interleave "
+                    f"by a tensor) {where_from(node)}", node.target)
             try:
                 value = convert(im, node, result_type(node.meta["val"]))
             except FrontendError as e:  # (which op it was about: import_module's fallback)

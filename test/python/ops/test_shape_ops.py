@@ -239,3 +239,26 @@ def test_negative_index_values_count_from_the_end(fn, shape, index, n) -> None:
     want = fn(x, i).numpy()
     assert (c.run([x.numpy(), i.numpy()], target="cpu")[0] == want).all()
     assert (c.run([x.numpy(), i.numpy()], target="interp", level="tensor")[0] == want).all()
+
+
+@pytest.mark.parametrize("fn,inputs", [
+    (lambda a, b: torch.cat([a, b], 0), [torch.randn(2, 3, dtype=torch.float16), torch.randn(2, 3)]),
+    (lambda a, b: torch.cat([a, b], 1), [torch.randint(0, 5, (2, 3)), torch.randn(2, 3)]),
+    (lambda a, b: (a > 0) + (b > 0), [torch.randn(3, 5), torch.randn(3, 5)]),
+    (lambda a, b: (a > 0) * (b > 0), [torch.randn(3, 5), torch.randn(3, 5)]),
+], ids=["cat-f16-f32", "cat-int-float", "bool-add-is-or", "bool-mul-is-and"])
+def test_promotions_of_mixed_and_bool_operands(fn, inputs) -> None:
+    """torch.cat of mixed dtypes takes the promoted dtype (it was a verifier error), and bool +
+    bool is logical or, bool * bool logical and (an internal error on add of i1)."""
+    c = deplo.compile(fn, inputs)
+    assert c.check(seed=2).ok
+
+
+def test_value_dependent_shapes_are_refused_naming_why() -> None:
+    """A boolean mask's selection has a shape only the values tell: refused in one line naming
+    the op and the reason (it was a verifier message about a symbol `u0`)."""
+    from deplo.frontend.errors import FrontendError
+
+    x = torch.randn(4)
+    with pytest.raises(FrontendError, match="shape depends on the values"):
+        deplo.compile(lambda x: x[x > 0], [x])

@@ -430,9 +430,11 @@ class RowClass(KernelClass):
                                      f"blocks), got {knobs['grid_dims']}"))
         vector = knobs.get("vector", 1)
         if vector not in self.domain("vector", facts, knobs):
+            size = facts.get("contiguous")
+            each = f"{size} bytes each" if size else "the row's accesses are not contiguous"
             bad.append(("vector", f"expected 1 or a power of two up to 16 bytes of the row's "
-                                  f"elements ({facts.get('contiguous') or 'not contiguous'}"
-                                  f" bytes each) dividing its {facts[self.limit]}, got {vector}"))
+                                  f"elements ({each}) dividing its {facts[self.limit]}, got "
+                                  f"{vector}"))
         return bad
 
     def domain(self, knob: str, facts: dict, knobs: dict) -> Sequence[Value]:

@@ -326,6 +326,16 @@ def _splittable(red: loop.ForOp, kernel: loop.KernelOp, weigh: bool = True
     return path, slices, False
 
 
+def _walks_innermost(ld: loop.LoadOp, iv) -> bool:
+    """`ld` reads along its innermost dim at `iv`, coefficient 1 (a thread's neighbours are one
+    wide access)."""
+    n = len(ld.indices)
+    at = ld.access_map().eval([1 if v is iv else 0 for v in ld.indices], [])
+    zero = ld.access_map().eval([0] * n, [])
+    delta = [a - b for a, b in zip(at, zero)]
+    return bool(delta) and not any(delta[:-1]) and delta[-1] == 1
+
+
 def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
                       gpu: hw.Gpu = hw.H100_SXM) -> bool:
     """Whether a row on one block takes longer than the split: its bytes, read once a pass (a
@@ -342,13 +352,18 @@ def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
     if not sizes:
         return True
     extent, row_bytes = red.ub.data, red.ub.data * sum(sizes)
-    lanes = max(v for v in (1, 2, 4, 8, 16) if v * max(sizes) <= 16 and extent % v == 0)
+    walks = all(_walks_innermost(ld, red.iv) for ld in loads.values())
+    lanes = max(v for v in (1, 2, 4, 8) if v == 1 or walks and v * min(sizes) <= 16
+                and extent % v == 0 and extent // v >= hw.WARP)  # (planner.row_knobs' vector)
     rows = reds[0].parent_block()
     passes = len(reds) + any(isinstance(o, loop.ForOp) and o not in reds and not is_unit(o)
                              for o in rows.ops)
-    one_block = passes * row_bytes / gpu.stream_bw(ROW_THREADS // hw.WARP,
-                                                   hw.WARP * lanes * max(sizes))
-    split = len(reds) * (gpu.launch_us + gpu.ramp_us) * 1e-6 \
+    stream = gpu.stream_bw(ROW_THREADS // hw.WARP, hw.WARP * lanes * min(sizes))
+    # the first pass from DRAM, the others from L2 (the cost model's: a row read again is
+    # cached); the split: 2 kernels a reduction for 1, and every pass's bytes over DRAM
+    one_block = row_bytes / stream + (passes - 1) * row_bytes / (
+        stream * gpu.dram_latency / gpu.l2_latency)
+    split = (2 * len(reds) - 1) * (gpu.launch_us + gpu.ramp_us) * 1e-6 \
         + passes * outputs * row_bytes / (gpu.dram_bw * gpu.dram_efficiency)
     return split < one_block
 

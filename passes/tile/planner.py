@@ -583,7 +583,8 @@ def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
     if limit != "extent":
         vector = 1  # (attention's rows have no such knob)
     vector = fixed.get("vector", vector)
-    threads = min(ROW_THREADS, -(-f[limit] // (hw.WARP * vector)) * hw.WARP)
+    steps = vector if isinstance(vector, int) and vector >= 1 else 1  # (a bad one: a violation)
+    threads = min(ROW_THREADS, -(-f[limit] // (hw.WARP * steps)) * hw.WARP)
     vec = {"vector": vector} if limit == "extent" else {}
     return {"grid_dims": min(3, len(f["rows"])), "threads": threads, **vec,
             "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed

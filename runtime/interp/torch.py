@@ -357,8 +357,11 @@ class TorchFunctions(InterpreterFunctions):
         if op.attn_mask is not None:
             m = np.asarray(args[3])
             s = np.where(m, s, dt.type(-np.inf)) if m.dtype == np.bool_ else s + m.astype(dt)
-        e = np.exp(s - np.max(s, axis=-1, keepdims=True))
-        p = e / np.sum(e, axis=-1, keepdims=True)
+        top = np.max(s, axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            e = np.exp(s - top)
+            p = e / np.sum(e, axis=-1, keepdims=True)
+        p = np.where(top == -np.inf, dt.type(0), p)  # a row masked whole: 0 (safe softmax)
         return (np.asarray(fit(np.matmul(p, v), elt)),)
 
     @impl(torch_d.LinearOp)

@@ -236,26 +236,26 @@ builtin.module {
 
 // -----
 
-// logsumexp over two rows of 65536: a max, then a sum of exp(x - max), then a scalar epilogue.
+// logsumexp over two rows of 262144: a max, then a sum of exp(x - max), then a scalar epilogue.
 // Fission first: @lse_1 computes the max and stores it (%red); @lse loads it instead. Then each
 // splits: @lse_1_part / @lse_1 for the max, @lse_part / @lse for the sum.
-// CHECK-LABEL: loop.kernel @lse_1_part(%x: memref<2x65536xf32>, %out: memref<2xf32>, %red: memref<2xf32>, %part: memref<2x32xf32>)
+// CHECK-LABEL: loop.kernel @lse_1_part(%x: memref<2x262144xf32>, %out: memref<2xf32>, %red: memref<2xf32>, %part: memref<2x128xf32>)
 // CHECK:         loop.for %i = 0 to 2 free {
-// CHECK-NEXT:      loop.for %s = 0 to 32 free {
+// CHECK-NEXT:      loop.for %s = 0 to 128 free {
 // CHECK:             arith.maximumf
-// CHECK:             loop.store %{{.*}}, %part[%i, %s] : memref<2x32xf32>
+// CHECK:             loop.store %{{.*}}, %part[%i, %s] : memref<2x128xf32>
 // CHECK-LABEL: loop.kernel @lse_1(
-// CHECK:           loop.for %s = 0 to 32 reduce
+// CHECK:           loop.for %s = 0 to 128 reduce
 // CHECK:           loop.store %{{.*}}, %red[%i] : memref<2xf32>
 // CHECK-NOT:       math.log
 // CHECK-LABEL: loop.kernel @lse_part(
 // CHECK:           %[[M:.*]] = loop.load %red[%i] : memref<2xf32>
-// CHECK:           loop.for %s = 0 to 32 free {
+// CHECK:           loop.for %s = 0 to 128 free {
 // CHECK:             arith.subf %{{.*}}, %[[M]] : f32
 // CHECK:             math.exp
 // CHECK-LABEL: loop.kernel @lse(
 // CHECK:           loop.load %red[%i] : memref<2xf32>
-// CHECK:           loop.for %s = 0 to 32 reduce
+// CHECK:           loop.for %s = 0 to 128 reduce
 // CHECK:           math.log
 // CHECK-LABEL: func.func @main
 // CHECK:         loop.launch @lse_1_part(
@@ -264,17 +264,17 @@ builtin.module {
 // CHECK-NEXT:    loop.launch @lse(
 
 builtin.module {
-  loop.kernel @lse(%x: memref<2x65536xf32>, %out: memref<2xf32>) {
+  loop.kernel @lse(%x: memref<2x262144xf32>, %out: memref<2xf32>) {
     %0 = arith.constant 0xff800000 : f32
     %1 = arith.constant 0.000000e+00 : f32
     loop.for %i = 0 to 2 free {
-      %2 = loop.for %r = 0 to 65536 reduce iter(%acc = %0) -> f32 {
-        %3 = loop.load %x[%i, %r] : memref<2x65536xf32>
+      %2 = loop.for %r = 0 to 262144 reduce iter(%acc = %0) -> f32 {
+        %3 = loop.load %x[%i, %r] : memref<2x262144xf32>
         %4 = arith.maximumf %acc, %3 : f32
         loop.yield %4 : f32
       }
-      %5 = loop.for %r_1 = 0 to 65536 reduce iter(%acc_1 = %1) -> f32 {
-        %6 = loop.load %x[%i, %r_1] : memref<2x65536xf32>
+      %5 = loop.for %r_1 = 0 to 262144 reduce iter(%acc_1 = %1) -> f32 {
+        %6 = loop.load %x[%i, %r_1] : memref<2x262144xf32>
         %7 = arith.subf %6, %2 : f32
         %8 = math.exp %7 : f32
         %9 = arith.addf %acc_1, %8 : f32
@@ -285,9 +285,9 @@ builtin.module {
       loop.store %11, %out[%i] : memref<2xf32>
     }
   }
-  func.func @main(%x: memref<2x65536xf32>) -> memref<2xf32> {
+  func.func @main(%x: memref<2x262144xf32>) -> memref<2xf32> {
     %lse = memref.alloc() : memref<2xf32>
-    loop.launch @lse(%x, %lse) : memref<2x65536xf32>, memref<2xf32>
+    loop.launch @lse(%x, %lse) : memref<2x262144xf32>, memref<2xf32>
     func.return %lse : memref<2xf32>
   }
 }

@@ -68,8 +68,13 @@ func.func @cat(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x10xf32> {
 // With the indexed dims apart (x[i, :, j]), the broadcast index dims come first.
 // CHECK-LABEL: func.func @gathers
 // CHECK:         tir.gather %w (d0, d1, d2)[s0] -> (s0, d2) indices(%ids (d0, d1, d2) -> (d0, d1)) : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
-// CHECK:         tir.gather %x (d0, d1, d2, d3)[s0] -> (d0, s0, d3) indices(%ids (d0, d1, d2, d3) -> (d1, d2)) : tensor<5x6x7xf32>, tensor<2x3xi64> -> tensor<5x2x3x7xf32>
-// CHECK:         tir.gather %x (d0, d1, d2)[s0, s1] -> (s0, d2, s1) indices(%i (d0, d1, d2) -> (d0, 0), %j (d0, d1, d2) -> (d1)) : tensor<5x6x7xf32>, tensor<2x1xi64>, tensor<3xi64> -> tensor<2x3x6xf32>
+// torch.index wraps a negative index value by its dim's size first (x[-1]: the last).
+// CHECK:         %[[NEG:.*]] = tir.compare lt(%ids, %{{.*}}) : tensor<2x3xi64> -> tensor<2x3xi1>
+// CHECK:         tir.full 6 : tensor<2x3xi64>
+// CHECK:         %[[UP:.*]] = tir.elementwise add(%ids, %{{.*}}) : tensor<2x3xi64>
+// CHECK:         %[[IDS:.*]] = tir.select %[[NEG]], %[[UP]], %ids : tensor<2x3xi64>
+// CHECK:         tir.gather %x (d0, d1, d2, d3)[s0] -> (d0, s0, d3) indices(%[[IDS]] (d0, d1, d2, d3) -> (d1, d2)) : tensor<5x6x7xf32>, tensor<2x3xi64> -> tensor<5x2x3x7xf32>
+// CHECK:         tir.gather %x (d0, d1, d2)[s0, s1] -> (s0, d2, s1) indices(%{{.*}} (d0, d1, d2) -> (d0, 0), %{{.*}} (d0, d1, d2) -> (d1)) : tensor<5x6x7xf32>, tensor<2x1xi64>, tensor<3xi64> -> tensor<2x3x6xf32>
 func.func @gathers(%w: tensor<10x4xf32>, %ids: tensor<2x3xi64>, %x: tensor<5x6x7xf32>, %i: tensor<2x1xi64>, %j: tensor<3xi64>) -> (tensor<2x3x4xf32>, tensor<5x2x3x7xf32>, tensor<2x3x6xf32>) {
   %e = torch.embedding %w, %ids : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
   %a = torch.index %x, %ids {dims = array<i64: 1>} : (tensor<5x6x7xf32>, tensor<2x3xi64>) -> tensor<5x2x3x7xf32>

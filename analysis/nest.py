@@ -463,16 +463,21 @@ def row_contiguous(row: RowReduction, buffers) -> int:
                 return 0
             if lp.iv not in op.indices:
                 continue
-            amap, n = op.access_map(), len(op.indices)
-            at = amap.eval([1 if v is lp.iv else 0 for v in op.indices], [])
-            zero = amap.eval([0] * n, [])
-            delta = [a - b for a, b in zip(at, zero)]
+            delta = iv_step(op, lp.iv)
             if not any(delta):
                 continue  # (the map drops the iv: the same element every step)
             if any(delta[:-1]) or delta[-1] != 1:
                 return 0
             sizes.append(max(1, op.buffer.type.element_type.bitwidth // 8))
     return min(sizes, default=0)
+
+
+def iv_step(op: loop.LoadOp | loop.StoreOp, iv: SSAValue) -> list[int]:
+    """How far each coordinate of `op`'s access moves when `iv` (an index operand) moves by 1:
+    `[0, 1]` walks the innermost dim, `[1, 0]` a column."""
+    amap, n = op.access_map(), len(op.indices)
+    at = amap.eval([1 if v is iv else 0 for v in op.indices], [])
+    return [a - b for a, b in zip(at, amap.eval([0] * n, []))]
 
 
 def _depends_on(v: SSAValue, iv: SSAValue) -> bool:

@@ -326,25 +326,16 @@ def _splittable(red: loop.ForOp, kernel: loop.KernelOp, weigh: bool = True
     return path, slices, False
 
 
-def _walks_innermost(ld: loop.LoadOp, iv) -> bool:
-    """`ld` reads along its innermost dim at `iv`, coefficient 1 (a thread's neighbours are one
-    wide access)."""
-    n = len(ld.indices)
-    at = ld.access_map().eval([1 if v is iv else 0 for v in ld.indices], [])
-    zero = ld.access_map().eval([0] * n, [])
-    delta = [a - b for a, b in zip(at, zero)]
-    return bool(delta) and not any(delta[:-1]) and delta[-1] == 1
-
-
 def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
                       gpu: hw.Gpu = hw.H100_SXM) -> bool:
-    """Whether a row on one block takes longer than the split: its bytes, read once a pass (a
-    reduction, and the epilogue's loops over the row), at what one SM streams with the row
-    plan's 256 threads in 16-byte accesses where the row allows (hardware.Gpu.stream_bw),
-    against one more launch a reduction and the rows' bytes over DRAM bandwidth. The model
-    agrees on both sides: [64, 65536].sum(1) stays one kernel (9.7 us, 12.1 split), [8,
-    65536] splits (7.3 against 9.7); a group_norm of 64 groups of 32768 stays two kernels
-    (17.7 us, five kernels 30.3), a layer_norm over (16, 64, 64) of 2 rows splits."""
+    """Whether a row on one block takes longer than the split, by the cost model's rules: the
+    row's bytes at what one SM streams with the row plan's 256 threads (16-byte steps where its
+    loads walk their innermost dim, hardware.Gpu.stream_bw), later passes (a further
+    reduction, the epilogue's loops over the row) from L2; against the split's 2 kernels a
+    reduction for 1 and every pass's bytes over DRAM bandwidth. The model agrees:
+    [64, 65536].sum(1) stays one kernel (9.7 us, 12.1 split) and [8, 65536] splits (7.3
+    against 9.7); logsumexp of 16 rows of 65536 stays one (9.7, 16.1 split); a layer_norm
+    over (16, 64, 64) of 2 rows splits."""
     reds = _reduce_loops(kernel)
     loads = {ld.buffer: ld for ld in red.body.walk()
              if isinstance(ld, loop.LoadOp) and red.iv in ld.indices}
@@ -352,7 +343,8 @@ def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
     if not sizes:
         return True
     extent, row_bytes = red.ub.data, red.ub.data * sum(sizes)
-    walks = all(_walks_innermost(ld, red.iv) for ld in loads.values())
+    walks = all((d := nest.iv_step(ld, red.iv)) and not any(d[:-1]) and d[-1] == 1
+                for ld in loads.values())
     lanes = max(v for v in (1, 2, 4, 8) if v == 1 or walks and v * min(sizes) <= 16
                 and extent % v == 0 and extent // v >= hw.WARP)  # (planner.row_knobs' vector)
     rows = reds[0].parent_block()

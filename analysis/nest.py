@@ -459,7 +459,8 @@ def row_contiguous(row: RowReduction, buffers) -> int:
         for op in lp.body.walk():
             if not isinstance(op, loop.LoadOp | loop.StoreOp) or op.buffer not in buffers:
                 continue
-            if any(v is not lp.iv and _depends_on(v, lp.iv) for v in op.indices):
+            if any(v is not lp.iv and depends_on(v, {lp.iv}, lp.body.block)
+                   for v in op.indices):
                 return 0
             if lp.iv not in op.indices:
                 continue
@@ -478,14 +479,6 @@ def iv_step(op: loop.LoadOp | loop.StoreOp, iv: SSAValue) -> list[int]:
     amap, n = op.access_map(), len(op.indices)
     at = amap.eval([1 if v is iv else 0 for v in op.indices], [])
     return [a - b for a, b in zip(at, amap.eval([0] * n, []))]
-
-
-def _depends_on(v: SSAValue, iv: SSAValue) -> bool:
-    """Whether index `v` is computed from `iv` (through the ops that define it)."""
-    if v is iv:
-        return True
-    op = v.owner
-    return isinstance(op, Operation) and any(_depends_on(o, iv) for o in op.operands)
 
 
 @dataclass

@@ -100,13 +100,13 @@ def check_program(outputs: Sequence[np.ndarray], program, inputs: Sequence[np.nd
     notes, fine = [], True
     for k, (out, ref, ex) in enumerate(zip(outputs, reference, exact)):
         t = types[k] if k < len(types) else ""
-        one = compare([out], [ref], [t] if t in TOLERANCE_BY_TYPE else None)
+        kind = [t] if t in TOLERANCE_BY_TYPE else None
+        one = compare([out], [ref], kind)
         if one.ok:
             continue
         if t not in HALF + FP32 or np.asarray(ref).dtype.kind in "iub":
             return result  # integers exact; a float output beside them has no say
-        ours = compare([out], [ex], [t] if t in TOLERANCE_BY_TYPE else None)
-        eager = compare([ref], [ex], [t] if t in TOLERANCE_BY_TYPE else None)
+        ours, eager = compare([out], [ex], kind), compare([ref], [ex], kind)
         notes.append(f"against float64 {ours.max_rel:.3e}, eager's own {eager.max_rel:.3e}")
         if not math.isfinite(eager.max_rel):
             fine = False

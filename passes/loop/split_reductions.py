@@ -83,7 +83,7 @@ from deplo.passes.loop.cutting import (
     plain_free_path,
     slice_indices,
 )
-from deplo.passes.tile.planner import ROW_THREADS
+from deplo.passes.tile.planner import ROW_THREADS, row_vector
 
 MAX_OUTPUTS = 64  # outputs that leave most of 132 SMs idle when each is one block's row
 MAX_ROWS = 4 * 132  # rows of partials: four blocks an SM at most
@@ -345,8 +345,7 @@ def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
     extent, row_bytes = red.ub.data, red.ub.data * sum(sizes)
     walks = all((d := nest.iv_step(ld, red.iv)) and not any(d[:-1]) and d[-1] == 1
                 for ld in loads.values())
-    lanes = max(v for v in (1, 2, 4, 8) if v == 1 or walks and v * min(sizes) <= 16
-                and extent % v == 0 and extent // v >= hw.WARP)  # (planner.row_knobs' vector)
+    lanes = row_vector(extent, min(sizes) if walks else 0)  # (the row plan's vector)
     rows = reds[0].parent_block()
     passes = len(reds) + any(isinstance(o, loop.ForOp) and o not in reds and not is_unit(o)
                              for o in rows.ops)

@@ -570,6 +570,13 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
 ROW_THREADS = 256  # a row's block (loop-split-reductions weighs a row on one block with it)
 
 
+def row_vector(extent: int, size: int) -> int:
+    """The most neighbours of a row (elements of `size` bytes, 0: not contiguous) a thread takes
+    a step: up to 16 bytes, dividing the extent, the steps still filling a warp's lanes."""
+    return max(v for v in (1, 2, 4, 8) if v == 1 or size and v * size <= 16
+               and extent % v == 0 and extent // v >= hw.WARP)
+
+
 def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
     """A row a block of up to 256 threads; a row whose accesses walk its innermost dim (fact
     contiguous) in steps of up to 16 bytes (`vector`) where its extent allows and the steps
@@ -577,12 +584,8 @@ def row_knobs(f: dict, limit: str, fixed: dict) -> dict:
     [64, 16384].sum(1) on 64 blocks 9.7 -> 4.8 us, a warp keeping four times the bytes in
     flight; a bf16 softmax over rows of 128, 4.23 -> 3.90 us with 4 a step, 4.61 with 8, half
     a warp's lanes idle on its exps)."""
-    size = f.get("contiguous", 0)
-    vector = max(v for v in (1, 2, 4, 8) if v == 1 or (
-        size and v * size <= 16 and f[limit] % v == 0 and f[limit] // v >= hw.WARP))
-    if limit != "extent":
-        vector = 1  # (attention's rows have no such knob)
-    vector = fixed.get("vector", vector)
+    vector = fixed.get("vector", row_vector(f[limit], f.get("contiguous", 0))) \
+        if limit == "extent" else 1  # (attention's rows have no such knob)
     steps = vector if isinstance(vector, int) and vector >= 1 else 1  # (a bad one: a violation)
     threads = min(ROW_THREADS, -(-f[limit] // (hw.WARP * steps)) * hw.WARP)
     vec = {"vector": vector} if limit == "extent" else {}

@@ -265,8 +265,13 @@ def linear(b: TirBuilder, x: SSAValue, w: SSAValue, bias: SSAValue | None,
     return _back(b, y, like)
 
 
-def softmax(b: TirBuilder, x: SSAValue, dim: int) -> SSAValue:
-    """exp(x - max) / sum(exp(x - max)) along `dim`, in float32 for f16/bf16 (one rounding)."""
+def softmax(b: TirBuilder, x: SSAValue, dim: int, safe: bool = False) -> SSAValue:
+    """exp(x - max) / sum(exp(x - max)) along `dim`, in float32 for f16/bf16 (one rounding).
+
+    `safe` (attention's): a row of -inf only is 0, not NaN, as PyTorch's SDPA gives a row its
+    mask hides whole. The max is clamped to the lowest finite float and the sum to at least 1;
+    any other row's max element adds exp(0) = 1, so neither changes its values (and the clamped
+    max is what loop-online-softmax's running max, started at the lowest float, computes)."""
     t: TensorType = x.type
     shape = list(t.get_shape())
     if not shape:
@@ -274,8 +279,12 @@ def softmax(b: TirBuilder, x: SSAValue, dim: int) -> SSAValue:
     xf = _opmath(b, x)
     back = _keep_map(len(shape), [dim])
     m = b.reduce(tir.ReduceKind.MAX, xf, [dim])
+    if safe:
+        m = b.ew(EK.MAX, m, b.full(LOWEST[str(m.type.element_type)], m.type))
     e = b.ew(EK.EXP, b.ew(EK.SUB, xf, b.index_map(m, back, shape)))
     s = b.reduce(tir.ReduceKind.ADD, e, [dim])
+    if safe:
+        s = b.ew(EK.MAX, s, b.full(1.0, s.type))
     return _back(b, b.ew(EK.DIV, e, b.index_map(s, back, shape)), t)
 
 
@@ -559,8 +568,11 @@ def sdpa(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     kv head coordinate. f16/bf16 operands are extended to float32: both contractions and the
     softmax accumulate in float32, rounded once at the end.
 
-    A masked score is the lowest finite value of the dtype rather than -inf (as HF's masks do):
-    after the max subtraction its exp is exactly 0, and the constant prints and parses back."""
+    A causally masked score is the lowest finite value of the dtype (as HF's masks do): after
+    the max subtraction its exp is exactly 0, and a causal row always keeps its first key. A
+    boolean mask's False is -inf, as PyTorch's, so that a row it hides whole is 0 (`softmax`'s
+    `safe`) where an additive mask of finite lowest values gives the mean of V, as PyTorch
+    does."""
     q, k, v = (_opmath(b, x) for x in (op.query, op.key, op.value))
     out = list(rt.get_shape())
     batch, n = out[:-2], len(out) - 2
@@ -600,11 +612,11 @@ def sdpa(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
         scores = b.select(keep, scores, lowest())
     if op.attn_mask is not None:
         mask = b.broadcast(op.attn_mask, sshape)
-        if str(mask.type.element_type) == "i1":
-            scores = b.select(mask, scores, lowest())
+        if str(mask.type.element_type) == "i1":  # PyTorch's: False is -inf
+            scores = b.select(mask, scores, b.full(-math.inf, scores.type, sshape))
         else:
             scores = b.ew(EK.ADD, scores, _opmath(b, mask))
-    p = softmax(b, scores, n + 1)
+    p = softmax(b, scores, n + 1, safe=True)
     # out[.., l, ev] = sum_s p[.., l, s] * v[.., s, ev]
     space = [*batch, L, Ev, S]
     pv = b.ew(EK.MUL, read(p, False, (d(n), d(n + 2)), space),

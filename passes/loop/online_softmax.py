@@ -28,6 +28,9 @@ exp(-inf - m) = 0 wherever it comes, where from -inf its exp(-inf + inf) would b
 whose first scores are masked, or a thread's share of a row that is all masked). The one
 difference it makes to a result: a row of -inf only whose max the program also returns gets
 the lowest float for it, not -inf (its softmax is NaN either way, as PyTorch's).
+Attention's safe softmax (torch_to_tir.softmax `safe`: a row its mask hides whole is 0) matches
+too: its max clamped to the lowest float is the running max, and its sum clamped to 1 divides
+the output row at the end (0 / 1 for such a row).
 X(s) — the attention score — is now read once per (row, s), which is what lets a second
 `loop-fuse` compute the scores' own reduction (q·k) right there: the S×S scores are never
 written. The PV accumulator is float32 (f16/bf16 values are extended, the result rounded once;
@@ -61,6 +64,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo.analysis.index import is_float_zero
+from deplo.analysis.nest import F16_LOWEST
 from deplo.dialects import loop
 from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.loop.merge_reductions import _defined_before, _outside_values, same_range
@@ -97,14 +101,38 @@ def _single_acc_update(lp: loop.ForOp, cls: type) -> tuple[SSAValue, Operation] 
 
 
 def _exp_of_diff(e: SSAValue, m: SSAValue) -> SSAValue | None:
-    """x when e = exp(x - m), else None."""
+    """x when e = exp(x - m) or exp(x - max(m, the lowest float)), else None."""
     op = e.owner
     if not isinstance(op, math.ExpOp):
         return None
     sub = op.operand.owner
-    if not isinstance(sub, arith.SubfOp) or sub.rhs is not m:
+    if not isinstance(sub, arith.SubfOp) or m not in (sub.rhs, _max_clamp(sub.rhs)):
         return None
     return sub.lhs
+
+
+def _clamped(v: SSAValue, bound) -> SSAValue | None:
+    """x when v = max(x, c) with `bound(c)` true of the constant c (attention's safe softmax,
+    torch_to_tir.softmax: its max clamped to the lowest float, its sum to at least 1)."""
+    op = v.owner
+    if not isinstance(op, arith.MaximumfOp):
+        return None
+    for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if isinstance(c.owner, arith.ConstantOp) and isinstance(c.owner.value, FloatAttr) \
+                and bound(c.owner.value.value.data):
+            return x
+    return None
+
+
+def _max_clamp(v: SSAValue) -> SSAValue | None:
+    """x when v = max(x, the lowest float or below): what the online max, started there,
+    computes anyway."""
+    return _clamped(v, lambda c: c <= F16_LOWEST)
+
+
+def _sum_clamp(v: SSAValue) -> SSAValue | None:
+    """x when v = max(x, 1): a sum of exps that holds exp(0) is at least 1 already."""
+    return _clamped(v, lambda c: c == 1.0)
 
 
 @dataclass
@@ -116,6 +144,11 @@ class Softmax:
     x_in_sum: SSAValue
     exp_in_sum: SSAValue
     add_in_sum: Operation
+    m_used: SSAValue  # what the exps subtract: the max loop's result, or it clamped
+
+    @property
+    def m_values(self) -> tuple[SSAValue, ...]:
+        return (self.max_loop.res[0], self.m_used)
 
 
 def match_softmax(mx: loop.ForOp, sm: loop.ForOp) -> Softmax | None:
@@ -131,9 +164,12 @@ def match_softmax(mx: loop.ForOp, sm: loop.ForOp) -> Softmax | None:
     x2 = _exp_of_diff(e, m)
     if x2 is None or expr_key(x2, sm) != expr_key(x, mx):
         return None
-    if sum(1 for u in m.uses if sm.is_ancestor(u.operation)) != 1:
+    used = e.owner.operand.owner.rhs  # m, or m clamped
+    if used is not m and used.owner.parent_block() is not mx.parent_block():
         return None
-    return Softmax(mx, sm, x2, e, add_op)
+    if sum(1 for u in used.uses if sm.is_ancestor(u.operation)) != 1:
+        return None
+    return Softmax(mx, sm, x2, e, add_op, used)
 
 
 @dataclass
@@ -144,6 +180,7 @@ class WeightedSum:
     nest: list[loop.ForOp]  # the free loops around it, outermost first
     weight: SSAValue  # W in the pv loop
     prob_first: bool  # mulf(prob, W) rather than mulf(W, prob)
+    l_used: SSAValue  # what the exps are divided by: the sum loop's result, or it clamped
 
 
 def match_weighted_sum(sm: Softmax, top: loop.ForOp) -> WeightedSum | None:
@@ -179,19 +216,20 @@ def match_weighted_sum(sm: Softmax, top: loop.ForOp) -> WeightedSum | None:
         p = prob.owner.input if isinstance(prob.owner, arith.ExtFOp) else prob
         p = p.owner.input if isinstance(p.owner, arith.TruncFOp) else p
         div = p.owner
-        if not isinstance(div, arith.DivfOp) or div.rhs is not l:
+        if not isinstance(div, arith.DivfOp) or l not in (div.rhs, _sum_clamp(div.rhs)):
             continue
         x = _exp_of_diff(div.lhs, m)
         if x is None or expr_key(x, pv) != expr_key(sm.x_in_sum, sm.sum_loop):
             continue
         slice_ = _slice(w, pv)
-        if slice_ is None or any(v in (m, l, *pv.accs) for o in slice_ for v in o.operands):
+        if slice_ is None or any(v in (*sm.m_values, l, div.rhs, *pv.accs)
+                                 or _max_clamp(v) is m for o in slice_ for v in o.operands):
             continue
         inner = {*(f.iv for f in nest)}
         outside = {v for o in slice_ for v in o.operands if not pv.is_ancestor(v.owner)}
         if any(v not in inner and not _defined_before(v, sm.sum_loop) for v in outside):
             continue
-        return WeightedSum(pv, nest, w, first)
+        return WeightedSum(pv, nest, w, first, div.rhs)
     return None
 
 
@@ -249,7 +287,7 @@ def rewrite(sm: Softmax, ws: WeightedSum | None, rewriter: PatternRewriter) -> N
             body.add_op(mx_op)
             mn = mx_op.result
             mn.name_hint = "m_new"
-            mapper[mx.res[0]] = mn
+            mapper[mx.res[0]] = mapper[sm.m_used] = mn
         body.add_op(op.clone(value_mapper=mapper))
     p = mapper[sm.exp_in_sum]
     alpha_diff = arith.SubfOp(m_acc, mn)
@@ -262,9 +300,16 @@ def rewrite(sm: Softmax, ws: WeightedSum | None, rewriter: PatternRewriter) -> N
         _carry_weighted_sum(sm, ws, new, alpha.result, p, rewriter)
     body.add_op(loop.YieldOp(mn, l_new.result))
     rewriter.insert(new, InsertPoint.before(mx if before_max else sl))
+    if not before_max and sm.m_used is not mx.res[0]:  # the clamp now follows the merged loop
+        clamp = sm.m_used.owner
+        clamp.detach()
+        rewriter.insert(clamp, InsertPoint.after(new))
     new.res[0].name_hint, new.res[1].name_hint = mx.res[0].name_hint, sl.res[0].name_hint
     rewriter.replace(sl, [], [new.res[1]])
     rewriter.replace(mx, [], [new.res[0]])
+    for clamp in {u.operation for r in new.res for u in r.uses}:  # the safe softmax's, now unused
+        if isinstance(clamp, arith.MaximumfOp) and not clamp.result.uses:
+            rewriter.erase_op(clamp)
 
 
 def _carry_weighted_sum(sm: Softmax, ws: WeightedSum, new: loop.ForOp, alpha: SSAValue,
@@ -282,7 +327,6 @@ def _carry_weighted_sum(sm: Softmax, ws: WeightedSum, new: loop.ForOp, alpha: SS
     init_loops, init_body = _free_nest(extents, names)
     init_body.insert_op_before(loop.StoreOp(zero.result, buf.result, [f.iv for f in init_loops]),
                                init_body.last_op)
-    sl = sm.sum_loop
     rewriter.insert([zero, buf, init_loops[0]], InsertPoint.before(sm.max_loop))
     # in the merged loop: acc[j] = acc[j] * alpha + p * W(s, j)
     upd_loops, upd_body = _free_nest(extents, names)
@@ -305,8 +349,13 @@ def _carry_weighted_sum(sm: Softmax, ws: WeightedSum, new: loop.ForOp, alpha: SS
     # where the weighted sum was: acc[j] / l (rounded to the accumulator's type)
     at = InsertPoint.before(pv)
     read = loop.LoadOp(buf.result, [f.iv for f in ws.nest])
-    div = arith.DivfOp(read.result, sl.res[0])
-    result: list[Operation] = [read, div]
+    result: list[Operation] = [read]
+    l = sm.sum_loop.res[0]
+    if ws.l_used is not l:  # the clamp beside its one use: nothing else reads l (key_slices)
+        result.append(ws.l_used.owner.clone())
+        l = result[-1].results[0]
+    div = arith.DivfOp(read.result, l)
+    result.append(div)
     if acc_t != f32:
         result.append(arith.TruncFOp(div.result, acc_t))
     rewriter.insert(result, at)
@@ -321,7 +370,7 @@ def _fits_before_max(sm: Softmax, ws: WeightedSum | None) -> bool:
         inner = {ws.pv.iv, *(f.iv for f in ws.nest)}
         values |= {v for o in _slice(ws.weight, ws.pv) or [] for v in o.operands
                    if not ws.pv.is_ancestor(v.owner) and v not in inner}
-    return all(v is sm.max_loop.res[0] or _defined_before(v, sm.max_loop) for v in values)
+    return all(v in sm.m_values or _defined_before(v, sm.max_loop) for v in values)
 
 
 def _placeable(sm: Softmax, ws: WeightedSum | None) -> bool:
@@ -334,7 +383,8 @@ def _placeable(sm: Softmax, ws: WeightedSum | None) -> bool:
     for op in block.ops:
         if op is sm.sum_loop:
             return True
-        if between and any(v is sm.max_loop.res[0] for o in op.walk() for v in o.operands):
+        if between and op is not sm.m_used.owner \
+                and any(v in sm.m_values for o in op.walk() for v in o.operands):
             return False
         between = between or op is sm.max_loop
     return False

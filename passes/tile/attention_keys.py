@@ -19,7 +19,8 @@ head dim in one lane (or its part, below), and the row steps T E keys at a time:
 m is the same on every lane (the combined max), so alpha is too and the partial l and acc
 rescale consistently; they are summed across the lanes once, after the last key. A step
 ends the dependent chain once for T E keys. Keys past the end of a ragged last step read the
-last key and are masked (`LOWEST`), as keys past a causal stop are by the row's own select.
+last key and are masked (-inf: no weight even in a row its own mask hides whole, whose running
+max stays at its init, the lowest float), as keys past a causal stop are by the row's own select.
 Each lane holds the whole accumulator (its part with head_parts; and, for a part up to
 tile_plan.HOISTED_Q, the row's q) in registers: the loops over the head dim are unrolled
 whatever the plan's `unroll`.
@@ -35,6 +36,8 @@ stores its D / P outputs.
 
 from __future__ import annotations
 
+import math
+
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType
@@ -44,7 +47,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from deplo import hardware as hw
 from deplo.analysis.nest import FlashRow, FlashUpdate
 from deplo.dialects import kernel, loop, tile
-from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.tile import key_slices as ks
 from deplo.passes.tile.kernel_pass import PassOptionError
 from deplo.passes.tile.rewrite import (
@@ -166,7 +168,7 @@ def _scores(fu: FlashUpdate, scoring: list[Operation], at: list[SSAValue],
             x = vmap.get(fu.x, fu.x)
             vmaps.append(vmap)
         if keys is not None:
-            low = b.insert(arith.ConstantOp(FloatAttr(LOWEST["f32"], x.type))).result
+            low = b.insert(arith.ConstantOp(FloatAttr(-math.inf, x.type))).result
             x = b.insert(arith.SelectOp(below(b, raw[e], keys), x, low)).result
         scores.append(x)
     return scores, vmaps
@@ -248,11 +250,27 @@ def _finish_slices(fu: FlashUpdate, threads: tile.ForOp, split: tile.ForOp,
             if v is l_ or v is m:
                 op.operands[n] = total if v is l_ else top
     here = set(tb.insertion_point.block.walk()) | set(ml)
-    late = [u.operation for v in (l_, m) for u in v.uses
-            if u.operation not in here and not fu.key_loop.is_ancestor(u.operation)]
+    late = list(dict.fromkeys(u.operation for v in (l_, m) for u in v.uses if u.operation
+                              not in here and not fu.key_loop.is_ancestor(u.operation)))
+    for op in [o for o in late if _final_only(o, fu.final, (l_, m))]:  # a clamp of l
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.before(fu.final))
+        op.operands = [total if v is l_ else top if v is m else v for v in op.operands]
+        late.remove(op)
     if late:  # (flash_row allows scalar code between the key loop and the final loop)
         raise PassOptionError(f"tile-attention-rows: key_splits: '{late[0].name}' reads the "
                               "row's l or m outside its final loop: no slice combine for it")
+
+
+def _final_only(op: Operation, final: Operation, stats: tuple[SSAValue, ...]) -> bool:
+    """A scalar op of the row on l or m (and values from outside the row) that only the final
+    loop reads: the safe softmax's sum clamped to 1, which loop-simplify hoisted out of that
+    loop. It can follow the combine."""
+    block = op.parent_block()
+    return not op.regions and len(op.results) == 1 \
+        and all(final.is_ancestor(u.operation) for u in op.results[0].uses) \
+        and all(v in stats or not isinstance(v.owner, Operation)
+                or v.owner.parent_block() is not block for v in op.operands)
 
 
 def _sum_lanes(fu: FlashUpdate, tx: SSAValue, lanes: int | None) -> tuple[SSAValue, SSAValue]:

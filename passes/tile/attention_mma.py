@@ -35,6 +35,7 @@ The fragments are read from global memory (the rows of a block share them in L1)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -55,7 +56,6 @@ from deplo.analysis.nest import (
 )
 from deplo.dialects import loop, tile
 from deplo.dialects.tile_plan import STAGE_PAD, Plan
-from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.tile import key_slices as ks
 from deplo.passes.tile import rewrite as rw
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
@@ -312,7 +312,7 @@ class _Rewrite:
         x = vmap.get(fm.x, fm.x)
         if self.keys % self.bk:  # keys past the end of the last step
             ok = rw.below(kb, key, self.keys)
-            masked = kb.insert(arith.ConstantOp(FloatAttr(LOWEST["f32"], x.type))).result
+            masked = kb.insert(arith.ConstantOp(FloatAttr(-math.inf, x.type))).result
             x = kb.insert(arith.SelectOp(ok, x, masked)).result
         return x
 

@@ -105,6 +105,58 @@ loop.kernel @attention(%scores: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memr
 
 // -----
 
+// Attention's safe softmax (a row its mask hides whole is 0): the exps subtract the max clamped
+// to the lowest float (the pv loop's own copy of the clamp too) and divide by the sum clamped
+// to 1. The running max starts at the lowest float, so it is the clamped max; the clamps of m
+// go, the clamp of l moves beside the final division.
+// CHECK-LABEL: loop.kernel @safe_attention(
+// CHECK:           %[[M:.*]], %[[L:.*]] = loop.for %[[S:.*]] = 0 to 5 reduce iter(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32) {
+// CHECK:             loop.yield %{{.*}}, %{{.*}} : f32, f32
+// CHECK-NOT:       arith.maximumf %[[M]],
+// CHECK:           loop.for %[[J2:.*]] = 0 to 4 free {
+// CHECK-NEXT:        %[[O:.*]] = loop.load %{{.*}}[%[[J2]]] : memref<4xf32>
+// CHECK-NEXT:        %[[LS:.*]] = arith.maximumf %[[L]], %{{.*}} : f32
+// CHECK-NEXT:        %[[R:.*]] = arith.divf %[[O]], %[[LS]] : f32
+// CHECK-NEXT:        loop.store %[[R]], %out[%{{.*}}, %[[J2]]] : memref<3x4xf32>
+loop.kernel @safe_attention(%scores: memref<3x5xf32>, %v: memref<5x4xf32>, %out: memref<3x4xf32>) {
+  %ninf = arith.constant 0xff800000 : f32
+  %low = arith.constant -3.40282347e+38 : f32
+  %one = arith.constant 1.0 : f32
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 3 free {
+    %m = loop.for %r = 0 to 5 reduce iter(%a = %ninf) -> f32 {
+      %x = loop.load %scores[%i, %r] : memref<3x5xf32>
+      %n = arith.maximumf %a, %x : f32
+      loop.yield %n : f32
+    }
+    %ms = arith.maximumf %m, %low : f32
+    %l = loop.for %q = 0 to 5 reduce iter(%b = %z) -> f32 {
+      %x2 = loop.load %scores[%i, %q] : memref<3x5xf32>
+      %d = arith.subf %x2, %ms : f32
+      %e = math.exp %d : f32
+      %s = arith.addf %b, %e : f32
+      loop.yield %s : f32
+    }
+    %ls = arith.maximumf %l, %one : f32
+    %ms2 = arith.maximumf %m, %low : f32
+    loop.for %j = 0 to 4 free {
+      %o = loop.for %t = 0 to 5 reduce iter(%c = %z) -> f32 {
+        %x3 = loop.load %scores[%i, %t] : memref<3x5xf32>
+        %d3 = arith.subf %x3, %ms2 : f32
+        %e3 = math.exp %d3 : f32
+        %p = arith.divf %e3, %ls : f32
+        %vv = loop.load %v[%t, %j] : memref<5x4xf32>
+        %pv = arith.mulf %p, %vv : f32
+        %c2 = arith.addf %c, %pv : f32
+        loop.yield %c2 : f32
+      }
+      loop.store %o, %out[%i, %j] : memref<3x4xf32>
+    }
+  }
+}
+
+// -----
+
 // The same row where the program launches it on its own input scores: nothing will bring a
 // q·k into the loop, so the weighted sum stays a matmul (only the softmax goes online).
 // CHECK-LABEL: loop.kernel @weights_from_input(

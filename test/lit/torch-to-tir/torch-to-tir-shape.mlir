@@ -148,11 +148,19 @@ func.func @sdpa_bf16_broadcast(%q: tensor<2x1x3x8xbf16>, %k: tensor<3x5x8xbf16>,
 
 // -----
 
-// A bool mask selects (masked scores become the lowest finite value); a float mask is added.
+// A bool mask selects (masked scores become -inf, as PyTorch's); a float mask is added. The
+// softmax is the safe one: its max clamped to the lowest float, its sum to at least 1, so a
+// row masked whole is 0.
 // CHECK-LABEL: func.func @sdpa_masks
 // CHECK:         %[[MB:.*]] = tir.index_map %m (d0, d1, d2) -> (d1, d2) : tensor<5x7xi1> -> tensor<2x5x7xi1>
-// CHECK-NEXT:    %[[LOW:.*]] = tir.full -3.40282347e+38 : tensor<2x5x7xf32>
-// CHECK-NEXT:    tir.select %[[MB]], %{{.*}}, %[[LOW]] : tensor<2x5x7xf32>
+// CHECK-NEXT:    %[[NEG:.*]] = tir.full 0xff800000 : tensor<2x5x7xf32>
+// CHECK-NEXT:    %[[S:.*]] = tir.select %[[MB]], %{{.*}}, %[[NEG]] : tensor<2x5x7xf32>
+// CHECK-NEXT:    %[[MX:.*]] = tir.reduce max %[[S]] [2] : tensor<2x5x7xf32> -> tensor<2x5xf32>
+// CHECK-NEXT:    %[[LOW:.*]] = tir.full -3.40282347e+38 : tensor<2x5xf32>
+// CHECK-NEXT:    tir.elementwise max(%[[MX]], %[[LOW]]) : tensor<2x5xf32>
+// CHECK:         %[[SUM:.*]] = tir.reduce add %{{.*}} [2] : tensor<2x5x7xf32> -> tensor<2x5xf32>
+// CHECK-NEXT:    %[[ONE:.*]] = tir.full 1.000000e+00 : tensor<2x5xf32>
+// CHECK-NEXT:    tir.elementwise max(%[[SUM]], %[[ONE]]) : tensor<2x5xf32>
 // CHECK:         %[[AB:.*]] = tir.index_map %a (d0, d1, d2) -> (d0, 0, d2) : tensor<2x1x7xf32> -> tensor<2x5x7xf32>
 // CHECK-NEXT:    tir.elementwise add(%{{.*}}, %[[AB]]) : tensor<2x5x7xf32>
 func.func @sdpa_masks(%q: tensor<2x5x8xf32>, %k: tensor<2x7x8xf32>, %m: tensor<5x7xi1>, %a: tensor<2x1x7xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x8xf32>) {

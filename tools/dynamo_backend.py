@@ -8,10 +8,15 @@ The graph is re-exported with torch.export (non-strict) to get the same ATen gra
 compile` imports, so both paths share one importer. `DEPLO_TARGET=cpu|gpu|interp` overrides
 the target (interp runs the loop-level numpy interpreter: exact, slow, for ops the CUDA levels
 do not cover yet). Registered through the `torch_dynamo_backends` entry point.
+
+deplo compiles static shapes. A graph Dynamo hands over with symbolic sizes (`dynamic=True`, or
+its automatic dynamic shapes once a second shape is seen) is compiled at each call's concrete
+sizes instead, once per distinct set of shapes, dtypes and integer arguments.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 
@@ -25,7 +30,86 @@ def best_target() -> str:
     return os.environ.get("DEPLO_TARGET") or ("gpu" if gpu_probe()[0] else "cpu")
 
 
-def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], **_):
+def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
+    if any(_symbolic(a) for a in example_inputs):
+        return _per_shape(gm)
+    return _static(gm, example_inputs)
+
+
+def _symbolic(a) -> bool:
+    """A SymInt argument, or a tensor whose sizes are symbolic."""
+    if isinstance(a, torch.Tensor):
+        return any(isinstance(n, torch.SymInt) for n in a.shape)
+    return isinstance(a, (torch.SymInt, torch.SymFloat))
+
+
+def _scalar(a):
+    """A Python number of a SymInt / SymFloat argument (its value at this call)."""
+    return float(a) if isinstance(a, torch.SymFloat) else int(a) if isinstance(a, torch.SymInt) \
+        else a
+
+
+_ITEM = {torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default}
+
+
+def _read_by_item(gm: torch.fx.GraphModule) -> list[int]:
+    """The arguments only read through `.item()`: Dynamo's unspecialized floats (dynamic=True
+    passes a layer norm's eps so), which torch.export would see as data-dependent."""
+    places = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return [i for i, p in enumerate(places) if p.users and all(
+        (u.op == "call_method" and u.target == "item") or u.target in _ITEM for u in p.users)]
+
+
+def _with_values(gm: torch.fx.GraphModule, values: dict[int, float]) -> torch.fx.GraphModule:
+    """A copy of `gm` whose `.item()` reads of those arguments are their values at this call."""
+    graph = copy.deepcopy(gm.graph)
+    places = [n for n in graph.nodes if n.op == "placeholder"]
+    for i, value in values.items():
+        for item in list(places[i].users):
+            for user in list(item.users):
+                user.args = torch.fx.node.map_arg(user.args, lambda a: value if a is item else a)
+                user.kwargs = torch.fx.node.map_arg(user.kwargs,
+                                                    lambda a: value if a is item else a)
+            graph.erase_node(item)
+    return torch.fx.GraphModule(gm, graph)
+
+
+class _Bound(torch.nn.Module):
+    """The graph with its non-tensor arguments (Dynamo's SymInt sizes, now concrete) and the
+    `fixed` ones bound: what torch.export takes, the other tensors only."""
+
+    def __init__(self, gm: torch.fx.GraphModule, args: Sequence, fixed: set[int]):
+        super().__init__()
+        self.gm, self.args, self.fixed = gm, list(args), fixed
+
+    def forward(self, *tensors: torch.Tensor):
+        it = iter(tensors)
+        return self.gm(*[next(it) if isinstance(a, torch.Tensor) and i not in self.fixed else a
+                         for i, a in enumerate(self.args)])
+
+
+def _per_shape(gm: torch.fx.GraphModule):
+    """A runner compiling `gm` at each call's concrete sizes (cached by them, and by the
+    values of arguments read by `.item()`)."""
+    compiled: dict[tuple, object] = {}
+    items = set(_read_by_item(gm))
+
+    def run(*args):
+        concrete = [a if isinstance(a, torch.Tensor) else _scalar(a) for a in args]
+        values = {i: args[i].item() for i in items}
+        key = tuple((tuple(a.shape), a.dtype, values.get(i)) if isinstance(a, torch.Tensor)
+                    else a for i, a in enumerate(concrete))
+        tensors = [a for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in items]
+        if key not in compiled:
+            graph = _with_values(gm, values) if values else gm
+            compiled[key] = _static(_Bound(graph, concrete, items), tensors)
+        return compiled[key](*tensors)
+
+    return run
+
+
+def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
+    """The runner of `gm` compiled at the example inputs' sizes."""
     from deplo.frontend.importer import import_module
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule

@@ -98,6 +98,8 @@ def _crossed(s: Slab, region: Block) -> bool:
         return parts[2] if parts else v
 
     for ld in s.loads:
+        if not ld.access_map().results:  # a 0-d buffer: one element, no rows
+            return False
         *outer, last = ld.access_map().results
         inner = moving(ld, last)
         if inner is None or _on_threads(inner) or not defined_inside(inner, region) \

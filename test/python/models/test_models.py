@@ -158,6 +158,24 @@ def test_torch_compile_backend_small_module() -> None:
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_torch_compile_backend_new_shapes(dynamic) -> None:
+    """A second shape makes Dynamo hand over symbolic sizes (automatic dynamic shapes; at once
+    with dynamic=True): each call's concrete shapes compile, once each."""
+    m = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.GELU(), torch.nn.LayerNorm(24))
+    m = m.eval()
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="deplo", dynamic=dynamic)
+    with torch.no_grad():
+        for shape in [(3, 16), (5, 16), (2, 7, 16), (5, 16)]:
+            x = torch.randn(*shape)
+            torch.testing.assert_close(f(x), m(x), rtol=1e-5, atol=1e-5)
+        xb = torch.randn(4, 16, dtype=torch.bfloat16)
+        mb = m.to(torch.bfloat16)
+        torch.testing.assert_close(torch.compile(mb, backend="deplo", dynamic=dynamic)(xb),
+                                   mb(xb), rtol=1e-2, atol=1e-2)
+
+
 def test_torch_compile_backend_small_llm(checkpoints, monkeypatch) -> None:
     from transformers import AutoModelForCausalLM
 

@@ -81,3 +81,16 @@ def test_rows_that_do_not_divide_are_a_one_line_error() -> None:
     next(iter(plans["kernels"].values()))["knobs"]["tile_rows"] = 12
     with pytest.raises(PlanFileError, match="knob tile_rows"):
         deplo.compile(expr, schedule=plans).module("tile")
+
+
+def test_crossed_pinned_beside_a_scalar_buffer() -> None:
+    """`stage_inputs = crossed` pinned on a row reduction that also reads a 0-d buffer
+    (cosine_similarity's eps): that slab has no rows to cross, and no stage (it had raised)."""
+    import torch.nn.functional as F
+
+    fn = lambda x, y: F.cosine_similarity(x, y)  # noqa: E731
+    inputs = [torch.randn(64, 128), torch.randn(64, 128)]
+    plans = deplo.compile(fn, inputs).plans()
+    for p in plans["kernels"].values():
+        p["knobs"]["stage_inputs"] = "crossed"
+    assert deplo.compile(fn, inputs, schedule=plans).check(seed=2).ok

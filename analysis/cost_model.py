@@ -89,7 +89,7 @@ SPECIAL = (xmath.ExpOp, xmath.RsqrtOp, xmath.SqrtOp, xmath.TanhOp, xmath.SinOp, 
            xmath.LogOp, xmath.ErfOp, xmath.PowFOp, arith.DivfOp, xmath.ExpM1Op, xmath.Log1pOp,
            xmath.Log2Op, xmath.AtanOp, xmath.SinhOp, xmath.CoshOp, xmath.TanOp, xmath.Exp2Op,
            xmath.Log10Op, xmath.AsinOp, xmath.AcosOp, xmath.AsinhOp, xmath.AcoshOp,
-           xmath.AtanhOp)
+           xmath.AtanhOp, xmath.Atan2Op)
 
 
 class _Block:

@@ -117,12 +117,14 @@ class ElementwiseKind(StrEnum):
     ASINH = "asinh"
     ACOSH = "acosh"
     ATANH = "atanh"
+    ATAN2 = "atan2"  # atan2(lhs, rhs): the angle of the point (rhs, lhs)
     AND = "and"  # i1 operands
     OR = "or"  # i1 operands
 
 
 ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
-    k: 2 if k in ("add", "sub", "mul", "div", "max", "min", "pow", "fmod", "and", "or") else 1
+    k: 2 if k in ("add", "sub", "mul", "div", "max", "min", "pow", "fmod", "atan2", "and",
+                 "or") else 1
     for k in ElementwiseKind
 }
 
@@ -130,7 +132,7 @@ LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
 """The kinds on i1 tensors; every other kind computes on numbers."""
 
 INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs",
-                                                   "sign"))
+                                                   "sign", "fmod"))
 """The kinds that also compute on integers (index arithmetic; torch computes the rest in a
 float type)."""
 

@@ -134,6 +134,7 @@ BINARY_OPS: dict[str, str] = {
     "minimum": "MinimumOp",
     "pow": "PowOp",
     "fmod": "FmodOp",  # C's fmod: the sign of the dividend (torch.fmod)
+    "atan2": "Atan2Op",  # the angle of (rhs, lhs): atan2(y, x), as torch.atan2
 }
 
 # comparisons: operands of one element type, broadcast together; the result is i1

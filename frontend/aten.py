@@ -386,11 +386,13 @@ def _compare(name: str) -> Converter:
 
 
 _BITWISE = {torch.ops.aten.__and__.Tensor, torch.ops.aten.__or__.Tensor,
-            torch.ops.aten.bitwise_and.Tensor, torch.ops.aten.bitwise_or.Tensor}
+            torch.ops.aten.__xor__.Tensor, torch.ops.aten.bitwise_and.Tensor,
+            torch.ops.aten.bitwise_or.Tensor, torch.ops.aten.bitwise_xor.Tensor}
 
 
 def _logical(name: str) -> Converter:
-    """logical_and/or (a number operand is true when nonzero), and `&`/`|` on bool tensors."""
+    """logical_and/or/xor (a number operand is true when nonzero), and `&`/`|`/`^` on bool
+    tensors (xor: the two truths differ)."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         vs = []
@@ -404,6 +406,8 @@ def _logical(name: str) -> Converter:
                 i1 = TensorType(rt.element_type, v.type.get_shape())
                 v = im.insert(T.NeOp(v, im.value(0.0, v.type), i1), "ne")
             vs.append(v)
+        if name == "logical_xor":
+            return im.insert(T.NeOp(*vs, rt), name)
         return im.insert(T.LOGICAL_CLASSES[name](*vs, rt), name)
 
     return convert
@@ -540,6 +544,9 @@ MATH_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten.__or__.Tensor: _logical("logical_or"),
     torch.ops.aten.bitwise_and.Tensor: _logical("logical_and"),
     torch.ops.aten.bitwise_or.Tensor: _logical("logical_or"),
+    torch.ops.aten.logical_xor.default: _logical("logical_xor"),
+    torch.ops.aten.__xor__.Tensor: _logical("logical_xor"),
+    torch.ops.aten.bitwise_xor.Tensor: _logical("logical_xor"),
     torch.ops.aten.where.self: _where,
     torch.ops.aten.where.ScalarSelf: _where,
     torch.ops.aten.where.ScalarOther: _where,
@@ -963,10 +970,13 @@ def _moments(std: bool) -> Converter:
 def _modulo(name: str) -> Converter:
     """fmod (C's: the sign of a), remainder (the sign of b: fmod, plus b where the signs
     differ) and floor_divide ((a - remainder) / b, rounded as aten's div_floor_floating); in
-    float32 for f16/bf16, one rounding."""
+    float32 for f16/bf16, one rounding. Integer fmod and remainder too (C's `%`, then the
+    same correction: take_along_dim's decomposition wraps negative indices with it); a zero
+    divisor, which PyTorch raises on, is undefined here, as in CUDA."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        if isinstance(rt.element_type, IntegerType):
+        integer = isinstance(rt.element_type, IntegerType)
+        if integer and name == "floor_divide":
             raise FrontendError(f"integer {name} is not supported (integer tensors are "
                                 f"indices here) {where_from(node)}")
         a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
@@ -1033,6 +1043,32 @@ def _copysign(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
                          _cmp(im, "lt", _ew(im, "reciprocal", b), zero))
     negative = _cmp(im, "logical_or", _cmp(im, "lt", b, zero), negative_zero)
     return im.insert(T.WhereOp(negative, _ew(im, "neg", mag), mag, rt), "copysign")
+
+
+def _fmax_fmin(name: str) -> Converter:
+    """fmax / fmin: maximum / minimum, but a NaN operand gives the other one (NaN only where
+    both are), as C's fmax."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        a, b = (_as_dtype(im, im.value(x, rt), rt.element_type) for x in node.args[:2])
+        shape = T.broadcast_shapes(a.type.get_shape(), b.type.get_shape())
+        y = _ew(im, "maximum" if name == "fmax" else "minimum", a, b)
+        y = im.insert(T.WhereOp(_cmp(im, "ne", a, a), b, y, _t(y, shape)), name)
+        return im.insert(T.WhereOp(_cmp(im, "ne", b, b), a, y, _t(y, shape)), name)
+
+    return convert
+
+
+def _signbit(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """x < 0, or x is -0 (1 / x < 0). Float compares cannot see a NaN's sign bit: a NaN counts
+    as positive (PyTorch reads the bit), as in copysign."""
+    x = im.value(node.args[0])
+    if isinstance(x.type.element_type, IntegerType):
+        return _cmp(im, "lt", x, _scalar(im, 0, x))
+    zero = _scalar(im, 0, x)
+    negative_zero = _cmp(im, "logical_and", _cmp(im, "eq", x, zero),
+                         _cmp(im, "lt", _ew(im, "reciprocal", x), zero))
+    return _cmp(im, "logical_or", _cmp(im, "lt", x, zero), negative_zero)
 
 
 def _as_strided(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -1289,6 +1325,9 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.flip.default: _flip,
     aten.as_strided.default: _as_strided,
     aten.copysign.Tensor: _copysign,
+    aten.fmax.default: _fmax_fmin("fmax"),
+    aten.fmin.default: _fmax_fmin("fmin"),
+    aten.signbit.default: _signbit,
     aten.copysign.Scalar: _copysign,
     aten.constant_pad_nd.default: _constant_pad,
     aten.repeat.default: _repeat,
@@ -1336,6 +1375,7 @@ ATEN_CONVERTERS: dict[object, Converter] = {
     aten.mul.Tensor: _binary("mul"),
     aten.div.Tensor: _binary("div"),
     aten.maximum.default: _binary("maximum"),
+    aten.atan2.default: _binary("atan2"),
     aten.minimum.default: _binary("minimum"),
     aten.relu.default: _unary("relu"),
     aten.neg.default: _unary("neg"),

@@ -93,7 +93,9 @@ def check_expression(tree: ast.Expression) -> None:
             what = f"{type(node).__name__.lower()} `{ast.unparse(node)}`"
         elif isinstance(node, ast.Constant) and isinstance(node.value, int) and not (
                 abs(node.value) < 2**32):
-            what = f"the number {node.value}"
+            raise FrontendError(f"the integer {node.value} is too large for deplo's expression "
+                                "language (integers below 2**32, so that no size runs away; "
+                                "write a float such as 1e23 for a big scale)")
         elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift)) and not (
                 any(isinstance(n, ast.Name) for n in ast.walk(node))):
             what = f"`{ast.unparse(node)}` on numbers (write the number)"  # 9**9**9 never ends

@@ -9,8 +9,10 @@ naming the op and the line of the user's code it came from, never a silent fallb
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import re
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -282,16 +284,36 @@ def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgra
                             f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
 
 
+def _user_line(text: str) -> str:
+    """` (at FILE:LINE ...)` from torch.export's "Caused by: (...)" note, when it has one."""
+    m = re.search(r"Caused by: \(([^)]*)\)", text)
+    return f" (at {m.group(1)})" if m else ""
+
+
 def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
-    """torch.export, non-strict, under no_grad; a failure is one FrontendError."""
-    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
-    level = fake_log.level
-    fake_log.setLevel(logging.CRITICAL)  # it logs a traceback of its own before re-raising
+    """torch.export, non-strict, under no_grad; a failure is one FrontendError. What the trace
+    writes to stderr is passed on when it succeeds; on a failure it is dropped (torch logs a
+    traceback, and a GraphModule prints its code, before raising: the error says it in one)."""
+    logs = [logging.getLogger(n) for n in ("torch._subclasses.fake_tensor", "torch.export",
+                                           "torch._export", "torch.fx.experimental.symbolic_shapes")]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
+    err = io.StringIO()
     try:
-        with torch.no_grad():
-            return torch.export.export(module, tuple(example_inputs), strict=False)
+        with torch.no_grad(), contextlib.redirect_stderr(err):
+            ep = torch.export.export(module, tuple(example_inputs), strict=False)
+        sys.stderr.write(err.getvalue())
+        return ep
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
-        why = "a value depends on tensor contents (data-dependent); " if "nbacked" in str(e) else ""
-        raise FrontendError(f"torch.export failed: {why}{type(e).__name__}: {e}") from None
+        text = str(e)
+        if "nbacked" in text or "data-dependent" in text:  # `if (x < 0).any(): raise ...`
+            first = text.strip().splitlines()[0]
+            raise FrontendError(f"torch.export failed: a value depends on tensor contents "
+                                f"(data-dependent control flow or shape; deplo compiles "
+                                f"programs whose control flow depends on shapes only): "
+                                f"{type(e).__name__}: {first}{_user_line(text)}") from None
+        raise FrontendError(f"torch.export failed: {type(e).__name__}: {e}") from None
     finally:
-        fake_log.setLevel(level)
+        for log, level in zip(logs, levels):
+            log.setLevel(level)

@@ -61,9 +61,13 @@ def _sign(b: Builder, x: SSAValue) -> SSAValue:
 def _fmod(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
     """C's fmod (xDSL's arith has no remf): x - trunc(x / y) y in one rounding (an fma), moved by
     |y| once where the rounded quotient was one off (1e8 fmod 3 is 1, not 0 or -2); exact while
-    the quotient is below 2^24 in f32. A zero keeps x's sign; a finite x over an infinite y is x."""
+    the quotient is below 2^24 in f32. A zero keeps x's sign; a finite x over an infinite y is x.
+    Integers: C's `%` (arith.remsi), the same sign rule."""
     def ins(op):
         return b.insert(op).result
+
+    if isinstance(x.type, IntegerType):
+        return ins(arith.RemSIOp(x, y))
 
     t = ins(math.TruncOp(ins(arith.DivfOp(x, y))))
     r = ins(math.FmaOp(ins(arith.NegfOp(t)), y, x))
@@ -124,6 +128,7 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.ASINH: _math(math.AsinhOp),
     EK.ACOSH: _math(math.AcoshOp),
     EK.ATANH: _math(math.AtanhOp),
+    EK.ATAN2: lambda b, x, y: b.insert(math.Atan2Op(x, y)).result,
     EK.AND: lambda b, x, y: b.insert(arith.AndIOp(x, y)).result,
     EK.OR: lambda b, x, y: b.insert(arith.OrIOp(x, y)).result,
 }

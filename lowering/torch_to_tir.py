@@ -40,7 +40,8 @@ from deplo.lowering.legality import check_converted
 EK = tir.ElementwiseKind
 
 BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
-               "maximum": EK.MAX, "minimum": EK.MIN, "fmod": EK.FMOD}
+               "maximum": EK.MAX, "minimum": EK.MIN, "fmod": EK.FMOD,
+               "atan2": EK.ATAN2}
 # a unary torch op named as a tir kind is that kind (relu and reciprocal decompose below)
 UNARY_KIND = {name: EK(name) for name in T.UNARY_OPS if name in {k.value for k in EK}}
 COMPARE_KIND = {k.value: k for k in tir.CompareKind}  # torch.eq ... torch.ge

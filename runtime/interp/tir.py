@@ -101,6 +101,7 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.ASINH: np.arcsinh,
     tir.ElementwiseKind.ACOSH: np.arccosh,
     tir.ElementwiseKind.ATANH: np.arctanh,
+    tir.ElementwiseKind.ATAN2: np.arctan2,
     tir.ElementwiseKind.AND: np.logical_and,
     tir.ElementwiseKind.OR: np.logical_or,
 }

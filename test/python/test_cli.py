@@ -131,6 +131,17 @@ def test_unsupported_op_is_named() -> None:
                        "in the expression")
 
 
+def test_data_dependent_branch_and_big_integer_are_one_line() -> None:
+    """gaussian_nll_loss checks `(var < 0).any()` in Python: torch.export's error, and the
+    graph a GraphModule prints before it, become one line naming the user-visible cause."""
+    p = run("deplo", "compile", "-c", "F.gaussian_nll_loss(torch.randn(4,8), torch.randn(4,8), "
+            "torch.rand(4,8))")
+    assert_clean_error(p, "a value depends on tensor contents", "gaussian_nll_loss")
+    assert "def forward" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert_clean_error(run("deplo", "compile", "-c", "torch.randn(4) * 100000000000000000000"),
+                       "the integer 100000000000000000000 is too large")
+
+
 def test_bad_expression() -> None:
     assert_clean_error(run("deplo", "compile", "-c", "torch.randn(4,4) +"), "cannot parse")
     for sneaky in ("__builtins__['__import__']('os')", "torch.randn(3) + __import__('os')"):

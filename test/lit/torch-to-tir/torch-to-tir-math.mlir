@@ -212,3 +212,15 @@ func.func @rounding_fmod_prod(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>) -> (tens
   %p = torch.prod %x {dim = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<4xf32>
   func.return %f, %s, %m, %p : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4xf32>
 }
+
+// -----
+
+// atan2 is the tir kind of its name; an integer fmod stays an fmod on integers (C's `%` below).
+// CHECK-LABEL: func.func @atan2_int_fmod
+// CHECK:         tir.elementwise atan2(%x, %y) : tensor<4x3xf32>
+// CHECK-NEXT:    tir.elementwise fmod(%i, %j) : tensor<4x3xi64>
+func.func @atan2_int_fmod(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>, %i: tensor<4x3xi64>, %j: tensor<4x3xi64>) -> (tensor<4x3xf32>, tensor<4x3xi64>) {
+  %a = torch.atan2 %x, %y : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %m = torch.fmod %i, %j : (tensor<4x3xi64>, tensor<4x3xi64>) -> tensor<4x3xi64>
+  func.return %a, %m : tensor<4x3xf32>, tensor<4x3xi64>
+}

@@ -76,6 +76,7 @@ COVERAGE: list[Entry] = [
     *(Entry(n, f"torch.{n}") for n in ("eq", "ne", "lt", "le", "gt", "ge")),
     Entry("logical_and", "torch.logical_and"),
     Entry("logical_or", "torch.logical_or"),
+    Entry("logical_xor", "ne of the two truths"),
     Entry("where", "torch.where"),
     # reductions, normalization
     Entry("sum", "torch.sum"),
@@ -159,6 +160,7 @@ COVERAGE: list[Entry] = [
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
           " statistics, running ones not updated)"),
     Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
+    Entry("take_along_dim", "PyTorch's decomposition (an integer remainder, a gather)"),
     Entry("nn.functional.conv1d", "torch.conv (im2col index maps, one K axis)"),
     Entry("nn.functional.conv2d", "torch.conv (im2col index maps, one K axis)"),
     Entry("nn.functional.max_pool2d", "torch.max_pool",
@@ -215,6 +217,10 @@ COVERAGE: list[Entry] = [
     Entry("floor_divide", "(a - remainder) / b, as aten (f32)"),
     Entry("logaddexp", "max + log1p(exp(-|a - b|)) (f32)"),
     Entry("hypot", "m sqrt(1 + (n/m)^2), no overflow (f32)"),
+    Entry("atan2", "torch.atan2 -> math.atan2"),
+    Entry("fmax", "maximum, the other operand where one is NaN"),
+    Entry("fmin", "minimum, the other operand where one is NaN"),
+    Entry("signbit", "x < 0 or x is -0 (a NaN counts as positive)"),
     Entry("xlogy", "PyTorch's decomposition"),
     Entry("addcmul", "PyTorch's decomposition"),
     Entry("addcdiv", "PyTorch's decomposition"),
@@ -422,8 +428,10 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - `max_pool*d(return_indices=True)`: the indices output is not computed (refused).
 - Training-mode dropout (random), `embedding(max_norm=...)` (renormalizes the weight in place),
   in-place and `out=` variants: values are immutable here (refused).
-- Integer arithmetic in kernels: elementwise kinds compute on floats; integer and bool tensors
-  are indices, masks and argmax results. uint8 tensors are refused (integers are signed).
+- Integer arithmetic in kernels beyond index arithmetic (add, sub, mul, min, max, abs, sign, and
+  fmod / remainder: C's `%`): elementwise kinds compute on floats; integer and bool tensors are
+  indices, masks and argmax results. Integer `floor_divide` and `bucketize` (which needs it) are
+  refused; uint8 tensors are refused (integers are signed).
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
 - Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`, `cummax`/`cummin` (a scan

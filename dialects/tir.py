@@ -132,9 +132,10 @@ LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
 """The kinds on i1 tensors; every other kind computes on numbers."""
 
 INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs",
-                                                   "sign", "fmod"))
+                                                   "sign", "fmod", "div"))
 """The kinds that also compute on integers (index arithmetic; torch computes the rest in a
-float type)."""
+float type). On integers div and fmod are C's: the quotient truncated, the remainder with the
+dividend's sign."""
 
 
 class ReduceKind(StrEnum):

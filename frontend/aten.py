@@ -580,6 +580,18 @@ def _t(v: SSAValue, shape=None, elt=None) -> TensorType:
     return TensorType(elt or v.type.element_type, list(v.type.get_shape() if shape is None else shape))
 
 
+def _opmath_operands(im: Importer, node: torch.fx.Node, rt: TensorType,
+                     scalar_in_opmath: bool = True) -> list[SSAValue]:
+    """The two operands in rt's type, in float32 for f16/bf16; with `scalar_in_opmath`, a
+    Python number straight to float32, not through the half type (aten's division kernels keep
+    a scalar in their opmath type: a bf16 x // 0.7 divides by 0.7f, not by 0.69921875; its
+    fmod and remainder round it to bf16 first)."""
+    half = str(rt.element_type) in ("f16", "bf16") and scalar_in_opmath
+    f32 = TensorType(mlir_element_type(torch.float32), [])
+    return [im.value(x, f32) if half and isinstance(x, (int, float))
+            else _f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2]]
+
+
 def _f32(im: Importer, x: SSAValue) -> SSAValue:
     """x as float32 when it is f16/bf16 (aten's opmath), else x."""
     is_half = str(x.type.element_type) in ("f16", "bf16")
@@ -970,23 +982,22 @@ def _moments(std: bool) -> Converter:
 def _modulo(name: str) -> Converter:
     """fmod (C's: the sign of a), remainder (the sign of b: fmod, plus b where the signs
     differ) and floor_divide ((a - remainder) / b, rounded as aten's div_floor_floating); in
-    float32 for f16/bf16, one rounding. Integer fmod and remainder too (C's `%`, then the
-    same correction: take_along_dim's decomposition wraps negative indices with it); a zero
-    divisor, which PyTorch raises on, is undefined here, as in CUDA."""
+    float32 for f16/bf16, one rounding. On integers too: C's `%` and `/` (truncating), then the
+    same correction (take_along_dim's decomposition wraps negative indices with remainder,
+    `i // 2` floors); a zero divisor, which PyTorch raises on, is undefined here, as in CUDA."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        integer = isinstance(rt.element_type, IntegerType)
-        if integer and name == "floor_divide":
-            raise FrontendError(f"integer {name} is not supported (integer tensors are "
-                                f"indices here) {where_from(node)}")
-        a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
+        a, b = _opmath_operands(im, node, rt, scalar_in_opmath=name == "floor_divide")
         mod = _ew(im, "fmod", a, b)
         zero = _scalar(im, 0, mod)
         fix = _cmp(im, "logical_and", _cmp(im, "ne", mod, zero),
                    _cmp(im, "ne", _cmp(im, "lt", b, zero), _cmp(im, "lt", mod, zero)))
         if name == "remainder":
             mod = im.insert(T.WhereOp(fix, _ew(im, "add", mod, b), mod, mod.type))
-        if name == "floor_divide":
+        if name == "floor_divide" and isinstance(rt.element_type, IntegerType):
+            q = _ew(im, "div", a, b)
+            mod = im.insert(T.WhereOp(fix, _ew(im, "sub", q, _scalar(im, 1, q)), q, q.type))
+        elif name == "floor_divide":
             div = _ew(im, "div", _ew(im, "sub", a, mod), b)
             div = im.insert(T.WhereOp(fix, _ew(im, "sub", div, _scalar(im, 1, div)), div, div.type))
             down = _ew(im, "floor", div)
@@ -1043,6 +1054,24 @@ def _copysign(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
                          _cmp(im, "lt", _ew(im, "reciprocal", b), zero))
     negative = _cmp(im, "logical_or", _cmp(im, "lt", b, zero), negative_zero)
     return im.insert(T.WhereOp(negative, _ew(im, "neg", mag), mag, rt), "copysign")
+
+
+def _div_mode(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """div with rounding_mode: None is a / b; "floor" is floor_divide; "trunc" is C's integer
+    division, or trunc(a / b) on floats: in float32 for f16/bf16, the quotient of two tensors
+    rounded to their type before the trunc (as aten's CPU kernel: 2.99 is 3 in bf16)."""
+    mode = node.kwargs.get("rounding_mode")
+    if mode is None:
+        return _binary("div")(im, node, rt)
+    if mode == "floor":
+        return _modulo("floor_divide")(im, node, rt)
+    a, b = _opmath_operands(im, node, rt)
+    q = _ew(im, "div", a, b)
+    if isinstance(rt.element_type, IntegerType):
+        return q
+    if all(isinstance(x, torch.fx.Node) for x in node.args[:2]):
+        q = _as_dtype(im, q, rt.element_type)
+    return _as_dtype(im, _ew(im, "trunc", q), rt.element_type)
 
 
 def _fmax_fmin(name: str) -> Converter:
@@ -1374,6 +1403,8 @@ ATEN_CONVERTERS: dict[object, Converter] = {
     aten.sub.Tensor: _binary("sub"),
     aten.mul.Tensor: _binary("mul"),
     aten.div.Tensor: _binary("div"),
+    aten.div.Tensor_mode: _div_mode,
+    aten.div.Scalar_mode: _div_mode,
     aten.maximum.default: _binary("maximum"),
     aten.atan2.default: _binary("atan2"),
     aten.minimum.default: _binary("minimum"),

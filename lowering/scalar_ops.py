@@ -92,7 +92,7 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.ADD: _typed(arith.AddfOp, arith.AddiOp),
     EK.SUB: _typed(arith.SubfOp, arith.SubiOp),
     EK.MUL: _typed(arith.MulfOp, arith.MuliOp),
-    EK.DIV: lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
+    EK.DIV: _typed(arith.DivfOp, arith.DivSIOp),  # integers: C's, toward zero
     EK.MAX: _typed(arith.MaximumfOp, arith.MaxSIOp),
     EK.MIN: _typed(arith.MinimumfOp, arith.MinSIOp),
     EK.NEG: _neg,

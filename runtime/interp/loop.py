@@ -54,16 +54,10 @@ from xdsl.utils.exceptions import InterpretationError, VerifyException
 from deplo.dialects import loop
 from deplo.dialects.tir import expr_range
 from deplo.runtime.interp.host import fit, numpy_dtype
-from deplo.runtime.interp.tir import affine_evaluator, rsqrt
+from deplo.runtime.interp.tir import affine_evaluator, divide, rsqrt
 
 # ---------------------------------------------------------------------------------------------
 # arith / math on numpy
-
-
-def _trunc_div(a: Any, b: Any) -> Any:
-    """Integer division rounding toward zero (arith.divsi)."""
-    q = a // b
-    return np.where((q < 0) & (q * b != a), q + 1, q)
 
 
 def _ceil_div(a: Any, b: Any) -> Any:
@@ -103,7 +97,7 @@ ARITH_MATH_IMPLS: dict[type, Callable[..., Any]] = {
     arith.AddiOp: np.add,
     arith.SubiOp: np.subtract,
     arith.MuliOp: np.multiply,
-    arith.DivSIOp: _trunc_div,
+    arith.DivSIOp: divide,
     arith.RemSIOp: np.fmod,  # sign of the dividend, as C
     arith.FloorDivSIOp: np.floor_divide,
     arith.CeilDivSIOp: _ceil_div,

@@ -61,11 +61,21 @@ def erf(x: Any) -> Any:
     return scipy_erf(x).astype(x.dtype)
 
 
+def divide(a: Any, b: Any) -> Any:
+    """a / b; integers rounded toward zero (C's, arith.divsi: the floor moved up where the
+    quotient is negative and inexact)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if not np.issubdtype(a.dtype, np.integer):
+        return np.divide(a, b)
+    q = np.floor_divide(a, b)
+    return np.where((q < 0) & (q * b != a), q + 1, q).astype(a.dtype)
+
+
 ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.ADD: np.add,
     tir.ElementwiseKind.SUB: np.subtract,
     tir.ElementwiseKind.MUL: np.multiply,
-    tir.ElementwiseKind.DIV: np.divide,
+    tir.ElementwiseKind.DIV: divide,
     tir.ElementwiseKind.MAX: np.maximum,  # NaN-propagating, as torch.maximum
     tir.ElementwiseKind.MIN: np.minimum,
     tir.ElementwiseKind.NEG: np.negative,

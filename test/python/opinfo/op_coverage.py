@@ -57,6 +57,9 @@ COVERAGE: list[Entry] = [
     Entry("rsub", "torch.sub, operands swapped"),
     Entry("mul", "torch.mul"),
     Entry("div", "torch.div", "no_rounding_mode"),
+    Entry("div", "floor_divide (a scalar divisor in f32, as aten)", "floor_rounding"),
+    Entry("div", "trunc(a / b) in f32, two tensors' quotient rounded first; integers: C's /",
+          "trunc_rounding"),
     Entry("maximum", "torch.maximum"),
     Entry("minimum", "torch.minimum"),
     Entry("pow", "torch.pow (x ** 2 is x * x)"),
@@ -161,6 +164,9 @@ COVERAGE: list[Entry] = [
           " statistics, running ones not updated)"),
     Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
     Entry("take_along_dim", "PyTorch's decomposition (an integer remainder, a gather)"),
+    Entry("bucketize", "PyTorch's decomposition (a binary search of integer floor divisions)",
+          refusals={"data-dependent": "a 0-d input (its decomposition reads a size from the "
+                                      "data)"}),
     Entry("nn.functional.conv1d", "torch.conv (im2col index maps, one K axis)"),
     Entry("nn.functional.conv2d", "torch.conv (im2col index maps, one K axis)"),
     Entry("nn.functional.max_pool2d", "torch.max_pool",
@@ -429,15 +435,15 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - Training-mode dropout (random), `embedding(max_norm=...)` (renormalizes the weight in place),
   in-place and `out=` variants: values are immutable here (refused).
 - Integer arithmetic in kernels beyond index arithmetic (add, sub, mul, min, max, abs, sign, and
-  fmod / remainder: C's `%`): elementwise kinds compute on floats; integer and bool tensors are
-  indices, masks and argmax results. Integer `floor_divide` and `bucketize` (which needs it) are
-  refused; uint8 tensors are refused (integers are signed).
+  fmod / remainder / div / floor_divide: C's `%` and `/`, corrected as aten's): elementwise kinds
+  compute on floats; integer and bool tensors are indices, masks and argmax results. uint8
+  tensors are refused (integers are signed).
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
 - Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`, `cummax`/`cummin` (a scan
   of (value, index) pairs; `tir.scan` carries one value).
 - `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's
-  values do not have; `diagonal` of `x.t()`); `erfinv`, `bucketize`,
+  values do not have; `diagonal` of `x.t()`); `erfinv`, `erfc`, `searchsorted`,
   `instance_norm` with running statistics (it updates them in place). An error names the op
   and the user's line.
 - An input updated in place (`x.mul_(2)`): refused, naming the input (values are immutable here).

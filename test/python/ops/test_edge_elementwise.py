@@ -37,6 +37,13 @@ CASES = {
                                  torch.tensor([[1.0, -1.0, -1.0, 0.0, 0.0, -3.0]] * 2)]),
     "logical_xor_numbers": (torch.logical_xor, [torch.tensor([[0.0, 1.5, -2.0, 0.0]]),
                                                 torch.tensor([[0.0, 0.0, 3.0, 7.0]])]),
+    "int_floor_divide": (lambda a, b: a // b + torch.div(a, -3, rounding_mode="floor") * 100,
+                         [_ints(5, 7), _ints(5, 7, lo=1, hi=6) * torch.tensor([1, -1] * 3 + [1])]),
+    "int_div_trunc": (lambda a: torch.div(a, -3, rounding_mode="trunc")
+                      + torch.div(a, 4, rounding_mode="trunc") * 100, [_ints(5, 7)]),
+    "float_div_modes": (lambda a, b: torch.div(a, b, rounding_mode="trunc")
+                        + torch.div(a, b, rounding_mode="floor") * 3,
+                        [torch.randn(6, 5) * 7, torch.randn(5)]),
 }
 
 
@@ -49,3 +56,19 @@ def test_edges(name, target, level) -> None:
     got = np.asarray(c.run([a.numpy() for a in args], target=target, level=level)[0])
     assert got.dtype == ref.dtype or (ref.dtype == bool and got.dtype == np.bool_)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("fmod", lambda a: torch.fmod(a, 0.7)),
+    ("remainder", lambda a: torch.remainder(a, 0.7)),
+    ("floor_divide", lambda a: torch.floor_divide(a, 0.7)),
+    ("div_floor", lambda a: torch.div(a, 0.7, rounding_mode="floor")),
+    ("div_trunc", lambda a: torch.div(a, 0.7, rounding_mode="trunc")),
+])
+def test_bf16_scalar_divisor_as_eager(name, fn) -> None:
+    """bf16 by a Python number, bit for bit as eager: the division kernels keep 0.7 in float32
+    (x // 0.7 near an integer quotient), fmod and remainder round it to bf16 first."""
+    a = (torch.randn(64, 64, generator=torch.Generator().manual_seed(0)) * 5).bfloat16()
+    c = deplo.compile(fn, [a])
+    got = np.asarray(c.run([a.float().numpy()], target="cpu")[0], dtype=np.float32)
+    np.testing.assert_array_equal(got, fn(a).float().numpy())

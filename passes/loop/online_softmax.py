@@ -64,7 +64,6 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo.analysis.index import is_float_zero
-from deplo.analysis.nest import F16_LOWEST
 from deplo.dialects import loop
 from deplo.lowering.torch_to_tir import LOWEST
 from deplo.passes.loop.merge_reductions import _defined_before, _outside_values, same_range
@@ -127,7 +126,7 @@ def _clamped(v: SSAValue, bound) -> SSAValue | None:
 def _max_clamp(v: SSAValue) -> SSAValue | None:
     """x when v = max(x, the lowest float or below): what the online max, started there,
     computes anyway."""
-    return _clamped(v, lambda c: c <= F16_LOWEST)
+    return _clamped(v, lambda c: c <= LOWEST["f32"])  # at or below the running max's init
 
 
 def _sum_clamp(v: SSAValue) -> SSAValue | None:

@@ -1015,7 +1015,7 @@ def _modulo(name: str) -> Converter:
 def _logaddexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """log(exp(a) + exp(b)) = max(a, b) + log1p(exp(-|a - b|)), in float32 for f16/bf16;
     where a == b it is a + log 2 (two equal infinities give that infinity, not NaN)."""
-    a, b = (_f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2])
+    a, b = _opmath_operands(im, node, rt, scalar_in_opmath=False)
     gap = _ew(im, "neg", _ew(im, "abs", _ew(im, "sub", a, b)))
     y = _ew(im, "add", _ew(im, "maximum", a, b), _ew(im, "log1p", _ew(im, "exp", gap)))
     same = _ew(im, "add", a, _scalar(im, math.log(2), a))

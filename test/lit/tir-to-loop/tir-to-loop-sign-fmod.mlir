@@ -18,15 +18,18 @@
 // CHECK:           arith.addf %[[R]], %[[STEP]] : f32
 // CHECK:           arith.subf %{{.*}}, %[[STEP]] : f32
 // CHECK:           math.copysign %{{.*}}, %[[X]] : f32
-// Integers: C's `%`. atan2: math.atan2.
+// Integers: C's `%` and `/`. atan2: math.atan2.
 // CHECK-LABEL: loop.kernel @ifmod
 // CHECK:           arith.remsi %{{.*}}, %{{.*}} : i64
+// CHECK-LABEL: loop.kernel @idiv
+// CHECK:           arith.divsi %{{.*}}, %{{.*}} : i64
 // CHECK-LABEL: loop.kernel @atan2
 // CHECK:           math.atan2 %{{.*}}, %{{.*}} : f32
-func.func @main(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>, %i: tensor<4x3xi64>, %j: tensor<4x3xi64>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xf32>) {
+func.func @main(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>, %i: tensor<4x3xi64>, %j: tensor<4x3xi64>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xi64>, tensor<4x3xf32>) {
   %sign = tir.elementwise sign(%x) : tensor<4x3xf32>
   %fmod = tir.elementwise fmod(%x, %y) : tensor<4x3xf32>
   %ifmod = tir.elementwise fmod(%i, %j) : tensor<4x3xi64>
+  %idiv = tir.elementwise div(%i, %j) : tensor<4x3xi64>
   %atan2 = tir.elementwise atan2(%x, %y) : tensor<4x3xf32>
-  func.return %sign, %fmod, %ifmod, %atan2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xf32>
+  func.return %sign, %fmod, %ifmod, %idiv, %atan2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xi64>, tensor<4x3xf32>
 }

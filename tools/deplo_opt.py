@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, builtin, func, math, memref, scf
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
@@ -248,7 +249,10 @@ class DeploOptMain(xDSLOptMain):
 
     def parse_chunk(self, chunk, file_extension, start_offset=0):
         name = self.get_input_name()
-        parser = LocatingParser(self.ctx, read_source(chunk.read(), name), name)
+        text = read_source(chunk.read(), name)
+        if not re.sub(r"//[^\n]*", "", text).strip():  # mlir-opt's answer to an empty file
+            return ModuleOp([])
+        parser = LocatingParser(self.ctx, text, name)
         try:
             module = parser.parse_module(not self.args.no_implicit_module)
         except VerifyException as e:  # an attribute's verifier refused it (--verify-diagnostics)

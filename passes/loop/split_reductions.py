@@ -69,6 +69,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo import hardware as hw
 from deplo.analysis import nest
+from deplo.analysis.cost_model import SPECIAL
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import (
     clear_after,
@@ -331,7 +332,8 @@ def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
     """Whether a row on one block takes longer than the split, by the cost model's rules: the
     row's bytes at what one SM streams with the row plan's 256 threads (16-byte steps where its
     loads walk their innermost dim, hardware.Gpu.stream_bw), later passes (a further
-    reduction, the epilogue's loops over the row) from L2; against the split's 2 kernels a
+    reduction, the epilogue's loops over the row) from L2, or its special functions on one
+    SM's SFUs where they take longer (softmax's exps); against the split's 2 kernels a
     reduction for 1 and every pass's bytes over DRAM bandwidth. The model agrees:
     [64, 65536].sum(1) stays one kernel (9.7 us, 12.1 split) and [8, 65536] splits (7.3
     against 9.7); logsumexp of 16 rows of 65536 stays one (9.7, 16.1 split); a layer_norm
@@ -350,10 +352,15 @@ def _one_block_slower(red: loop.ForOp, kernel: loop.KernelOp, outputs: int,
     passes = len(reds) + any(isinstance(o, loop.ForOp) and o not in reds and not is_unit(o)
                              for o in rows.ops)
     stream = gpu.stream_bw(ROW_THREADS // hw.WARP, hw.WARP * lanes * min(sizes))
+    # the row's special functions (softmax's exp, twice) on one SM's SFUs: a long row of few
+    # outputs is bound by them, not its bytes (the model, [16, 32768] softmax: sfu)
+    specials = extent * sum(isinstance(o, SPECIAL) and o.parent_block() is not rows
+                            for o in rows.walk()) / (gpu.sfu_per_sm * gpu.clock_ghz * 1e9
+                                                     * gpu.pipe_rate(ROW_THREADS // hw.WARP))
     # the first pass from DRAM, the others from L2 (the cost model's: a row read again is
     # cached); the split: 2 kernels a reduction for 1, and every pass's bytes over DRAM
-    one_block = row_bytes / stream + (passes - 1) * row_bytes / (
-        stream * gpu.dram_latency / gpu.l2_latency)
+    one_block = max(specials, row_bytes / stream + (passes - 1) * row_bytes / (
+        stream * gpu.dram_latency / gpu.l2_latency))
     split = (2 * len(reds) - 1) * (gpu.launch_us + gpu.ramp_us) * 1e-6 \
         + passes * outputs * row_bytes / (gpu.dram_bw * gpu.dram_efficiency)
     return split < one_block

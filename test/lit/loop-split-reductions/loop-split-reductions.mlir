@@ -611,3 +611,80 @@ builtin.module {
     func.return %kept : memref<4x4x4xf32>
   }
 }
+
+// -----
+
+// Rows whose bytes one block streams in time but whose exps (four special functions an
+// element) keep one SM's SFUs busy longer than a second launch costs: 16 rows of 32768 split
+// (the model, H100: 10.7 -> 8.7 us); 64 such rows fill enough SMs and stay one kernel.
+// CHECK-LABEL: loop.kernel @sm16_part(%x: memref<16x32768xf32>, %out: memref<16x32768xf32>, %part: memref<16x16xf32>, %part_1: memref<16x16xf32>)
+// CHECK-LABEL: loop.kernel @sm16(
+
+builtin.module {
+  loop.kernel @sm16(%x: memref<16x32768xf32>, %out: memref<16x32768xf32>) {
+    %0 = arith.constant -3.40282347e+38 : f32
+    %1 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 16 free {
+      %2, %3 = loop.for %r = 0 to 32768 reduce iter(%m = %0, %l = %1) -> (f32, f32) {
+        %4 = loop.load %x[%i, %r] : memref<16x32768xf32>
+        %m_new = arith.maximumf %m, %4 : f32
+        %5 = arith.subf %4, %m_new : f32
+        %6 = math.exp %5 : f32
+        %7 = arith.subf %m, %m_new : f32
+        %alpha = math.exp %7 : f32
+        %8 = arith.mulf %l, %alpha : f32
+        %9 = arith.addf %8, %6 : f32
+        loop.yield %m_new, %9 : f32, f32
+      }
+      loop.for %j = 0 to 32768 free {
+        %10 = loop.load %x[%i, %j] : memref<16x32768xf32>
+        %11 = arith.subf %10, %2 : f32
+        %12 = math.exp %11 : f32
+        %13 = arith.divf %12, %3 : f32
+        loop.store %13, %out[%i, %j] : memref<16x32768xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<16x32768xf32>) -> memref<16x32768xf32> {
+    %sm = memref.alloc() : memref<16x32768xf32>
+    loop.launch @sm16(%x, %sm) : memref<16x32768xf32>, memref<16x32768xf32>
+    func.return %sm : memref<16x32768xf32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: loop.kernel @sm64(%x: memref<64x32768xf32>, %out: memref<64x32768xf32>) {
+// CHECK-NOT:   loop.kernel @sm64_part
+
+builtin.module {
+  loop.kernel @sm64(%x: memref<64x32768xf32>, %out: memref<64x32768xf32>) {
+    %0 = arith.constant -3.40282347e+38 : f32
+    %1 = arith.constant 0.000000e+00 : f32
+    loop.for %i = 0 to 64 free {
+      %2, %3 = loop.for %r = 0 to 32768 reduce iter(%m = %0, %l = %1) -> (f32, f32) {
+        %4 = loop.load %x[%i, %r] : memref<64x32768xf32>
+        %m_new = arith.maximumf %m, %4 : f32
+        %5 = arith.subf %4, %m_new : f32
+        %6 = math.exp %5 : f32
+        %7 = arith.subf %m, %m_new : f32
+        %alpha = math.exp %7 : f32
+        %8 = arith.mulf %l, %alpha : f32
+        %9 = arith.addf %8, %6 : f32
+        loop.yield %m_new, %9 : f32, f32
+      }
+      loop.for %j = 0 to 32768 free {
+        %10 = loop.load %x[%i, %j] : memref<64x32768xf32>
+        %11 = arith.subf %10, %2 : f32
+        %12 = math.exp %11 : f32
+        %13 = arith.divf %12, %3 : f32
+        loop.store %13, %out[%i, %j] : memref<64x32768xf32>
+      }
+    }
+  }
+  func.func @main(%x: memref<64x32768xf32>) -> memref<64x32768xf32> {
+    %sm = memref.alloc() : memref<64x32768xf32>
+    loop.launch @sm64(%x, %sm) : memref<64x32768xf32>, memref<64x32768xf32>
+    func.return %sm : memref<64x32768xf32>
+  }
+}

@@ -936,7 +936,8 @@ _PER_ELEMENT = {"rms_norm": 4, "layer_norm": 8, "softmax": 5, "gelu": 8}
 
 
 def torch_op_flops(op: Operation) -> float:
-    """The FLOPs of one Torch IR op as the algorithm needs them: 2MNK for products, the
+    """The FLOPs of one Torch IR op as the algorithm needs them: 2MNK for products (a
+    convolution's K: its weight's channels a group times the window), the
     unmasked part of attention (a causal mask halves it), a few per element for norms and
     softmax, one per element for the rest; none for views and data movement."""
     kind = op.name.split(".", 1)[1] if "." in op.name else op.name
@@ -947,6 +948,9 @@ def torch_op_flops(op: Operation) -> float:
         return 2.0 * out * _shape(op.operands[0])[-1]
     if kind == "linear":
         return 2.0 * out * _shape(op.operands[0])[-1] + (out if len(op.operands) > 2 else 0)
+    if kind == "conv":  # each output: its group's channels x the window, multiplied and added
+        window = math.prod(_shape(op.operands[1])[1:])
+        return 2.0 * out * window + (out if len(op.operands) > 2 else 0)
     if kind == "sdpa":
         q, k, v = (_shape(o) for o in op.operands[:3])
         sq, sk = q[-2], k[-2]

@@ -53,7 +53,7 @@ def where_from(node: torch.fx.Node) -> str:
     if frame and frame[0] == expr_module.__file__:
         parts.append("in the expression")
     elif frame:
-        parts.append(f"at {frame[0]}:{frame[1]}: {frame[2]}")
+        parts.append(f"at {frame[0]}:{frame[1]}" + (f": {frame[2]}" if frame[2] else ""))
     return " ".join(parts) or "(no source location recorded)"
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import logging
 import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -238,12 +239,17 @@ def import_module(
     module: torch.nn.Module,
     example_inputs: Sequence[torch.Tensor],
     input_names: Sequence[str] | None = None,
+    called: Callable | None = None,
 ) -> Program:
     """Export `module` on the example inputs (no_grad, non-strict) and import it. A tensor
-    passed twice is two inputs (export would alias them: one argument read for both)."""
+    passed twice is two inputs (export would alias them: one argument read for both).
+    `called`: the function `module` wraps (deplo.compile of a callable), whose ops are then
+    placed in it."""
     seen: set[int] = set()
     example_inputs = [t.clone() if id(t) in seen or seen.add(id(t)) else t for t in example_inputs]
     ep = export(module, example_inputs)
+    if called is not None:
+        _place_in(ep, called)
     # remove_duplicate=False: a tied weight (lm_head = embed_tokens) is one tensor under two
     # names, and export may name it by either
     buffers = dict(module.named_buffers(remove_duplicate=False))
@@ -270,6 +276,21 @@ def import_module(
     return Program(imported.module, imported.input_names,
                    imported.param_names + list(imported.constants), params, inputs, module,
                    input_dtypes=[t.dtype for t in example_inputs])
+
+
+def _place_in(ep: torch.export.ExportedProgram, fn: Callable) -> None:
+    """Export records no frame inside a plain function a module's forward calls: its ops stood
+    at our wrapper's call (tools/api.py), where error messages and kernel origins sent the
+    user. Each op's stack gets the function's own definition as its innermost frame."""
+    code = getattr(fn, "__code__", None)
+    frame = None  # a builtin (torch.argsort): no source of its own, and not our wrapper's
+    if code is not None:
+        text = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+        frame = f'File "{code.co_filename}", line {code.co_firstlineno}, in {code.co_name}\n' \
+                f"    {text}"
+    for node in ep.graph_module.graph.nodes:
+        if node.op == "call_function":
+            node.meta["stack_trace"] = frame
 
 
 def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:

@@ -44,8 +44,9 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
         return import_module(c.module, c.example_inputs, c.input_names)
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
-    module = program if isinstance(program, torch.nn.Module) else _CallableModule(program)
-    return import_module(module.eval(), list(example_inputs))
+    if isinstance(program, torch.nn.Module):
+        return import_module(program.eval(), list(example_inputs))
+    return import_module(_CallableModule(program).eval(), list(example_inputs), called=program)
 
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:

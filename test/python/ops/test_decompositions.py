@@ -54,8 +54,16 @@ def test_converted_ops_are_not_decomposed() -> None:
     (lambda x: torch.searchsorted(torch.tensor([-1.0, 0.0, 1.0]), x), "aten.searchsorted.Tensor"),
 ])
 def test_what_stays_unsupported_names_the_users_op(fn, op) -> None:
-    with pytest.raises(UnsupportedOpError, match=f"unsupported PyTorch op '{op}' at "):
+    """...and the user's function (export records no frame inside it), not deplo's wrapper."""
+    with pytest.raises(UnsupportedOpError, match=f"unsupported PyTorch op '{op}' at ") as e:
         deplo.compile(fn, [torch.randn(4, 4)])
+    line = fn.__code__.co_firstlineno
+    assert f"at {__file__}:{line}: (lambda x:" in str(e.value), str(e.value)
+
+
+def test_a_builtin_passed_as_the_function_is_not_placed_in_deplo() -> None:
+    with pytest.raises(UnsupportedOpError, match="argsort.default.*no source location"):
+        deplo.compile(torch.argsort, [torch.randn(4)])
 
 
 @pytest.mark.parametrize("fn, shape", [

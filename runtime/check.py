@@ -71,7 +71,7 @@ def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray],
         rel = err / scale
         max_abs, max_rel = max(max_abs, err), max(max_rel, rel)
         ok = ok and rel <= this_tol
-    return Comparison(max_abs, max_rel, tol, ok)
+    return Comparison(max_abs, max_rel, tol, bool(ok))
 
 
 def check_program(outputs: Sequence[np.ndarray], program, inputs: Sequence[np.ndarray],
@@ -119,7 +119,7 @@ def check_program(outputs: Sequence[np.ndarray], program, inputs: Sequence[np.nd
             allowed = np.maximum(np.maximum(TOLERANCE_BY_TYPE["f32"] * scale, 1.25 * np.abs(r - e)),
                                  4 * spread[k])
             fine = fine and bool(np.all(np.abs(o - e) <= allowed))
-    return dataclasses.replace(result, ok=fine, note="; " + "; ".join(notes))
+    return dataclasses.replace(result, ok=bool(fine), note="; " + "; ".join(notes))
 
 
 HALF, FP32 = ("f16", "bf16"), ("f32",)

@@ -118,21 +118,28 @@ class ElementwiseKind(StrEnum):
     ACOSH = "acosh"
     ATANH = "atanh"
     ATAN2 = "atan2"  # atan2(lhs, rhs): the angle of the point (rhs, lhs)
-    AND = "and"  # i1 operands
-    OR = "or"  # i1 operands
+    AND = "and"  # i1 or integer operands (bitwise)
+    OR = "or"  # i1 or integer operands (bitwise)
+    XOR = "xor"  # integers
+    SHL = "shl"  # integers: lhs << rhs, 0 where rhs is negative or the width or more
+    SHR = "shr"  # integers: lhs >> rhs (arithmetic), the sign where rhs is out of range
 
 
 ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
     k: 2 if k in ("add", "sub", "mul", "div", "max", "min", "pow", "fmod", "atan2", "and",
-                 "or") else 1
+                 "or", "xor", "shl", "shr") else 1
     for k in ElementwiseKind
 }
 
 LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
-"""The kinds on i1 tensors; every other kind computes on numbers."""
+"""The kinds on i1 tensors (and integers, bitwise); every other kind computes on numbers."""
+
+BIT_KINDS = (*LOGICAL_KINDS, ElementwiseKind.XOR, ElementwiseKind.SHL, ElementwiseKind.SHR)
+"""The kinds on integers only (bitwise; and/or on i1 too)."""
 
 INTEGER_KINDS = tuple(ElementwiseKind(k) for k in ("add", "sub", "mul", "max", "min", "neg", "abs",
-                                                   "sign", "fmod", "div"))
+                                                   "sign", "fmod", "div", "and", "or", "xor", "shl",
+                                                   "shr"))
 """The kinds that also compute on integers (index arithmetic; torch computes the rest in a
 float type). On integers div and fmod are C's: the quotient truncated, the remainder with the
 dividend's sign."""
@@ -256,11 +263,12 @@ class ElementwiseOp(IRDLOperation):
                 )
         elt = self.result.type.element_type
         is_i1 = _is_i1(elt)
-        if (kind in LOGICAL_KINDS) != is_i1:
-            want = "i1" if kind in LOGICAL_KINDS else "numbers"
-            raise VerifyException(
-                f"{self.name} {kind}: expected {want}, got {self.result.type}"
-            )
+        if kind in BIT_KINDS:
+            if not isinstance(elt, IntegerType) or is_i1 and kind not in LOGICAL_KINDS:
+                want = "i1 or integers" if kind in LOGICAL_KINDS else "integers"
+                raise VerifyException(f"{self.name} {kind}: expected {want}, got {self.result.type}")
+        elif is_i1:
+            raise VerifyException(f"{self.name} {kind}: expected numbers, got {self.result.type}")
         if isinstance(elt, IntegerType) and not is_i1 and kind not in INTEGER_KINDS:
             raise VerifyException(f"{self.name} {kind}: expected floats, got {self.result.type}")
 

@@ -153,6 +153,17 @@ LOGICAL_OPS: dict[str, str] = {
     "logical_or": "LogicalOrOp",
 }
 
+# bitwise and/or/xor and shifts of integer tensors (aten.bitwise_*, `&` `|` `^` `<<` `>>` on
+# integers; on bools they are the logical ops): a shift by the width or more, or by a negative
+# amount, gives 0 (`<<`) or the sign (`>>`), as PyTorch
+BITWISE_OPS: dict[str, str] = {
+    "bitwise_and": "BitwiseAndOp",
+    "bitwise_or": "BitwiseOrOp",
+    "bitwise_xor": "BitwiseXorOp",
+    "bitwise_left_shift": "BitwiseLeftShiftOp",
+    "bitwise_right_shift": "BitwiseRightShiftOp",
+}
+
 
 def _unary_verify(self) -> None:
     a = _tensor(self, self.input, "the operand")
@@ -185,6 +196,13 @@ def _compare_verify(self) -> None:
     _same_element_type(self, a, b)
     if str(r.element_type) != "i1":
         raise VerifyException(f"{self.name}: expected an i1 result, got {r.element_type}")
+
+
+def _bitwise_verify(self) -> None:
+    a, b, r = _broadcast_operands(self)
+    _same_element_type(self, a, b, r)
+    if not isinstance(r.element_type, IntegerType) or str(r.element_type) == "i1":
+        raise VerifyException(f"{self.name}: expected integer tensors, got {r}")
 
 
 def _logical_verify(self) -> None:
@@ -252,6 +270,7 @@ UNARY_CLASSES = _family(UNARY_OPS, "`torch.{op} %x : (tensor<4xf32>) -> tensor<4
 BINARY_CLASSES = _family(BINARY_OPS, BINARY_DOC, _binary_verify, _binary_fields)
 COMPARE_CLASSES = _family(COMPARE_OPS, BINARY_DOC, _compare_verify, _binary_fields)
 LOGICAL_CLASSES = _family(LOGICAL_OPS, BINARY_DOC, _logical_verify, _binary_fields)
+BITWISE_CLASSES = _family(BITWISE_OPS, BINARY_DOC, _bitwise_verify, _binary_fields)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1292,7 +1311,8 @@ class WhereOp(_TorchOp):
 
 
 MATH_OPS: list[type[IRDLOperation]] = [
-    *COMPARE_CLASSES.values(), *LOGICAL_CLASSES.values(), *REDUCTION_CLASSES.values(),
+    *COMPARE_CLASSES.values(), *LOGICAL_CLASSES.values(), *BITWISE_CLASSES.values(),
+    *REDUCTION_CLASSES.values(),
     *ALONG_DIM_CLASSES.values(), *ARG_CLASSES.values(), *POOL_CLASSES.values(),
     LinearOp, GeluOp, LayerNormOp, ToOp, WhereOp, GatherOp, ConvOp,
 ]

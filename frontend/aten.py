@@ -385,9 +385,22 @@ def _compare(name: str) -> Converter:
     return convert
 
 
-_BITWISE = {torch.ops.aten.__and__.Tensor, torch.ops.aten.__or__.Tensor,
-            torch.ops.aten.__xor__.Tensor, torch.ops.aten.bitwise_and.Tensor,
-            torch.ops.aten.bitwise_or.Tensor, torch.ops.aten.bitwise_xor.Tensor}
+def _bitwise(name: str) -> Converter:
+    """`&` `|` `^` `<<` `>>` and aten.bitwise_*: on bool tensors the logical ops, on integers
+    the torch bitwise ops (a Python number operand in the tensor's type)."""
+    logical = {"bitwise_and": "logical_and", "bitwise_or": "logical_or",
+               "bitwise_xor": "logical_xor"}
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        if str(rt.element_type) == "i1" and name in logical:
+            return _logical(logical[name])(im, node, rt)
+        if not isinstance(rt.element_type, IntegerType) or str(rt.element_type) == "i1":
+            raise FrontendError(f"unsupported '{node.target}' on {rt.element_type} tensors "
+                                f"{where_from(node)}")
+        a, b = (_as_dtype(im, im.value(x, rt), rt.element_type) for x in node.args[:2])
+        return im.insert(T.BITWISE_CLASSES[name](a, b, rt), name)
+
+    return convert
 
 
 def _logical(name: str) -> Converter:
@@ -399,10 +412,6 @@ def _logical(name: str) -> Converter:
         for arg in node.args[:2]:
             v = im.value(arg)
             if str(v.type.element_type) != "i1":
-                if node.target in _BITWISE:
-                    raise FrontendError(
-                        f"unsupported bitwise '{node.target}' on {v.type} {where_from(node)}"
-                    )
                 i1 = TensorType(rt.element_type, v.type.get_shape())
                 v = im.insert(T.NeOp(v, im.value(0.0, v.type), i1), "ne")
             vs.append(v)
@@ -540,13 +549,15 @@ MATH_CONVERTERS: dict[object, Converter] = {
     **{getattr(torch.ops.aten, name).Scalar: _compare(name) for name in T.COMPARE_OPS},
     torch.ops.aten.logical_and.default: _logical("logical_and"),
     torch.ops.aten.logical_or.default: _logical("logical_or"),
-    torch.ops.aten.__and__.Tensor: _logical("logical_and"),
-    torch.ops.aten.__or__.Tensor: _logical("logical_or"),
-    torch.ops.aten.bitwise_and.Tensor: _logical("logical_and"),
-    torch.ops.aten.bitwise_or.Tensor: _logical("logical_or"),
     torch.ops.aten.logical_xor.default: _logical("logical_xor"),
-    torch.ops.aten.__xor__.Tensor: _logical("logical_xor"),
-    torch.ops.aten.bitwise_xor.Tensor: _logical("logical_xor"),
+    **{getattr(getattr(torch.ops.aten, op), overload): _bitwise(name)
+       for name, ops in (("bitwise_and", ("__and__", "bitwise_and")),
+                         ("bitwise_or", ("__or__", "bitwise_or")),
+                         ("bitwise_xor", ("__xor__", "bitwise_xor")),
+                         ("bitwise_left_shift", ("__lshift__", "bitwise_left_shift")),
+                         ("bitwise_right_shift", ("__rshift__", "bitwise_right_shift")))
+       for op in ops for overload in ("Tensor", "Scalar", "Tensor_Scalar", "Scalar_Tensor")
+       if hasattr(getattr(torch.ops.aten, op), overload)},
     torch.ops.aten.where.self: _where,
     torch.ops.aten.where.ScalarSelf: _where,
     torch.ops.aten.where.ScalarOther: _where,
@@ -924,7 +935,7 @@ def _select_positive(im: Importer, x: SSAValue, pos: SSAValue, neg: SSAValue,
 
 
 def _bitwise_not(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """~x: a bool's logical not; an integer's -x - 1 (two's complement)."""
+    """~x: a bool's logical not; an integer's -x - 1 (two's complement: x ^ -1)."""
     x = im.value(node.args[0])
     if str(x.type.element_type) == "i1":
         return im.insert(T.EqOp(x, _scalar(im, 0, x), rt), "bitwise_not")

@@ -25,6 +25,22 @@ def const(b: Builder, value: float, t: Attribute) -> SSAValue:
     return b.insert(arith.ConstantOp(FloatAttr(value, t))).result
 
 
+def _shift(left: bool) -> Callable[..., SSAValue]:
+    """x << y / x >> y as PyTorch: an amount out of [0, width) (unsigned compare: a negative
+    one too) gives 0 / the sign, where C's shift is undefined: the amount is clamped first."""
+
+    def go(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
+        bits = x.type.width.data
+        out = b.insert(arith.CmpiOp(y, const(b, bits, y.type), "uge")).result
+        amount = b.insert(arith.SelectOp(out, const(b, 0 if left else bits - 1, y.type), y)).result
+        if not left:
+            return b.insert(arith.ShRSIOp(x, amount)).result
+        shifted = b.insert(arith.ShLIOp(x, amount)).result
+        return b.insert(arith.SelectOp(out, const(b, 0, x.type), shifted)).result
+
+    return go
+
+
 def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
     one = const(b, 1.0, x.type)
     e = b.insert(math.ExpOp(b.insert(arith.NegfOp(x)).result)).result
@@ -131,6 +147,9 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.ATAN2: lambda b, x, y: b.insert(math.Atan2Op(x, y)).result,
     EK.AND: lambda b, x, y: b.insert(arith.AndIOp(x, y)).result,
     EK.OR: lambda b, x, y: b.insert(arith.OrIOp(x, y)).result,
+    EK.XOR: lambda b, x, y: b.insert(arith.XOrIOp(x, y)).result,
+    EK.SHL: _shift(left=True),
+    EK.SHR: _shift(left=False),
 }
 # tir compare kind -> (arith.cmpf predicate, arith.cmpi predicate). Floats compare ordered, but
 # `ne` is unordered: NaN != x is true, as in torch.

@@ -71,6 +71,15 @@ def divide(a: Any, b: Any) -> Any:
     return np.where((q < 0) & (q * b != a), q + 1, q).astype(a.dtype)
 
 
+def _out_of_width(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Shift amounts PyTorch answers with 0 or the sign (C leaves them undefined)."""
+    return (y < 0) | (y >= 8 * x.dtype.itemsize)
+
+
+def _in_width(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.clip(y, 0, 8 * x.dtype.itemsize - 1).astype(x.dtype)
+
+
 ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.ADD: np.add,
     tir.ElementwiseKind.SUB: np.subtract,
@@ -112,8 +121,13 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.ACOSH: np.arccosh,
     tir.ElementwiseKind.ATANH: np.arctanh,
     tir.ElementwiseKind.ATAN2: np.arctan2,
-    tir.ElementwiseKind.AND: np.logical_and,
-    tir.ElementwiseKind.OR: np.logical_or,
+    tir.ElementwiseKind.AND: np.bitwise_and,  # (on bools: the logical and)
+    tir.ElementwiseKind.OR: np.bitwise_or,
+    tir.ElementwiseKind.XOR: np.bitwise_xor,
+    tir.ElementwiseKind.SHL: lambda x, y: np.where(_out_of_width(x, y), x.dtype.type(0),
+                                                   np.left_shift(x, _in_width(x, y))),
+    tir.ElementwiseKind.SHR: lambda x, y: np.right_shift(
+        x, np.where(_out_of_width(x, y), 8 * x.dtype.itemsize - 1, _in_width(x, y))),
 }
 assert set(ELEMENTWISE_IMPLS) == set(tir.ElementwiseKind), "a tir kind has no interpreter"
 

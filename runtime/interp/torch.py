@@ -51,10 +51,15 @@ _TABLE: dict[str, Callable[..., Any]] = {
     "reciprocal": np.reciprocal,
     "maximum": ELEMENTWISE_IMPLS[K.MAX],
     "minimum": ELEMENTWISE_IMPLS[K.MIN],
+    "bitwise_and": ELEMENTWISE_IMPLS[K.AND],
+    "bitwise_or": ELEMENTWISE_IMPLS[K.OR],
+    "bitwise_xor": ELEMENTWISE_IMPLS[K.XOR],
+    "bitwise_left_shift": ELEMENTWISE_IMPLS[K.SHL],
+    "bitwise_right_shift": ELEMENTWISE_IMPLS[K.SHR],
     **{name: ELEMENTWISE_IMPLS[K(name)] for name in (*torch_d.UNARY_OPS, *torch_d.BINARY_OPS)
        if name in {k.value for k in K}},
 }
-assert set(_TABLE) == set(torch_d.UNARY_OPS) | set(torch_d.BINARY_OPS), (
+assert set(_TABLE) == set(torch_d.UNARY_OPS) | set(torch_d.BINARY_OPS) | set(torch_d.BITWISE_OPS), (
     "a torch op has no interpreter"
 )
 
@@ -141,7 +146,8 @@ def _with_elementwise_impls(cls: type) -> type:
     """One `@impl` per generated op class: elementwise from `_TABLE`, comparisons and logical
     ops from `_PREDICATES`, reductions from `_REDUCTIONS`, scans, arg-reductions and pooling
     from `_TABLE_IMPLS`."""
-    for name, op_cls in {**torch_d.UNARY_CLASSES, **torch_d.BINARY_CLASSES}.items():
+    for name, op_cls in {**torch_d.UNARY_CLASSES, **torch_d.BINARY_CLASSES,
+                         **torch_d.BITWISE_CLASSES}.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_elementwise_impl(name)))
     for name, op_cls in {**torch_d.COMPARE_CLASSES, **torch_d.LOGICAL_CLASSES}.items():
         setattr(cls, f"run_{name}", impl(op_cls)(_predicate_impl(name)))

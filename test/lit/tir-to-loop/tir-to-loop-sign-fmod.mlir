@@ -33,3 +33,27 @@ func.func @main(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>, %i: tensor<4x3xi64>, %
   %atan2 = tir.elementwise atan2(%x, %y) : tensor<4x3xf32>
   func.return %sign, %fmod, %ifmod, %idiv, %atan2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xi64>, tensor<4x3xf32>
 }
+
+
+// Shifts as PyTorch: an amount out of [0, width) (one unsigned compare catches a negative one)
+// is clamped before the shift, which C leaves undefined past the width; << then gives 0, >>
+// shifts by width - 1 (the sign).
+// CHECK-LABEL: loop.kernel @l(
+// CHECK:         %[[S:.*]] = loop.load %s[%a0] : memref<8xi32>
+// CHECK-NEXT:    %[[W:.*]] = arith.constant 32 : i32
+// CHECK-NEXT:    %[[OUT:.*]] = arith.cmpi uge, %[[S]], %[[W]] : i32
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    %[[AMT:.*]] = arith.select %[[OUT]], %[[Z]], %[[S]] : i32
+// CHECK-NEXT:    %[[L:.*]] = arith.shli %{{.*}}, %[[AMT]] : i32
+// CHECK-NEXT:    %[[Z2:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    arith.select %[[OUT]], %[[Z2]], %[[L]] : i32
+// CHECK-LABEL: loop.kernel @r(
+// CHECK:         arith.cmpi uge
+// CHECK-NEXT:    %[[TOP:.*]] = arith.constant 31 : i32
+// CHECK-NEXT:    %[[AMT2:.*]] = arith.select %{{.*}}, %[[TOP]], %{{.*}} : i32
+// CHECK-NEXT:    arith.shrsi %{{.*}}, %[[AMT2]] : i32
+func.func @shifts(%x: tensor<8xi32>, %s: tensor<8xi32>) -> tensor<8xi32> {
+  %l = tir.elementwise shl(%x, %s) : tensor<8xi32>
+  %r = tir.elementwise shr(%l, %s) : tensor<8xi32>
+  func.return %r : tensor<8xi32>
+}

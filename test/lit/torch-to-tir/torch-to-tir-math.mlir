@@ -224,3 +224,21 @@ func.func @atan2_int_fmod(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>, %i: tensor<4
   %m = torch.fmod %i, %j : (tensor<4x3xi64>, tensor<4x3xi64>) -> tensor<4x3xi64>
   func.return %a, %m : tensor<4x3xf32>, tensor<4x3xi64>
 }
+
+// -----
+
+// Bitwise ops on integers are tir elementwise kinds (and / or also take i1, xor and the shifts
+// integers only), the operands broadcast like an add.
+// CHECK-LABEL: func.func @bitwise
+// CHECK:         %[[YB:.*]] = tir.index_map %y (d0, d1) -> (d1) : tensor<6xi64> -> tensor<4x6xi64>
+// CHECK-NEXT:    %[[A:.*]] = tir.elementwise and(%x, %[[YB]]) : tensor<4x6xi64>
+// CHECK:         %[[X:.*]] = tir.elementwise xor(%[[A]], %{{.*}}) : tensor<4x6xi64>
+// CHECK:         %[[L:.*]] = tir.elementwise shl(%[[X]], %x) : tensor<4x6xi64>
+// CHECK:         tir.elementwise shr(%[[L]], %x) : tensor<4x6xi64>
+func.func @bitwise(%x: tensor<4x6xi64>, %y: tensor<6xi64>) -> tensor<4x6xi64> {
+  %a = torch.bitwise_and %x, %y : (tensor<4x6xi64>, tensor<6xi64>) -> tensor<4x6xi64>
+  %b = torch.bitwise_xor %a, %y : (tensor<4x6xi64>, tensor<6xi64>) -> tensor<4x6xi64>
+  %c = torch.bitwise_left_shift %b, %x : (tensor<4x6xi64>, tensor<4x6xi64>) -> tensor<4x6xi64>
+  %d = torch.bitwise_right_shift %c, %x : (tensor<4x6xi64>, tensor<4x6xi64>) -> tensor<4x6xi64>
+  func.return %d : tensor<4x6xi64>
+}

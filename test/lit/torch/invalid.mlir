@@ -64,6 +64,14 @@ func.func @compare_result(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32>
 
 // -----
 
+func.func @bitwise_floats(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: torch.bitwise_xor: expected integer tensors, got tensor<4xf32>
+  %y = torch.bitwise_xor %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
 func.func @logical_operands(%a: tensor<4xf32>, %b: tensor<4xi1>) -> tensor<4xi1> {
   // CHECK: torch.logical_and: expected i1 operands and result, got tensor<4xf32>
   %y = torch.logical_and %a, %b : (tensor<4xf32>, tensor<4xi1>) -> tensor<4xi1>

@@ -1,7 +1,8 @@
 """Elementwise ops whose edges random normal inputs miss: integer fmod / remainder (negative
 operands and divisors; take_along_dim's negative indices), fmax / fmin on NaN, signbit on -0,
-atan2 on the axes, logical_xor of numbers. Every level: the numpy interpreters at torch,
-tensor and loop IR, and the emitted .cu on the CPU runtime."""
+atan2 on the axes, logical_xor of numbers, bitwise ops and shifts by amounts past the width.
+Every level: the numpy interpreters at torch, tensor and loop IR, and the emitted .cu on the
+CPU runtime."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ CASES = {
     "float_div_modes": (lambda a, b: torch.div(a, b, rounding_mode="trunc")
                         + torch.div(a, b, rounding_mode="floor") * 3,
                         [torch.randn(6, 5) * 7, torch.randn(5)]),
+    "bitwise_and_or_xor": (lambda a, b: (a & b) + (a | b) * 3 - (a ^ b) + (a & 7) * (~b),
+                           [_ints(5, 7, lo=-100, hi=100), _ints(7, lo=-100, hi=100, seed=1)]),
+    "shift_past_the_width": (lambda a, s: (a << s) + (a >> s) * 7,  # 0 / the sign, as PyTorch
+                             [_ints(70, lo=-99, hi=99), torch.arange(-3, 67)]),
+    "int32_shifts": (lambda a, s: torch.bitwise_left_shift(a, s) ^ torch.bitwise_right_shift(a, s)
+                     | (3 << (s & 15)), [_ints(40, lo=-99, hi=99).to(torch.int32),
+                                        torch.arange(-4, 36, dtype=torch.int32)]),
+    "bool_xor_or": (lambda a, b: ((a > 0) ^ (b > 0)) | (a > 1), [torch.randn(6), torch.randn(6)]),
 }
 
 

@@ -80,7 +80,7 @@ def test_index_map_reshape_transpose(parse, rand):
 @pytest.mark.parametrize("kind", list(tir.ElementwiseKind))
 def test_elementwise_kinds(parse, rand, kind):
     arity = tir.ELEMENTWISE_ARITY[kind]
-    elt = "i1" if kind in tir.LOGICAL_KINDS else "f32"
+    elt = "i1" if kind in tir.LOGICAL_KINDS else "i32" if kind in tir.BIT_KINDS else "f32"
     args = ", ".join(f"%a{i}" for i in range(arity))
     params = ", ".join(f"%a{i}: {t(13, 9, elt=elt)}" for i in range(arity))
     module = parse(f"""
@@ -97,6 +97,10 @@ def test_elementwise_kinds(parse, rand, kind):
         xs = [np.abs(x) + 1 for x in xs]
     if elt == "i1":
         xs = [x > 0 for x in xs]
+    if elt == "i32":  # shift amounts past the width and negative ones too: 0 / the sign
+        gen = np.random.default_rng(0)
+        xs = [gen.integers(-1000, 1000, (13, 9), dtype=np.int32),
+              gen.integers(-3, 40, (13, 9), dtype=np.int32)]
     (y,) = run_module(module, xs)
     tx = [torch.from_numpy(x) for x in xs]
     ref = {
@@ -121,8 +125,11 @@ def test_elementwise_kinds(parse, rand, kind):
         "log": torch.log,
         "and": torch.logical_and,
         "or": torch.logical_or,
+        "xor": torch.bitwise_xor,
+        "shl": torch.bitwise_left_shift,
+        "shr": torch.bitwise_right_shift,
     }.get(kind, getattr(torch, kind, None))(*tx).numpy()
-    assert y.dtype == (np.bool_ if elt == "i1" else np.float32)
+    assert y.dtype == {"i1": np.bool_, "i32": np.int32, "f32": np.float32}[elt]
     np.testing.assert_allclose(y, ref, rtol=RTOL, atol=1e-6)
 
 

@@ -266,7 +266,9 @@ class ElementwiseOp(IRDLOperation):
         if kind in BIT_KINDS:
             if not isinstance(elt, IntegerType) or is_i1 and kind not in LOGICAL_KINDS:
                 want = "i1 or integers" if kind in LOGICAL_KINDS else "integers"
-                raise VerifyException(f"{self.name} {kind}: expected {want}, got {self.result.type}")
+                raise VerifyException(
+                    f"{self.name} {kind}: expected {want}, got {self.result.type}"
+                )
         elif is_i1:
             raise VerifyException(f"{self.name} {kind}: expected numbers, got {self.result.type}")
         if isinstance(elt, IntegerType) and not is_i1 and kind not in INTEGER_KINDS:

@@ -22,7 +22,7 @@ from xdsl.rewriter import InsertPoint
 from deplo import origin
 from deplo.dialects import torch as T
 from deplo.frontend import expr as expr_module
-from deplo.frontend.dtypes import mlir_element_type, to_numpy
+from deplo.frontend.dtypes import fits, mlir_element_type, rounded, to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.fold import StaticEvaluator
 
@@ -75,7 +75,8 @@ class Importer:
         if isinstance(arg, (int, float)) and not isinstance(arg, bool):
             elt = like.element_type if like is not None else mlir_element_type(torch.float32)
             t = TensorType(elt, [])
-            op = T.FullOp(arg, t) if isinstance(elt, IntegerType) else T.ConstantOp(float(arg), t)
+            op = T.FullOp(arg, t) if isinstance(elt, IntegerType) \
+                else T.ConstantOp(rounded(arg, elt), t)
             return self.insert(op, "cst")
         raise FrontendError(f"unsupported argument {arg!r}")
 
@@ -127,6 +128,13 @@ def _binary(name: str) -> Converter:
         if str(rt.element_type) == "i1" and name in ("add", "mul"):  # bool + bool: or; *: and
             return _logical("logical_or" if name == "add" else "logical_and")(im, node, rt)
         a, b = node.args[0], node.args[1]
+        if any(isinstance(x, float) and not fits(x, rt.element_type) for x in (a, b)) \
+                and str(rt.element_type) in ("f16", "bf16") and node.kwargs.get("alpha", 1) == 1:
+            # x * 1e6 or x / 1e-9 on fp16: aten computes in float32, where the number keeps its
+            # magnitude, and rounds the result (a small x stays finite; 0 stays 0, not 0 * inf)
+            f32 = TensorType(mlir_element_type(torch.float32), rt.get_shape())
+            y = im.insert(T.BINARY_CLASSES[name](*_opmath_operands(im, node, rt), f32), name)
+            return _as_dtype(im, y, rt.element_type)
         va = _as_dtype(im, im.value(a, rt), rt.element_type)
         vb = _as_dtype(im, im.value(b, rt), rt.element_type)
         alpha = node.kwargs.get("alpha", 1)

@@ -1,8 +1,8 @@
 """Elementwise ops whose edges random normal inputs miss: integer fmod / remainder (negative
 operands and divisors; take_along_dim's negative indices), fmax / fmin on NaN, signbit on -0,
-atan2 on the axes, logical_xor of numbers, bitwise ops and shifts by amounts past the width.
-Every level: the numpy interpreters at torch, tensor and loop IR, and the emitted .cu on the
-CPU runtime."""
+atan2 on the axes, logical_xor of numbers, bitwise ops and shifts by amounts past the width,
+numbers past a float type's range. Every level: the numpy interpreters at torch, tensor and
+loop IR, and the emitted .cu on the CPU runtime."""
 
 from __future__ import annotations
 
@@ -52,6 +52,12 @@ CASES = {
     "int32_shifts": (lambda a, s: torch.bitwise_left_shift(a, s) ^ torch.bitwise_right_shift(a, s)
                      | (3 << (s & 15)), [_ints(40, lo=-99, hi=99).to(torch.int32),
                                         torch.arange(-4, 36, dtype=torch.int32)]),
+    "half_times_a_number_past_its_range": (  # aten: in float32, then rounded (0 stays 0)
+        lambda x: x * 1e6 + x / 1e-9, [torch.tensor([[0.0, 0.01, -0.03, 0.5, -2.0, 1e-4]],
+                                                   dtype=torch.float16)]),
+    "half_mask_constant": (lambda x: torch.where(x > 0, x, -1e9) + 70000.0 * (x < -1),  # -inf
+                           [torch.tensor([[0.5, -0.5, -2.0, 3.0]], dtype=torch.float16)]),
+    "f32_past_its_range": (lambda x: x * 1e39, [torch.tensor([[0.0, 1.0, -2.0]])]),
     "bool_xor_or": (lambda a, b: ((a > 0) ^ (b > 0)) | (a > 1), [torch.randn(6), torch.randn(6)]),
 }
 

@@ -230,11 +230,14 @@ def _renamed_checkpoint(model: torch.nn.Module, files: list[Path],
     from transformers import AutoModelForCausalLM
 
     try:
-        ref = AutoModelForCausalLM.from_pretrained(files[0].parent, config=model.config,
-                                                   dtype=dtype, local_files_only=True)
+        ref, info = AutoModelForCausalLM.from_pretrained(
+            files[0].parent, config=model.config, dtype=dtype, local_files_only=True,
+            output_loading_info=True)
     except Exception:  # noqa: BLE001 - the caller reports the names that do not match
         return None
-    return dict(ref.state_dict())
+    # a tensor transformers did not find it initialises at random: not a renaming, a checkpoint
+    # that lacks it (the caller's error names it)
+    return None if info.get("missing_keys") else dict(ref.state_dict())
 
 
 def load_weights(model: torch.nn.Module, files: list[Path], dtype: torch.dtype) -> None:

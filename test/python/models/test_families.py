@@ -62,3 +62,22 @@ def test_logits_match_transformers(checkpoints, family: str) -> None:
     if cpu_runtime_available():
         result = compiled.check(target="cpu", seed=2)
         assert result.ok, result.line()
+
+
+def test_a_checkpoint_missing_a_tensor_is_refused(checkpoints, tmp_path) -> None:
+    """transformers' loader (the fallback for renamed checkpoints) initialises a tensor it does
+    not find at random; deplo names it instead of compiling random weights."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from deplo.frontend.errors import FrontendError
+
+    family = FAMILIES[0]
+    shutil.copytree(checkpoints / family, tmp_path / family)
+    (shard,) = (tmp_path / family).glob("*.safetensors")
+    tensors = load_file(shard)
+    dropped = next(n for n in tensors if "layers.1." in n or ".h.1." in n)
+    save_file({k: v for k, v in tensors.items() if k != dropped}, shard, metadata={"format": "pt"})
+    with pytest.raises(FrontendError, match=f"missing tensor {dropped}"):
+        capture_model(str(tmp_path / family), materialize=True, seq_len=6)

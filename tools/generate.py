@@ -114,6 +114,7 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
         step = _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose,
                              schedule, strict, rank, out)
     else:
+        _padding_is_harmless(config, context)
         step = _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
                                    strict, rank, out)
     out.compile_seconds = time.perf_counter() - start
@@ -125,6 +126,22 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
             break
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _padding_is_harmless(config, context: int) -> None:
+    """The padded whole-context step holds only where a position's logits ignore the padding
+    after it: not with longrope past its original length, whose rotary factors follow the
+    sequence's length (Phi-3 128k: the padded length would pick the long factors early)."""
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    kind = rope.get("rope_type") or rope.get("type") if isinstance(rope, dict) else None
+    original = rope.get("original_max_position_embeddings") if isinstance(rope, dict) else None
+    original = original or getattr(config, "original_max_position_embeddings", None)
+    if kind == "longrope" and original and context > original:
+        raise FrontendError(
+            f"{config.model_type} with longrope over {context} positions: its rotary factors "
+            f"change past {original} positions with the sequence's length, which the padded "
+            f"whole-context step (no KV-cache step for this family yet) cannot follow; use at "
+            f"most {original} positions (prompt + new tokens - 1)")
 
 
 def _kv_window(config) -> int | None | bool:

@@ -129,3 +129,24 @@ def test_checkpoint_variants(tmp_path, variant: str) -> None:
     got = generate(str(tmp_path), prompt, 10, target="cpu")
     assert got.kv_cache == kv
     assert got.new == _transformers_ids(tmp_path, prompt, 10)
+
+
+def test_longrope_past_its_original_length_is_refused_on_the_padded_step(tmp_path) -> None:
+    """Longrope's rotary factors follow the sequence's length: the padded whole-context step
+    (Phi-3 has no KV-cache step yet) would take the long factors for a short sequence."""
+    import transformers as T
+
+    from deplo.frontend.errors import FrontendError
+
+    config = T.Phi3Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                          num_key_value_heads=2, intermediate_size=64, vocab_size=64,
+                          max_position_embeddings=64, original_max_position_embeddings=16,
+                          pad_token_id=0, rope_scaling={"type": "longrope",
+                                                        "long_factor": [2.0] * 8,
+                                                        "short_factor": [1.0] * 8})
+    torch.manual_seed(0)
+    T.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "phi3")
+    with pytest.raises(FrontendError, match="longrope over 18 positions.*at most 16"):
+        generate(str(tmp_path / "phi3"), [4, 5, 6], 16, target="interp")
+    assert len(generate(str(tmp_path / "phi3"), [4, 5, 6], 2, target="interp",
+                        stop_at_eos=False).new) == 2

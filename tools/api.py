@@ -45,7 +45,11 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
     if isinstance(program, torch.nn.Module):
-        return import_module(program.eval(), list(example_inputs))
+        training = program.training  # inference semantics (dropout off, running statistics),
+        try:  # the user's module left in the mode it was in
+            return import_module(program.eval(), list(example_inputs))
+        finally:
+            program.train(training)
     return import_module(_CallableModule(program).eval(), list(example_inputs), called=program)
 
 

@@ -162,3 +162,11 @@ def test_a_tensor_passed_twice_is_two_inputs() -> None:
     x = torch.randn(40, dtype=torch.float16)
     c = deplo.compile(torch.add, [x, x])
     assert len(c.program.input_names) == 2 and c.check(seed=1).ok
+
+
+def test_compiling_a_module_in_training_mode_leaves_it_so() -> None:
+    """deplo compiles inference semantics (dropout off), without switching the user's module."""
+    m = torch.nn.Sequential(torch.nn.Linear(5, 5), torch.nn.Dropout(0.5))
+    c = deplo.compile(m, [torch.randn(3, 5)])
+    assert m.training and m[1].training
+    assert c.check(seed=1).ok

@@ -71,7 +71,8 @@ class Program:
         `float64`: the same program computed in float64 (the module widened in place and
         narrowed back after, both exact; floating inputs widened), the yardstick for how close
         half-precision results are to the exact ones."""
-        module = self.torch_module
+        module, training = self.torch_module, self.torch_module.training
+        module.eval()  # what was captured (the user's module keeps its own mode)
         if float64:
             kept = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())
                     if t.is_floating_point()}
@@ -80,6 +81,7 @@ class Program:
             with torch.no_grad(), _Widened() if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
         finally:
+            module.train(training)
             if float64:
                 _narrow(module, kept)
         outs = torch.utils._pytree.tree_leaves(out)  # (a tuple of max's (values, indices))

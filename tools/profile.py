@@ -151,7 +151,7 @@ def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
         return out
     import torch
 
-    module = compiled.program.torch_module.to("cuda")
+    module = compiled.program.torch_module.to("cuda").eval()  # (what was compiled)
     # in the program's dtypes: a bf16 program's inputs cross as float32 arrays, and its
     # baselines ran in fp32 until 2026-11-27
     n = len(compiled.program.example_inputs)

@@ -19,7 +19,12 @@ def cache_dir(kind: str) -> Path:
     the default `~/.cache/deplo`."""
     root = Path(os.environ.get("DEPLO_CACHE_DIR") or Path.home() / ".cache" / "deplo")
     path = root / kind
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        from deplo.tools.errors import UsageError
+
+        raise UsageError(f"cache directory {path} (DEPLO_CACHE_DIR): {e.strerror}") from None
     return path
 
 

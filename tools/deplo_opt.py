@@ -192,8 +192,10 @@ class DeploOptMain(xDSLOptMain):
             self.register_pass(name, get)
 
     def register_all_targets(self):
-        super().register_all_targets()  # mlir, irdl, ... from xDSL
-        self.available_targets.update(pipeline.TARGETS)
+        super().register_all_targets()
+        # of xDSL's printers only mlir: the others (llvm, x86-asm, wgsl, ...) take dialects
+        # deplo never emits, and failed with tracebacks or printed nothing
+        self.available_targets = {"mlir": self.available_targets["mlir"], **pipeline.TARGETS}
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)

@@ -281,3 +281,16 @@ def test_check_takes_nested_outputs_and_names_a_non_tensor_one(tmp_path) -> None
                         "torch.relu(torch.randn(4,4))", "--schedule-out", "/proc/p.json"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "cannot write" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_deplo_opt_offers_only_targets_it_can_print() -> None:
+    """xDSL's other printers (llvm, x86-asm, ...) failed on deplo's IR with tracebacks."""
+    p = run("deplo-opt", "-t", "llvm", stdin="builtin.module {}\n")
+    assert p.returncode == 2 and "invalid choice: 'llvm' (choose from mlir, cuda)" in p.stderr
+
+
+def test_an_unusable_cache_directory_is_one_line(tmp_path, monkeypatch) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("DEPLO_CACHE_DIR", str(tmp_path / "file"))
+    p = run("deplo", "run", "-c", "torch.relu(torch.randn(4))", "--check")
+    assert p.returncode == 1 and "cache directory" in p.stderr and "Not a directory" in p.stderr

@@ -14,6 +14,10 @@ import os
 from pathlib import Path
 
 
+class CacheDirError(Exception):
+    """The cache directory cannot be made (a file in its place, no permission)."""
+
+
 def cache_dir(kind: str) -> Path:
     """The folder for one kind of artifact, e.g. cache_dir("cpu"); `$DEPLO_CACHE_DIR` overrides
     the default `~/.cache/deplo`."""
@@ -22,9 +26,7 @@ def cache_dir(kind: str) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        from deplo.tools.errors import UsageError
-
-        raise UsageError(f"cache directory {path} (DEPLO_CACHE_DIR): {e.strerror}") from None
+        raise CacheDirError(f"cache directory {path} (DEPLO_CACHE_DIR): {e.strerror}") from None
     return path
 
 

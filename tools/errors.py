@@ -19,12 +19,13 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
     from deplo.frontend.errors import FrontendError
+    from deplo.runtime.cache import CacheDirError
     from deplo.runtime.cpu import CpuCompileError, KernelError
     from deplo.runtime.gpu import CudaCompileError, NoGpuError
     from deplo.tuning.store import StoreError
 
     return (UsageError, FrontendError, DiagnosticException, ParseError, VerifyException, CpuCompileError,
-            KernelError, CudaCompileError, NoGpuError, StoreError)
+            KernelError, CudaCompileError, NoGpuError, StoreError, CacheDirError)
 
 
 @contextmanager

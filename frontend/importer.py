@@ -71,17 +71,16 @@ class Program:
         `float64`: the same program computed in float64 (the module widened in place and
         narrowed back after, both exact; floating inputs widened), the yardstick for how close
         half-precision results are to the exact ones."""
-        module, training = self.torch_module, self.torch_module.training
-        module.eval()  # what was captured (the user's module keeps its own mode)
+        module = self.torch_module
         if float64:
             kept = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())
                     if t.is_floating_point()}
             module.double()
         try:
-            with torch.no_grad(), _Widened() if float64 else contextlib.nullcontext():
+            with torch.no_grad(), evaluating(module), \
+                    _Widened() if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
         finally:
-            module.train(training)
             if float64:
                 _narrow(module, kept)
         outs = torch.utils._pytree.tree_leaves(out)  # (a tuple of max's (values, indices))
@@ -90,6 +89,18 @@ class Program:
                 raise FrontendError(f"output {k} of the program is a {type(o).__name__}, not a "
                                     "tensor: the comparison takes tensor outputs only")
         return [to_numpy(o) for o in outs]
+
+
+@contextlib.contextmanager
+def evaluating(module: torch.nn.Module):
+    """`module` in eval mode, what deplo compiles (dropout off, batch norm's running
+    statistics), and back in the user's mode after."""
+    training = module.training
+    module.eval()
+    try:
+        yield module
+    finally:
+        module.train(training)
 
 
 def _narrow(module: torch.nn.Module, dtypes: dict[str, torch.dtype]) -> None:
@@ -243,13 +254,15 @@ def import_module(
     input_names: Sequence[str] | None = None,
     called: Callable | None = None,
 ) -> Program:
-    """Export `module` on the example inputs (no_grad, non-strict) and import it. A tensor
-    passed twice is two inputs (export would alias them: one argument read for both).
+    """Export `module` on the example inputs (no_grad, non-strict, in eval mode: `evaluating`)
+    and import it. A tensor passed twice is two inputs (export would alias them: one argument
+    read for both).
     `called`: the function `module` wraps (deplo.compile of a callable), whose ops are then
     placed in it."""
     seen: set[int] = set()
     example_inputs = [t.clone() if id(t) in seen or seen.add(id(t)) else t for t in example_inputs]
-    ep = export(module, example_inputs)
+    with evaluating(module):
+        ep = export(module, example_inputs)
     if called is not None:
         _place_in(ep, called)
     # remove_duplicate=False: a tied weight (lm_head = embed_tokens) is one tensor under two

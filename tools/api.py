@@ -45,12 +45,8 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
     if isinstance(program, torch.nn.Module):
-        training = program.training  # inference semantics (dropout off, running statistics),
-        try:  # the user's module left in the mode it was in
-            return import_module(program.eval(), list(example_inputs))
-        finally:
-            program.train(training)
-    return import_module(_CallableModule(program).eval(), list(example_inputs), called=program)
+        return import_module(program, list(example_inputs))
+    return import_module(_CallableModule(program), list(example_inputs), called=program)
 
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:

@@ -132,10 +132,11 @@ def _padding_is_harmless(config, context: int) -> None:
     """The padded whole-context step holds only where a position's logits ignore the padding
     after it: not with longrope past its original length, whose rotary factors follow the
     sequence's length (Phi-3 128k: the padded length would pick the long factors early)."""
-    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    kind = rope.get("rope_type") or rope.get("type") if isinstance(rope, dict) else None
-    original = rope.get("original_max_position_embeddings") if isinstance(rope, dict) else None
-    original = original or getattr(config, "original_max_position_embeddings", None)
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None)
+    rope = rope if isinstance(rope, dict) else {}
+    kind = rope.get("rope_type") or rope.get("type")
+    original = rope.get("original_max_position_embeddings") or \
+        getattr(config, "original_max_position_embeddings", None)
     if kind == "longrope" and original and context > original:
         raise FrontendError(
             f"{config.model_type} with longrope over {context} positions: its rotary factors "

@@ -151,14 +151,17 @@ def measure(compiled, seed: int = 0, warmup: int = 10, iters: int = 50,
         return out
     import torch
 
-    module = compiled.program.torch_module.to("cuda").eval()  # (what was compiled)
+    from deplo.frontend.importer import evaluating
+
+    module = compiled.program.torch_module.to("cuda")
     # in the program's dtypes: a bf16 program's inputs cross as float32 arrays, and its
     # baselines ran in fp32 until 2026-11-27
     n = len(compiled.program.example_inputs)
     args = [a.to("cuda") for a in compiled.program.torch_inputs(inputs[:n])]
-    for name, fn in (("eager", module), ("inductor", torch.compile(module, dynamic=False))):
-        try:
-            out[f"{name}_us"] = time_torch(fn, args, warmup, iters) * 1e3
-        except Exception as e:  # noqa: BLE001 - a baseline that fails is reported, not fatal
-            out[f"{name}_error"] = str(e).splitlines()[0][:200]
+    with evaluating(module):  # (what was compiled)
+        for name, fn in (("eager", module), ("inductor", torch.compile(module, dynamic=False))):
+            try:
+                out[f"{name}_us"] = time_torch(fn, args, warmup, iters) * 1e3
+            except Exception as e:  # noqa: BLE001 - a baseline that fails is reported, not fatal
+                out[f"{name}_error"] = str(e).splitlines()[0][:200]
     return out

@@ -127,7 +127,7 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.SHL: lambda x, y: np.where(_out_of_width(x, y), x.dtype.type(0),
                                                    np.left_shift(x, _in_width(x, y))),
     tir.ElementwiseKind.SHR: lambda x, y: np.right_shift(
-        x, np.where(_out_of_width(x, y), 8 * x.dtype.itemsize - 1, _in_width(x, y))),
+        x, np.where(_out_of_width(x, y), 8 * x.dtype.itemsize - 1, y).astype(x.dtype)),
 }
 assert set(ELEMENTWISE_IMPLS) == set(tir.ElementwiseKind), "a tir kind has no interpreter"
 

@@ -499,37 +499,39 @@ def _linear(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 
 def _addmm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """beta * self + alpha * (mat1 @ mat2), as torch.matmul, torch.mul and torch.add."""
-    bias, a, b = (im.value(x) for x in node.args[:3])
-    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
-    y = im.insert(T.MatmulOp(a, b, rt), "addmm")
-    if alpha != 1:
-        y = im.insert(T.MulOp(y, im.value(float(alpha), rt), rt), "alpha")
-    if beta == 0:  # torch ignores self then (even NaN)
-        return y
-    if beta != 1:
-        bias = im.insert(T.MulOp(bias, im.value(float(beta), rt), bias.type), "beta")
-    return im.insert(T.AddOp(y, bias, rt), "addmm")
+    """addmm / baddbmm: beta * self + alpha * (mat1 @ mat2), as torch.matmul, torch.mul and
+    torch.add; f16/bf16 in float32, rounded once, as aten does (GPT-2's Conv1D is an addmm)."""
+    a, b = (_f32(im, im.value(x)) for x in node.args[1:3])
+    y = im.insert(T.MatmulOp(a, b, _t(a, rt.get_shape())), "addmm")
+    return _scaled_plus_self(im, node, y, rt, "addmm")
 
 
 def _addbmm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """addbmm: beta * self + alpha * sum_b(b1[b] @ b2[b]), the sum over the batch as one
     matmul of [n, B*m] by [B*m, p]."""
-    b1, b2 = im.value(node.args[1]), im.value(node.args[2])
+    b1, b2 = (_f32(im, im.value(x)) for x in node.args[1:3])
     nb, n, m = b1.type.get_shape()
     p = b2.type.get_shape()[2]
     a = _reshape(im, im.insert(T.PermuteOp(b1, [1, 0, 2], _t(b1, [n, nb, m])), "addbmm"),
                  [n, nb * m], "addbmm")
     b = _reshape(im, b2, [nb * m, p], "addbmm")
     y = im.insert(T.MatmulOp(a, b, _t(a, [n, p])), "addbmm")
+    return _scaled_plus_self(im, node, y, rt, "addbmm")
+
+
+def _scaled_plus_self(im: Importer, node: torch.fx.Node, y: SSAValue, rt: TensorType,
+                      hint: str) -> SSAValue:
+    """alpha * y + beta * self (node.args[0]) in y's element type, then rounded to rt's once;
+    beta 0 ignores self (even NaN), as torch does."""
+    scalar = _t(y, [])
     if (alpha := node.kwargs.get("alpha", 1)) != 1:
-        y = im.insert(T.MulOp(y, im.value(float(alpha), rt), y.type), "alpha")
-    if (beta := node.kwargs.get("beta", 1)) == 0:
-        return y
-    bias = im.value(node.args[0])
-    if beta != 1:
-        bias = im.insert(T.MulOp(bias, im.value(float(beta), rt), bias.type), "beta")
-    return im.insert(T.AddOp(y, bias, rt), "addbmm")
+        y = im.insert(T.MulOp(y, im.value(float(alpha), scalar), y.type), "alpha")
+    if (beta := node.kwargs.get("beta", 1)) != 0:
+        bias = _as_dtype(im, im.value(node.args[0]), y.type.element_type)
+        if beta != 1:
+            bias = im.insert(T.MulOp(bias, im.value(float(beta), scalar), bias.type), "beta")
+        y = im.insert(T.AddOp(y, bias, y.type), hint)
+    return _as_dtype(im, y, rt.element_type)
 
 
 def _to_dtype(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:

@@ -224,6 +224,14 @@ HALF_CASES: dict[str, tuple[Callable, list[tuple[int, ...]], torch.dtype]] = {
                     [(2, 8, 9, 9), (12, 8, 3, 3)], torch.float32),
     "group_norm_bf16": (lambda x: F.group_norm(x.bfloat16(), 2).float(), [(2, 6, 35)],
                         torch.float32),
+    # the bias cancels the product rounded to bf16: what is left is the rounding itself, so an
+    # addmm that rounds its product before the add (not once, at the end, as aten) gives 0
+    "addmm_bf16_rounds_once": (lambda a, b: torch.addmm(-(a.bfloat16() @ b.bfloat16()),
+                                                        a.bfloat16(), b.bfloat16()).float(),
+                               [(5, 64), (64, 7)], torch.float32),
+    "baddbmm_f16_rounds_once": (lambda a, b: torch.baddbmm(-(a.half() @ b.half()), a.half(),
+                                                           b.half(), alpha=1.5, beta=1.5),
+                                [(2, 5, 64), (2, 64, 7)], torch.float32),
 }
 
 

@@ -147,6 +147,15 @@ def _binary(name: str) -> Converter:
     return convert
 
 
+def _pow_of_tensor(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """pow with a tensor exponent; on integers aten multiplies (no float pow rounds it, and
+    a negative exponent gives 0, 1 or -1), which deplo does only for a constant exponent."""
+    if isinstance(rt.element_type, IntegerType):
+        raise FrontendError(f"unsupported '{node.target}' on {rt.element_type} tensors (an "
+                            f"integer power with a tensor exponent) {where_from(node)}")
+    return _binary("pow")(im, node, rt)
+
+
 def _matmul(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return im.insert(T.MatmulOp(im.value(node.args[0]), im.value(node.args[1]), rt), "matmul")
 
@@ -549,8 +558,8 @@ MATH_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten.rsub.Scalar: _rsub,
     torch.ops.aten.rsub.Tensor: _rsub,
     torch.ops.aten.pow.Tensor_Scalar: _binary("pow"),
-    torch.ops.aten.pow.Tensor_Tensor: _binary("pow"),
-    torch.ops.aten.pow.Scalar: _binary("pow"),
+    torch.ops.aten.pow.Tensor_Tensor: _pow_of_tensor,
+    torch.ops.aten.pow.Scalar: _pow_of_tensor,
     torch.ops.aten.cos.default: _unary("cos"),
     torch.ops.aten.sin.default: _unary("sin"),
     torch.ops.aten.reciprocal.default: _unary("reciprocal"),

@@ -337,12 +337,28 @@ def constant_value(v: SSAValue) -> float | None:
 
 
 def _pow(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
-    """x ** 2 is x * x (as aten computes it); any other exponent is `pow`."""
+    """x ** 2 is x * x (as aten computes it); an integer tensor to a constant whole power is
+    square-and-multiply (wrapping as aten's); any other exponent is `pow`."""
     shape = rt.get_shape()
     x = b.broadcast(op.lhs, shape)
-    if constant_value(op.rhs) == 2.0:
+    n = constant_value(op.rhs)
+    if n == 2.0:
         return b.ew(EK.MUL, x, x)
+    if isinstance(rt.element_type, IntegerType) and n is not None and n >= 0 and n == int(n):
+        return _whole_power(b, x, int(n), rt)
     return b.ew(EK.POW, x, b.broadcast(op.rhs, shape))
+
+
+def _whole_power(b: TirBuilder, x: SSAValue, n: int, rt: TensorType) -> SSAValue:
+    """x ** n by the bits of n: log2(n) squarings and one multiply per set bit."""
+    result = None
+    while n:
+        if n & 1:
+            result = x if result is None else b.ew(EK.MUL, result, x)
+        n >>= 1
+        if n:
+            x = b.ew(EK.MUL, x, x)
+    return b.full(1, rt) if result is None else result
 
 
 def _compare(kind: tir.CompareKind) -> Decomposition:

@@ -153,6 +153,25 @@ func.func @pow(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// An integer tensor to a constant whole power multiplies by the exponent's bits (x^5 = x * (x^2)^2),
+// wrapping as aten's; x^0 is ones.
+// CHECK-LABEL: func.func @int_pow
+// CHECK:         %[[X2:.*]] = tir.elementwise mul(%x, %x) : tensor<4xi32>
+// CHECK-NEXT:    %[[X4:.*]] = tir.elementwise mul(%[[X2]], %[[X2]]) : tensor<4xi32>
+// CHECK-NEXT:    %[[X5:.*]] = tir.elementwise mul(%x, %[[X4]]) : tensor<4xi32>
+// CHECK:         tir.full 1 : tensor<4xi32>
+// CHECK-NOT:     pow
+func.func @int_pow(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %c = torch.constant {value = 5 : i32} : tensor<i32>
+  %y = torch.pow %x, %c : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  %z = torch.constant {value = 0 : i32} : tensor<i32>
+  %o = torch.pow %y, %z : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  %s = torch.add %y, %o : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  func.return %s : tensor<4xi32>
+}
+
+// -----
+
 // A comparison broadcasts like an add and gives i1; where is a select of broadcast operands.
 // CHECK-LABEL: func.func @where_lt
 // CHECK:         %[[YB:.*]] = tir.index_map %y (d0, d1) -> (d1) : tensor<6xf32> -> tensor<4x6xf32>

@@ -1,6 +1,7 @@
 """Elementwise ops whose edges random normal inputs miss: integer fmod / remainder (negative
 operands and divisors; take_along_dim's negative indices), fmax / fmin on NaN, signbit on -0,
 atan2 on the axes, logical_xor of numbers, bitwise ops and shifts by amounts past the width,
+integer powers that wrap,
 numbers past a float type's range. Every level: the numpy interpreters at torch, tensor and
 loop IR, and the emitted .cu on the CPU runtime."""
 
@@ -52,6 +53,8 @@ CASES = {
     "int32_shifts": (lambda a, s: torch.bitwise_left_shift(a, s) ^ torch.bitwise_right_shift(a, s)
                      | (3 << (s & 15)), [_ints(40, lo=-99, hi=99).to(torch.int32),
                                         torch.arange(-4, 36, dtype=torch.int32)]),
+    "int_whole_powers": (lambda a, b: a ** 3 + a ** 0 - b ** 13,  # int32 ** 13 wraps, as aten
+                         [_ints(5, 7, lo=-99, hi=99), _ints(7, lo=-60, hi=60).to(torch.int32)]),
     "half_times_a_number_past_its_range": (  # aten: in float32, then rounded (0 stays 0)
         lambda x: x * 1e6 + x / 1e-9, [torch.tensor([[0.0, 0.01, -0.03, 0.5, -2.0, 1e-4]],
                                                    dtype=torch.float16)]),
@@ -87,3 +90,10 @@ def test_bf16_scalar_divisor_as_eager(name, fn) -> None:
     c = deplo.compile(fn, [a])
     got = np.asarray(c.run([a.float().numpy()], target="cpu")[0], dtype=np.float32)
     np.testing.assert_array_equal(got, fn(a).float().numpy())
+
+
+@pytest.mark.parametrize("fn", [lambda a: 2 ** a, lambda a: a ** a])
+def test_integer_power_with_a_tensor_exponent_is_refused(fn) -> None:
+    from deplo.frontend.errors import FrontendError
+    with pytest.raises(FrontendError, match=r"aten\.pow\.\w+' on i64 tensors \(an integer power"):
+        deplo.compile(fn, [_ints(4, lo=0, hi=5)])

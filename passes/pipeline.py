@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import itertools
+import re
 import typing
 from collections.abc import Callable
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from xdsl.utils.target import Target
 
 from deplo.lowering.legality import IR_LEVELS, ir_level  # noqa: F401 (the tools' one entry)
@@ -193,6 +194,20 @@ CONVERSIONS = {f"{a}-to-{b}": a for a, b in itertools.pairwise(IR_LEVELS)}
 class PipelineError(DiagnosticException):
     """A pass spec that cannot run: unknown pass or option, an option value of the wrong type,
     a conversion of IR that is not at its level."""
+
+
+def verified(module, after: ModulePass | None) -> None:
+    """Verify `module`, the IR after the pass `after`; a failure names the pass and the one op
+    xDSL's note marks (its line, with the deplo.origin it came from), not the whole module."""
+    try:
+        module.verify()
+    except VerifyException as e:
+        lines = next(iter(getattr(e, "__notes__", [])), "").splitlines()
+        marked = [lines[i - 1].strip() for i in range(1, len(lines))
+                  if re.fullmatch(r"\s*\^+-*\s*", lines[i])]
+        where = f"\n  at: {marked[0]}" if marked else ""
+        spec = f" after {after.pipeline_pass_spec()}" if after is not None else ""
+        raise PipelineError(f"the IR{spec} does not verify: {e}{where}") from None
 
 
 def parse_passes(spec: str) -> tuple[ModulePass, ...]:

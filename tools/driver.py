@@ -71,7 +71,7 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
     clock = [time.perf_counter()]
 
     def callback(prev, mod: ModuleOp, nxt) -> None:
-        mod.verify()
+        pipeline.verified(mod, prev)
         if prev is None:
             clock[0] = time.perf_counter()
             return

@@ -145,6 +145,24 @@ def _padding_is_harmless(config, context: int) -> None:
             f"most {original} positions (prompt + new tokens - 1)")
 
 
+def _ignores_what_follows(program, prompt: list[int], context: int) -> None:
+    """The padded step needs a model whose logits at a position ignore the ids after it. No
+    config field says so for every family (BERT's is_decoder is as False as GPT-2's), so the
+    model is asked: eager logits at the prompt's last position under two different paddings."""
+    if len(prompt) == context:
+        return
+    last = []
+    for pad in (PAD, PAD + 1):
+        ids = np.full((1, context), pad, dtype=program.example_inputs[0].dtype)
+        ids[0, :len(prompt)] = prompt
+        last.append(program.reference([ids])[0][0, len(prompt) - 1].astype(np.float64))
+    if np.max(np.abs(last[0] - last[1])) > 1e-3 * max(np.max(np.abs(last[0])), 1e-30):
+        raise FrontendError(
+            "the model's logits at a position change with the ids after it (attention that is "
+            "not causal, as in BERT-like encoders): greedy generation over a padded context "
+            "would follow the padding; deplo generate takes causal language models")
+
+
 def _kv_window(config) -> int | None | bool:
     """The attention window of the KV-cache step (None: the whole past), False where the family
     has no such step."""
@@ -193,6 +211,7 @@ def _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, sch
 
     program = capture_model(spec, materialize=True, seq_len=context, seed=seed,
                             dtype=DTYPES[dtype])
+    _ignores_what_follows(program, prompt, context)
     exe = _compile(program, target, verbose, schedule, strict, rank)
     weights = list(program.params)
     ids = np.full((1, context), PAD, dtype=program.example_inputs[0].dtype)

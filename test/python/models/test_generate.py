@@ -1,7 +1,8 @@
 """`deplo generate`: greedy ids equal to transformers' `generate(do_sample=False)` on the same
 random weights, for five families (four through the KV-cache decode step, Granite through the
 padded whole-context program), on the CPU runtime and the interpreter; one program is compiled;
-the decode step itself matches PyTorch; end-of-sequence stops; bad prompts are one clear line."""
+the decode step itself matches PyTorch; end-of-sequence stops; bad prompts are one clear line;
+a model that is not causal (BERT) is refused."""
 
 from __future__ import annotations
 
@@ -150,3 +151,18 @@ def test_longrope_past_its_original_length_is_refused_on_the_padded_step(tmp_pat
         generate(str(tmp_path / "phi3"), [4, 5, 6], 16, target="interp")
     assert len(generate(str(tmp_path / "phi3"), [4, 5, 6], 2, target="interp",
                         stop_at_eos=False).new) == 2
+
+
+def test_a_model_that_is_not_causal_is_refused(tmp_path) -> None:
+    """BERT's logits at a position follow the ids after it: over the padded context it would
+    generate from the padding. Refused (after the eager check, before compiling)."""
+    import transformers as T
+
+    from deplo.frontend.errors import FrontendError
+
+    torch.manual_seed(0)
+    T.BertForMaskedLM(T.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, intermediate_size=64,
+                                   max_position_embeddings=32)).save_pretrained(tmp_path / "bert")
+    with pytest.raises(FrontendError, match="change with the ids after it"):
+        generate(str(tmp_path / "bert"), [4, 5, 6], 4, target="interp")

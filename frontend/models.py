@@ -190,21 +190,11 @@ def build_model(source: ModelSource, *, num_layers: int | None = None, device: s
     On `meta` nothing is allocated, so capturing Qwen2.5-7B needs no weights; buffers that are
     functions of the config (rotary inverse frequencies) are rebuilt on the CPU so the importer
     can fold what depends only on them."""
-    from transformers import AutoModelForCausalLM
-
     config = hf_config(source, num_layers)
+    if device != "meta":
+        _fits_in_memory(_instantiate(config, source, "meta", dtype), source)
     torch.manual_seed(seed)
-    try:
-        with torch.device(device):
-            model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    except ValueError as e:
-        if "attention implementation" not in str(e):
-            first = str(e).splitlines()[0]  # transformers appends every supported class
-            raise FrontendError(f"{source.origin}: unsupported architecture: {first}") from None
-        # a family without an SDPA path (Gemma2's soft-capping): its eager attention's ops
-        with torch.device(device):
-            model = AutoModelForCausalLM.from_config(config, dtype=dtype,
-                                                     attn_implementation="eager")
+    model = _instantiate(config, source, device, dtype)
     model.eval()
     for name, mod in list(model.named_modules()):
         if name.endswith("rotary_emb"):
@@ -213,6 +203,54 @@ def build_model(source: ModelSource, *, num_layers: int | None = None, device: s
     if source.has_weights and device != "meta":
         load_weights(model, source.weight_files, dtype)
     return model
+
+
+def _instantiate(config, source: ModelSource, device: str, dtype: torch.dtype) -> torch.nn.Module:
+    """transformers' model for `config`; what it refuses (an unknown architecture, activation
+    or rope type) is one line naming the config field."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        with torch.device(device):
+            try:
+                return AutoModelForCausalLM.from_config(config, dtype=dtype)
+            except ValueError as e:
+                if "attention implementation" not in str(e):
+                    raise
+                # a family without an SDPA path (Gemma2's soft-capping): its eager attention
+                return AutoModelForCausalLM.from_config(config, dtype=dtype,
+                                                         attn_implementation="eager")
+    except ValueError as e:
+        first = str(e).splitlines()[0]  # transformers appends every supported class
+        raise FrontendError(f"{source.origin}: unsupported architecture: {first}") from None
+    except KeyError as e:
+        value = e.args[0] if e.args else ""
+        fields = [k for k, v in config.to_dict().items()
+                  if v == value or (isinstance(v, dict) and value in v.values())]
+        where = f" (config.json's {', '.join(fields)})" if fields else ""
+        raise FrontendError(f"{source.origin}: transformers' {config.model_type} does not "
+                            f"know {value!r}{where}") from None
+
+
+def _fits_in_memory(model: torch.nn.Module, source: ModelSource) -> None:
+    """Refuse weights larger than the memory available now (Linux's MemAvailable): a 7B model
+    in fp32 would otherwise swap the machine for minutes before failing."""
+    need = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+    if (have := available_memory()) is not None and need > have:
+        params = sum(t.numel() for t in model.parameters())
+        raise FrontendError(
+            f"{source.origin}: {params / 1e6:,.0f} M parameters need {need / 1e6:,.0f} MB, "
+            f"more than the {have / 1e6:,.0f} MB of memory available; --num-layers N builds "
+            f"fewer layers, --dtype bf16 halves fp32's bytes")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux's MemAvailable); None where it is not known."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 def _beyond(name: str, layers: int) -> bool:

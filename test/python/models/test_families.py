@@ -1,7 +1,8 @@
 """Hugging Face causal-LM families from a local directory: whatever their layout (model.layers,
 transformer.h, gpt_neox.layers, model.decoder.layers), head (lm_head, embed_out, tied) and
 attention (SDPA, or eager where the family has no SDPA path), the logits match transformers' on
-the interpreter and the CPU runtime, and identical layers are outlined once."""
+the interpreter and the CPU runtime, and identical layers are outlined once; a checkpoint missing a
+tensor, a config value transformers does not know and weights past the memory are refused."""
 
 from __future__ import annotations
 
@@ -81,3 +82,38 @@ def test_a_checkpoint_missing_a_tensor_is_refused(checkpoints, tmp_path) -> None
     save_file({k: v for k, v in tensors.items() if k != dropped}, shard, metadata={"format": "pt"})
     with pytest.raises(FrontendError, match=f"missing tensor {dropped}"):
         capture_model(str(tmp_path / family), materialize=True, seq_len=6)
+
+
+@pytest.mark.parametrize("field,value", [("hidden_act", "swish3"),
+                                         ("rope_scaling", {"rope_type": "bogus", "factor": 2.0})])
+def test_a_config_value_transformers_does_not_know_is_named(tmp_path, field, value) -> None:
+    import json
+
+    from deplo.frontend.errors import FrontendError
+
+    config = {"model_type": "llama", "vocab_size": 64, "hidden_size": 32,
+              "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+              field: value}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    name = value if isinstance(value, str) else value["rope_type"]
+    with pytest.raises(FrontendError, match=f"does not know '{name}' \\(config.json's rope|"
+                                            f"does not know '{name}' \\(config.json's {field}"):
+        capture_model(str(tmp_path), seq_len=4)
+
+
+def test_weights_past_the_memory_available_are_refused(tmp_path, monkeypatch) -> None:
+    """Checked on the meta model before anything is allocated (a 7B config in fp32 would swap
+    the machine); --num-layers and bf16 are the way out, and the message says so."""
+    import json
+
+    from deplo.frontend import models
+    from deplo.frontend.errors import FrontendError
+
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": "llama", "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 4, "num_attention_heads": 4}))
+    monkeypatch.setattr(models, "available_memory", lambda: 1_000_000)
+    with pytest.raises(FrontendError,
+                       match=r"0 M parameters need 1 MB, more than the 1 MB.*--num-layers"):
+        capture_model(str(tmp_path), materialize=True, seq_len=4)
+    capture_model(str(tmp_path), seq_len=4)  # on meta: nothing to allocate

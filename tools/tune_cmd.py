@@ -127,7 +127,12 @@ def cmd_tune(args, compile_program) -> int:
         return cmd_calibrate(args, compile_program, on_gpu)
     compiled = compile_program(args, runnable=True, tuned=False)  # from the heuristic's plans
     measure = gpu_measure(compiled) if on_gpu else None
-    evaluator = Evaluator(args.gpu_model, args.workers, args.ray, measure)
+    if args.ray:
+        _ray_answers(args.ray)
+    try:
+        evaluator = Evaluator(args.gpu_model, args.workers, args.ray, measure)
+    except (ConnectionError, ValueError) as e:  # ray.init: no cluster, a malformed address
+        raise UsageError(f"--ray {args.ray}: {e}") from None
     from rich.progress import Progress
 
     with TuningStore(path) as store, Progress(transient=False) as bar:
@@ -181,6 +186,26 @@ def gpu_measure(compiled, gpu_lock=None):
         return sum(times) if times else None
 
     return evaluate
+
+
+def _ray_answers(address: str) -> None:
+    """A HOST:PORT that takes a connection within 5 s: ray.init retries an unreachable one for
+    minutes. (auto and local are Ray's to resolve.)"""
+    import socket
+
+    from deplo.tools.errors import UsageError
+
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise UsageError("--ray needs Ray: pip install 'deplo[ray]'") from None
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if address in ("auto", "local") or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        raise UsageError(f"--ray {address}: nothing answers there ({e.strerror or e})") from None
 
 
 def cmd_calibrate(args, compile_program, on_gpu: bool) -> int:

@@ -129,6 +129,16 @@ def test_ray_local(tmp_path) -> None:
     assert len(_rows(db)) == 3
 
 
+@pytest.mark.parametrize("address,needle", [("127.0.0.1:1", "nothing answers there"),
+                                             ("bogus", "Invalid address format")])
+def test_a_ray_cluster_that_does_not_answer_is_one_line(tmp_path, address, needle) -> None:
+    """Not minutes of ray.init's retries: the address is tried for 5 s first."""
+    pytest.importorskip("ray")
+    db = str(tmp_path / "t.sqlite")
+    assert_clean_error(run("deplo", "tune", "-c", MM, "--budget", "1", "--ray", address,
+                           "--db", db), f"--ray {address}: {needle}")
+
+
 def test_bad_store_is_one_line(tmp_path) -> None:
     bad = tmp_path / "bad.sqlite"
     bad.write_text("not a database\n" * 10)

@@ -236,8 +236,14 @@ def import_exported(
             outs = outs if isinstance(outs, (tuple, list)) else [outs]
             kinds = [s.kind for s in ep.graph_signature.output_specs]
             # (a buffer's update, BatchNorm's running statistics in training mode, is dropped)
-            results = [im.value(o) for o, k in zip(outs, kinds, strict=True)
-                       if k == OutputKind.USER_OUTPUT]
+            user = [o for o, k in zip(outs, kinds, strict=True) if k == OutputKind.USER_OUTPUT]
+            for i, o in enumerate(user):
+                if not isinstance(o, torch.fx.Node):  # x.shape, a Python number: not a program
+                    raise FrontendError(
+                        f"output {i} of the program is a Python {type(o).__name__} ({o!r}), "
+                        f"not a tensor: deplo compiles tensor programs (torch.tensor({o!r}) "
+                        f"is one)")
+            results = [im.value(o) for o in user]
         elif node.op not in ("placeholder",):
             raise FrontendError(f"unsupported graph node {node.op} {node.target}")
     im.builder.insert(func.ReturnOp(*results))

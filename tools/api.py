@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
+from deplo.frontend.errors import FrontendError
 from deplo.frontend.expr import capture_expression
 from deplo.frontend.importer import Program, import_module
 from deplo.passes.pipeline import split_spec
@@ -65,6 +66,9 @@ def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]
             return rng.uniform(np.finfo(np.float32).eps, 1, x.shape).astype(x.dtype)
         return rng.standard_normal(x.shape).astype(x.dtype)
 
+    if any(x is None for x in (*program.example_inputs, *program.params)):
+        raise FrontendError("the program's inputs or weights are meta tensors (shapes, no "
+                            "data): it compiles, but running it needs them on the CPU")
     xs = [draw(x) for x in program.example_inputs]
     return xs + list(program.params)
 

@@ -131,6 +131,13 @@ def test_unsupported_op_is_named() -> None:
                        "in the expression")
 
 
+def test_running_meta_tensors_is_one_line() -> None:
+    """A meta tensor has a shape and no data: it compiles, and running it says why not."""
+    expr = 'torch.randn(4, device="meta") + 1'
+    assert run("deplo", "compile", "-c", expr, "--ir", "torch").returncode == 0
+    assert_clean_error(run("deplo", "run", "-c", expr), "meta tensors (shapes, no data)")
+
+
 def test_data_dependent_branch_and_big_integer_are_one_line() -> None:
     """gaussian_nll_loss checks `(var < 0).any()` in Python: torch.export's error, and the
     graph a GraphModule prints before it, become one line naming the user-visible cause."""

@@ -956,9 +956,10 @@ class SelectOp(IRDLOperation):
         return op
 
 
-CAST_ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
-"""What `tir.cast` converts between: floats and integers (floats to integers truncate; true is
-1, nonzero is true)."""
+ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
+"""The element types of deplo's tensors and buffers at every level (deplo-opt refuses others in
+hand-written IR: xDSL cannot even print an f80 constant), and what `tir.cast` converts between:
+floats and integers (floats to integers truncate; true is 1, nonzero is true)."""
 
 
 @irdl_op_definition
@@ -982,9 +983,9 @@ class CastOp(IRDLOperation):
         if x.element_type == r.element_type:
             raise VerifyException(f"{self.name}: expected another element type than {x}, got {r}")
         for t in (x, r):
-            if str(t.element_type) not in CAST_ELEMENT_TYPES:
+            if str(t.element_type) not in ELEMENT_TYPES:
                 raise VerifyException(
-                    f"{self.name}: expected element types in {list(CAST_ELEMENT_TYPES)}, got {t}"
+                    f"{self.name}: expected element types in {list(ELEMENT_TYPES)}, got {t}"
                 )
 
     def print(self, printer: Printer) -> None:

@@ -864,6 +864,8 @@ class SdpaOp(_TorchOp):
             )
         _check_result_shape(self, [*want, sq[-2], sv[-1]], r)
         _same_element_type(self, q, k, v, r)
+        if _is_int(q):  # as aten: a softmax of integer scores is not defined
+            raise VerifyException(f"{self.name}: expected floating-point q, k, v, got {q}")
         if self.attn_mask is not None:
             m = _tensor(self, self.attn_mask, "the attn_mask")
             if self.is_causal is not None:

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, builtin, func, math, memref, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, ShapedType
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from deplo.dialects.tir import ELEMENT_TYPES
 from deplo.passes import pipeline
 from deplo.tools.errors import UsageError, user_errors, writing
 
@@ -106,7 +107,8 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
                    line_offset: int = 0) -> None:
     """Verify `module` as xDSL does, but report the failing op at its file:line:col; and
     reject what xDSL's verifier accepts but no pass can take: a value used before its
-    definition, a function without a body, a region of several blocks."""
+    definition, a function without a body, a region of several blocks, an element type no level
+    takes (f80)."""
 
     def fail(op: Operation, msg: str):
         at = op
@@ -116,6 +118,13 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
         raise VerifyException(Span(pos, pos + 1, source, line_offset).print_with_context(msg))
 
     defined: set[SSAValue] = set()
+
+    def check_types(op: Operation, values) -> None:
+        for v in values:
+            elt = getattr(v.type, "element_type", None)
+            if isinstance(v.type, ShapedType) and str(elt) not in ELEMENT_TYPES:
+                fail(op, f"{op.name}: element type {elt} of {v.type} is not one deplo takes "
+                         f"({', '.join(ELEMENT_TYPES)})")
 
     def check_uses(op: Operation) -> None:
         for i, v in enumerate(op.operands):
@@ -146,6 +155,8 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
             except VerifyException as e:
                 fail(op, str(e))
         raise
+    for op in module.walk():  # what the ops' verifiers let through (f80), their messages first
+        check_types(op, [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)])
 
 
 def _verify(op: Operation) -> None:
@@ -258,7 +269,8 @@ class DeploOptMain(xDSLOptMain):
             module = parser.parse_module(not self.args.no_implicit_module)
         except VerifyException as e:  # an attribute's verifier refused it (--verify-diagnostics)
             raise VerifyException(parser.failed_at(start_offset).print_with_context(str(e))) from None
-        except (ValueError, OverflowError) as e:  # xDSL refused a literal
+        except (ValueError, OverflowError, NotImplementedError) as e:  # xDSL refused a literal
+            # (or an affine map it does not implement: d0 * s0)
             raise ParseError(parser.failed_at(), str(e)) from None
         verify_located(module, parser.starts, parser.lexer.input, start_offset)
         return module

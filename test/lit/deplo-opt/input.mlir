@@ -48,3 +48,24 @@ func.func @literal_out_of_range() {
   func.return
 }
 // CHECK: out of range
+
+// -----
+
+// An element type no level takes (xDSL cannot print an f80 constant; the runtimes have no such
+// type): refused where it appears, not a traceback in the first pass.
+// CHECK: input.mlir:[[# @LINE + 1]]:1
+func.func @f80(%x: tensor<4xf80>) -> tensor<4xf80> {
+  %y = torch.relu %x : (tensor<4xf80>) -> tensor<4xf80>
+  func.return %y : tensor<4xf80>
+}
+// CHECK: func.func: element type f80 of tensor<4xf80> is not one deplo takes (f32, f16, bf16, f64, i1, i8, i16, i32, i64)
+
+// -----
+
+// A semi-affine map (xDSL 0.74 does not implement d0 * d0): a located error.
+// CHECK: input.mlir:[[# @LINE + 2]]:3
+func.func @semi_affine(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = tir.index_map %x (d0) -> (d0 * d0) : tensor<4xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+// CHECK: Multiplication with non-constant (semi-affine) is not supported

@@ -328,6 +328,14 @@ func.func @sdpa_rank(%q: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @sdpa_ints(%q: tensor<2x4xi32>) -> tensor<2x4xi32> {
+  // CHECK: torch.sdpa: expected floating-point q, k, v, got tensor<2x4xi32>
+  %y = torch.sdpa %q, %q, %q : (tensor<2x4xi32>, tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  func.return %y : tensor<2x4xi32>
+}
+
+// -----
+
 func.func @sdpa_kv(%q: tensor<2x7x16xf32>, %k: tensor<2x7x8xf32>) -> tensor<2x7x8xf32> {
   // CHECK: torch.sdpa: expected k (..., S, 16) and v (..., S, Ev), got (2, 7, 8) and (2, 7, 8)
   %y = torch.sdpa %q, %k, %k : (tensor<2x7x16xf32>, tensor<2x7x8xf32>, tensor<2x7x8xf32>) -> tensor<2x7x8xf32>

@@ -99,8 +99,8 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="compile only decoder layer N")
     p.add_argument("--num-layers", type=_int_in(1, 2**31), default=None,
                    help="truncate the model to K layers")
-    p.add_argument("--seq-len", type=_int_in(1, 2**31), default=8,
-                   help="sequence length of the model input")
+    p.add_argument("--seq-len", type=_int_in(1, 2**31), default=None,
+                   help="sequence length of the model input (default 8)")
     p.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default=None,
                    help="a model's weights and activations (default fp32, whatever the "
                         "checkpoint stores); an expression sets its own")
@@ -253,6 +253,11 @@ def _compile(args, runnable: bool, tuned: bool = True):
         if args.dtype is not None:
             raise UsageError("--dtype is for a MODEL; an expression sets its own "
                              "(torch.randn(..., dtype=torch.bfloat16))")
+        given = [f"--{k.replace('_', '-')}" for k in ("layer", "num_layers", "seq_len")
+                 if getattr(args, k) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)}: for a MODEL; an expression's shapes are its "
+                             "own (torch.randn(1, 128, 2048))")
         return make(capture(args.expr, seed=args.seed))
     from deplo.frontend.causal_lm import capture_model
     from deplo.frontend.models import DTYPES, resolve_model, stored_dtype
@@ -262,7 +267,7 @@ def _compile(args, runnable: bool, tuned: bool = True):
         print(f"deplo: the checkpoint stores {stored}; compiled in fp32 (--dtype {stored} keeps "
               "it)", file=sys.stderr)
     program = capture_model(args.model, layer=args.layer, num_layers=args.num_layers,
-                            seq_len=args.seq_len, materialize=runnable, seed=args.seed or 0,
+                            seq_len=args.seq_len or 8, materialize=runnable, seed=args.seed or 0,
                             dtype=DTYPES[args.dtype or "fp32"])
     for note in program.notes:
         print(f"deplo: {note}", file=sys.stderr)

@@ -233,6 +233,8 @@ def test_a_bf16_checkpoint_compiles_in_the_dtype_asked_for(tmp_path) -> None:
         p.stdout + p.stderr
     p = run("deplo", "compile", "-c", "torch.randn(4) * 2", "--dtype", "bf16")
     assert p.returncode != 0 and "--dtype is for a MODEL" in p.stderr
+    p = run("deplo", "compile", "-c", "torch.randn(4) * 2", "--layer", "0", "--seq-len", "5")
+    assert p.returncode != 0 and "--layer, --seq-len: for a MODEL" in p.stderr  # not ignored
 
 
 def test_the_float64_second_opinion_leaves_the_model_as_it_was(tmp_path) -> None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import os
+import re
 import types
 from dataclasses import dataclass
 
@@ -119,7 +121,11 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as e:
-        raise FrontendError(f"cannot parse the expression: {e.msg} (column {e.offset})") from None
+        hint = ""
+        if os.path.isdir(source) or re.fullmatch(r"[\w.-]+/[\w.-]+", source.strip()):
+            hint = f"; a model goes without -c (deplo run {source})"
+        raise FrontendError(f"cannot parse the expression: {e.msg} (column {e.offset})"
+                            f"{hint}") from None
     except RecursionError:
         raise FrontendError("cannot parse the expression: nested too deeply") from None
     check_expression(tree)

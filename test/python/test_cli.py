@@ -131,6 +131,11 @@ def test_unsupported_op_is_named() -> None:
                        "in the expression")
 
 
+def test_a_model_given_to_c_says_where_it_goes(tmp_path) -> None:
+    assert_clean_error(run("deplo", "compile", "-c", str(tmp_path)),
+                       f"a model goes without -c (deplo run {tmp_path})")
+
+
 def test_running_meta_tensors_is_one_line() -> None:
     """A meta tensor has a shape and no data: it compiles, and running it says why not."""
     expr = 'torch.randn(4, device="meta") + 1'

@@ -151,6 +151,8 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
             except Exception:  # noqa: BLE001 - the user's code may raise anything
                 fn = None
             if fn in INPUT_FACTORIES:
+                with torch.device("meta"):  # its size first: torch.randn(10**5, 10**5) is 40 GB
+                    _fits(evaluate(node), inputs, ast.unparse(node))
                 value = evaluate(node)
                 name = f"x{len(inputs)}"
                 inputs.append(value)
@@ -178,6 +180,17 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
         raise FrontendError(f"cannot evaluate `{source.strip()}`: {type(e).__name__}: {e}") from None
     return CapturedExpr(module, tuple(inputs), input_names, source.strip())
+
+
+def _fits(new: torch.Tensor, inputs: list[torch.Tensor], call: str) -> None:
+    """The inputs within half the memory available (a run keeps copies: numpy, the reference's,
+    the runtime's), or one line naming the call that passes it."""
+    from deplo.frontend.models import available_memory
+
+    size = sum(t.numel() * t.element_size() for t in (*inputs, new))
+    if (have := available_memory()) is not None and size > have // 2:
+        raise FrontendError(f"`{call}`: the expression's inputs reach {size / 1e6:,.0f} MB, more "
+                            f"than half the {have / 1e6:,.0f} MB of memory available")
 
 
 def _rename(tree: ast.Expression, old: str, new: str) -> ast.Expression:

@@ -136,6 +136,18 @@ def test_a_model_given_to_c_says_where_it_goes(tmp_path) -> None:
                        f"a model goes without -c (deplo run {tmp_path})")
 
 
+def test_inputs_past_the_memory_are_refused_before_they_are_drawn(monkeypatch) -> None:
+    from deplo.frontend import models
+    from deplo.frontend.errors import FrontendError
+    from deplo.frontend.expr import capture_expression
+
+    monkeypatch.setattr(models, "available_memory", lambda: 8_000_000)
+    capture_expression("torch.randn(1000, 1000) * 2")  # 4 MB: half of what is there
+    with pytest.raises(FrontendError, match=r"`torch.randn\(1000, 1001\)`: the expression's "
+                                            r"inputs reach 4 MB, more than half the 8 MB"):
+        capture_expression("torch.randn(1000, 1001) * 2")
+
+
 def test_running_meta_tensors_is_one_line() -> None:
     """A meta tensor has a shape and no data: it compiles, and running it says why not."""
     expr = 'torch.randn(4, device="meta") + 1'

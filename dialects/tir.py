@@ -541,6 +541,10 @@ class FullOp(IRDLOperation):
                 parser.raise_error(f"hex literal {int(v):#x} does not fit the bits of {elt}",
                                    literal_at, literal_at + len(hex(int(v))))
             v = float_from_bits(int(v), elt)
+        if isinstance(t, TensorType) and isinstance(t.element_type, IntegerType) \
+                and float(v) != int(v):  # not truncated to 0 in silence
+            parser.raise_error(f"expected an integer value for {t.element_type}, got {v}",
+                               literal_at, literal_at + len(str(v)))
         op = cls(-float(v) if neg else float(v), t)
         op.attributes |= attrs
         return op

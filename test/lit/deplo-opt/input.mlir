@@ -69,3 +69,13 @@ func.func @semi_affine(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %y : tensor<4xf32>
 }
 // CHECK: Multiplication with non-constant (semi-affine) is not supported
+
+// -----
+
+// A fraction for an integer tir.full is refused where it is written (not truncated to 0).
+// CHECK: input.mlir:[[# @LINE + 2]]:17
+func.func @int_full_fraction() -> tensor<2xi64> {
+  %y = tir.full 0.5 : tensor<2xi64>
+  func.return %y : tensor<2xi64>
+}
+// CHECK: expected an integer value for i64, got 0.5

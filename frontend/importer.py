@@ -332,6 +332,19 @@ def _user_line(text: str) -> str:
     return f" (at {m.group(1)})" if m else ""
 
 
+def _inline_regions(ep):
+    """An exported program whose autocast / grad-mode regions (higher-order ops) are inlined.
+    Its dtype assertions go first: exporting Dynamo's graph records the region's output as
+    float32 where autocast made it bf16, an assertion that would fail the retrace."""
+    for node in list(ep.graph.nodes):
+        if node.target is torch.ops.aten._assert_tensor_metadata.default and not node.users:
+            ep.graph.erase_node(node)
+    ep.graph_module.recompile()
+    with warnings.catch_warnings():  # (torch's own pytree deprecation notice)
+        warnings.simplefilter("ignore", FutureWarning)
+        return ep.run_decompositions({})
+
+
 def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     """torch.export, non-strict, under no_grad; a failure is one FrontendError. What the trace
     writes to stderr is passed on when it succeeds; on a failure it is dropped (torch logs a
@@ -345,6 +358,9 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     try:
         with torch.no_grad(), contextlib.redirect_stderr(err):
             ep = torch.export.export(module, tuple(example_inputs), strict=False)
+            if any(isinstance(n.target, torch._ops.HigherOrderOperator)
+                   for n in ep.graph.nodes):  # an autocast or set_grad_enabled region:
+                ep = _inline_regions(ep)  # the ATen ops it runs (casts)
         sys.stderr.write(err.getvalue())
         return ep
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything

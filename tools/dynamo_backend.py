@@ -11,7 +11,8 @@ do not cover yet). Registered through the `torch_dynamo_backends` entry point.
 
 deplo compiles static shapes. A graph Dynamo hands over with symbolic sizes (`dynamic=True`, or
 its automatic dynamic shapes once a second shape is seen) is compiled at each call's concrete
-sizes instead, once per distinct set of shapes, dtypes and integer arguments.
+sizes instead, once per distinct set of shapes, dtypes and integer arguments; a Python float
+argument Dynamo stops specializing (a second value seen) is compiled once per value.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def best_target() -> str:
 
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
-    if any(_symbolic(a) for a in example_inputs):
+    if any(_symbolic(a) for a in example_inputs) or _read_by_item(gm):
         return _per_shape(gm)
     return _static(gm, example_inputs)
 

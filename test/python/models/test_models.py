@@ -176,6 +176,26 @@ def test_torch_compile_backend_new_shapes(dynamic) -> None:
                                    mb(xb), rtol=1e-2, atol=1e-2)
 
 
+def test_torch_compile_backend_float_arguments_and_autocast() -> None:
+    """A Python float Dynamo stops specializing (its second value: read by .item()) compiles
+    per value; an autocast region (a higher-order op after export) runs as its casts."""
+    def scaled(x, s):
+        return torch.relu(x) * s
+
+    def autocast(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = torch.mm(x, x.t())
+        return y.float().softmax(-1)
+
+    torch._dynamo.reset()
+    x = torch.randn(4, 8)
+    f = torch.compile(scaled, backend="deplo")
+    for s in (2.0, 3.0, 4.5):
+        torch.testing.assert_close(f(x, s), scaled(x, s), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.compile(autocast, backend="deplo")(x), autocast(x),
+                               rtol=1e-2, atol=1e-2)
+
+
 def test_torch_compile_backend_small_llm(checkpoints, monkeypatch) -> None:
     from transformers import AutoModelForCausalLM
 

@@ -199,7 +199,12 @@ def build_model(source: ModelSource, *, num_layers: int | None = None, device: s
     for name, mod in list(model.named_modules()):
         if name.endswith("rotary_emb"):
             parent = model.get_submodule(name.rsplit(".", 1)[0])
-            parent.rotary_emb = type(mod)(config=config)
+            parent.rotary_emb = rotary = type(mod)(config=config)
+            if "dynamic" in str(getattr(rotary, "rope_type", "")) and \
+                    getattr(rotary, "original_max_seq_len", 0) >= config.max_position_embeddings:
+                # dynamic NTK rescales only past its original length, which no sequence deplo
+                # takes reaches: the plain rope, without the max(positions) it would read
+                rotary.rope_type = "default"
     if source.has_weights and device != "meta":
         load_weights(model, source.weight_files, dtype)
     return model

@@ -103,11 +103,12 @@ def test_bad_prompts_are_one_line(checkpoints, args, message) -> None:
 
 
 @pytest.mark.parametrize("variant", ["llama_odd_heads_tied_biases", "mistral_window_4",
-                                     "qwen2_mixed_window"])
+                                     "qwen2_mixed_window", "llama_dynamic_rope"])
 def test_checkpoint_variants(tmp_path, variant: str) -> None:
     """Odd head counts, tied head, biases; a sliding window shorter than the generation (the KV
     step masks slots past the window); layers mixing windowed and full attention (the padded
-    whole-context program, which folds each layer's own mask)."""
+    whole-context program, which folds each layer's own mask); dynamic NTK rope (whose
+    max(positions) export cannot trace; within its length it is the plain rope)."""
     import transformers as T
 
     base = {"vocab_size": 128, "max_position_embeddings": 64, "num_hidden_layers": 3,
@@ -123,6 +124,9 @@ def test_checkpoint_variants(tmp_path, variant: str) -> None:
             **base, hidden_size=64, intermediate_size=96, num_attention_heads=4,
             num_key_value_heads=2, use_sliding_window=True, sliding_window=4,
             max_window_layers=1), False),
+        "llama_dynamic_rope": (T.LlamaConfig(
+            **base, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+            rope_scaling={"rope_type": "dynamic", "factor": 4.0}), True),
     }[variant]
     torch.manual_seed(5)
     T.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)

@@ -875,10 +875,10 @@ class SdpaOp(_TorchOp):
                 raise VerifyException(
                     f"{self.name}: expected an attn_mask broadcastable to {want}, got {_shape(m)}"
                 )
-            if not (str(m.element_type) in ("i1", str(q.element_type))):
-                raise VerifyException(
-                    f"{self.name}: expected a bool or {q.element_type} attn_mask, got {m}"
-                )
+            allowed = dict.fromkeys(("i1", "f32", str(q.element_type)))  # as aten
+            if str(m.element_type) not in allowed:
+                raise VerifyException(f"{self.name}: expected an attn_mask of "
+                                      f"{' or '.join(allowed)}, got {m}")
 
 
 def sdpa_batch(sq, sk, sv, gqa: bool) -> tuple[int, ...] | None:

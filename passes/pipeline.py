@@ -202,12 +202,17 @@ def verified(module, after: ModulePass | None) -> None:
     try:
         module.verify()
     except VerifyException as e:
-        lines = next(iter(getattr(e, "__notes__", [])), "").splitlines()
-        marked = [lines[i - 1].strip() for i in range(1, len(lines))
-                  if re.fullmatch(r"\s*\^+-*\s*", lines[i])]
-        where = f"\n  at: {marked[0]}" if marked else ""
         spec = f" after {after.pipeline_pass_spec()}" if after is not None else ""
-        raise PipelineError(f"the IR{spec} does not verify: {e}{where}") from None
+        raise PipelineError(f"the IR{spec} does not verify: {e}{marked_op(e)}") from None
+
+
+def marked_op(e: Exception) -> str:
+    """The line of the op xDSL's verifier note marks (`^^^`), as `\n  at: ...`; "" if none.
+    The note itself is the whole module in generic form."""
+    lines = next(iter(getattr(e, "__notes__", [])), "").splitlines()
+    marked = [lines[i - 1].strip() for i in range(1, len(lines))
+              if re.fullmatch(r"\s*\^+-*\s*", lines[i])]
+    return f"\n  at: {marked[0]}" if marked else ""
 
 
 def parse_passes(spec: str) -> tuple[ModulePass, ...]:

@@ -10,6 +10,8 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from deplo.passes import pipeline
+
 
 class UsageError(Exception):
     """A command line that cannot run: a path that cannot be read or written, a bad value."""
@@ -54,7 +56,12 @@ def user_errors(tool: str, types: tuple[type[BaseException], ...] | None = None)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the exit's flush)
         status.code = 1
     except caught as e:
-        print(f"{tool}: error: {e}", file=sys.stderr)
-        for note in getattr(e, "__notes__", []):
-            print(note, file=sys.stderr)
+        from xdsl.utils.exceptions import VerifyException
+
+        if isinstance(e, VerifyException):  # the op it is about, not the module xDSL prints
+            print(f"{tool}: error: {e}{pipeline.marked_op(e)}", file=sys.stderr)
+        else:
+            print(f"{tool}: error: {e}", file=sys.stderr)
+            for note in getattr(e, "__notes__", []):
+                print(note, file=sys.stderr)
         status.code = 1

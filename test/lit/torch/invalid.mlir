@@ -385,7 +385,7 @@ func.func @sdpa_mask_shape(%q: tensor<7x16xf32>, %m: tensor<7x5xi1>) -> tensor<7
 // -----
 
 func.func @sdpa_mask_type(%q: tensor<7x16xf32>, %m: tensor<7x7xf16>) -> tensor<7x16xf32> {
-  // CHECK: torch.sdpa: expected a bool or f32 attn_mask, got tensor<7x7xf16>
+  // CHECK: torch.sdpa: expected an attn_mask of i1 or f32, got tensor<7x7xf16>
   %y = torch.sdpa %q, %q, %q, %m : (tensor<7x16xf32>, tensor<7x16xf32>, tensor<7x16xf32>, tensor<7x7xf16>) -> tensor<7x16xf32>
   func.return %y : tensor<7x16xf32>
 }

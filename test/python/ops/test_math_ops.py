@@ -229,6 +229,9 @@ HALF_CASES: dict[str, tuple[Callable, list[tuple[int, ...]], torch.dtype]] = {
     "addmm_bf16_rounds_once": (lambda a, b: torch.addmm(-(a.bfloat16() @ b.bfloat16()),
                                                         a.bfloat16(), b.bfloat16()).float(),
                                [(5, 64), (64, 7)], torch.float32),
+    "sdpa_bf16_f32_mask": (lambda q, m: F.scaled_dot_product_attention(  # as aten: an f32
+        q.bfloat16(), q.bfloat16(), q.bfloat16(), attn_mask=m).float(),  # mask with bf16 q
+                           [(1, 2, 5, 8), (5, 5)], torch.float32),
     "baddbmm_f16_rounds_once": (lambda a, b: torch.baddbmm(-(a.half() @ b.half()), a.half(),
                                                            b.half(), alpha=1.5, beta=1.5),
                                 [(2, 5, 64), (2, 64, 7)], torch.float32),

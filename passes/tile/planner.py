@@ -456,15 +456,17 @@ def matmul_shortlist(f: dict, pairs: int = 4) -> list[dict]:
 
 def attention_shortlist(f: dict) -> list[dict]:
     """Partial attention plans for the cost model to choose from (tuning/ranked.py), each
-    completed by the heuristic: the keys in 1, 2 or 4 slices and, on tensor cores, 4 or 2 warps
-    a block. `_key_splits` guesses registers and waves; the model, with ptxas's registers, sees
-    where more blocks repay split-KV's combine or fewer warps a block (Qwen2.5's bf16
-    attention at 128 tokens: 2 warps, 10.7 -> 10.3 us). Warps of two row tiles (`frags_m` 2)
+    completed by the heuristic: the keys in 1, 2 or 4 slices and, on tensor cores, 8, 4 or 2
+    warps a block. `_key_splits` guesses registers and waves; the model, with ptxas's registers,
+    sees where more blocks repay split-KV's combine, where fewer warps a block do (Qwen2.5's
+    bf16 attention at 128 tokens: 2 warps, 10.7 -> 10.3 us), and where more do: 8 warps share
+    each staged K/V tile between 128 query rows, half the copies into shared memory of 4
+    (Qwen2.5's at 512 tokens: 32.0 -> 29.0 us). Warps of two row tiles (`frags_m` 2)
     are not offered: the model finds them slower on every suite case (TinyLlama's bf16
     attention at 512 tokens 12.4 -> 15.0 us at best; their ~240 registers halve the warps an
     SM, and its pipes run by warps, not by a warp's independent mma). Plans the class refuses
     are dropped by the caller."""
-    warps = ({"warps": 4}, {"warps": 2}) if attention_knobs(f, {})["mma"] else ({},)
+    warps = ({"warps": 8}, {"warps": 4}, {"warps": 2}) if attention_knobs(f, {})["mma"] else ({},)
     return [{}] + [{"key_splits": s} | w for w in warps for s in (1, 2, 4)]
 
 

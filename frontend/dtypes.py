@@ -28,7 +28,8 @@ def mlir_element_type(dtype: torch.dtype) -> Attribute:
         return IntegerType(32)
     if dtype == torch.bool:
         return IntegerType(1)
-    raise FrontendError(f"unsupported dtype {dtype}")
+    raise FrontendError(f"unsupported dtype {dtype} (deplo takes float32, float16, bfloat16, "
+                        "float64, int64, int32 and bool tensors)")
 
 
 def rounded(value: float, elt: Attribute) -> float:

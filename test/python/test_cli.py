@@ -252,6 +252,22 @@ def test_fp32_over_a_sum_near_zero_is_held_to_rounding_not_to_eager() -> None:
         assert not check_program(wrong, c.program, inputs, ["f32"]).ok
 
 
+def test_fp32_rounding_an_absorbing_op_hides_is_judged_as_a_whole() -> None:
+    """layer_norm(x + 1000): each row is off by its mean's rounding, which one-ulp moves of x
+    do not vary (x + 1000 absorbs them); ours and eager's worst rows differ. Within 1e-4 and 2x
+    eager's worst it passes (seed 4 missed); a wrong kernel does not."""
+    import deplo
+    from deplo.runtime.check import check_program
+    from deplo.tools.api import random_inputs
+
+    c = deplo.compile("torch.nn.functional.layer_norm(torch.randn(4,64) + 1000, (64,))")
+    for seed in (1, 4):
+        inputs = random_inputs(c.program, seed)
+        out = c.executable("cpu").run(inputs)
+        assert check_program(out, c.program, inputs, ["f32"]).ok
+        assert not check_program([o + 3e-4 for o in out], c.program, inputs, ["f32"]).ok
+
+
 def test_bf16_attention_within_eager_accuracy_passes() -> None:
     """Seeds where deplo and eager bf16 attention are 1.1-1.6e-2 apart while both are ~1.2e-2
     from float64 (chained bf16 roundings in different orders)."""

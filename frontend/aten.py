@@ -22,7 +22,7 @@ from xdsl.rewriter import InsertPoint
 from deplo import origin
 from deplo.dialects import torch as T
 from deplo.frontend import expr as expr_module
-from deplo.frontend.dtypes import fits, mlir_element_type, rounded, to_numpy
+from deplo.frontend.dtypes import mlir_element_type, rounded, to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.fold import StaticEvaluator
 
@@ -128,10 +128,11 @@ def _binary(name: str) -> Converter:
         if str(rt.element_type) == "i1" and name in ("add", "mul"):  # bool + bool: or; *: and
             return _logical("logical_or" if name == "add" else "logical_and")(im, node, rt)
         a, b = node.args[0], node.args[1]
-        if any(isinstance(x, float) and not fits(x, rt.element_type) for x in (a, b)) \
+        if any(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) \
                 and str(rt.element_type) in ("f16", "bf16") and node.kwargs.get("alpha", 1) == 1:
-            # x * 1e6 or x / 1e-9 on fp16: aten computes in float32, where the number keeps its
-            # magnitude, and rounds the result (a small x stays finite; 0 stays 0, not 0 * inf)
+            # a Python number with an f16/bf16 tensor: aten computes in float32 with the number
+            # as a float32, and rounds the result once (x * 70000 on fp16 stays finite where
+            # |x * 70000| < 65504, not x * inf; x * 1e-6 keeps 1e-6's digits; 0 stays 0)
             f32 = TensorType(mlir_element_type(torch.float32), rt.get_shape())
             y = im.insert(T.BINARY_CLASSES[name](*_opmath_operands(im, node, rt), f32), name)
             return _as_dtype(im, y, rt.element_type)

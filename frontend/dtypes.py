@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType
@@ -37,13 +35,6 @@ def rounded(value: float, elt: Attribute) -> float:
     fp16 mask's -1e9 is -inf), not an error packing the constant."""
     dtype = next(d for d, t in _TORCH_TO_MLIR.items() if isinstance(elt, t))
     return torch.tensor(float(value), dtype=dtype).item()
-
-
-def fits(value: float, elt: Attribute) -> bool:
-    """Whether a Python number keeps its magnitude in the float type `elt`: a finite one stays
-    finite, a nonzero one nonzero (1e6 and 1e-9 do not, in fp16)."""
-    r = rounded(value, elt)
-    return not math.isfinite(value) or math.isfinite(r) and (r != 0) == (value != 0)
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray | None:

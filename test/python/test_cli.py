@@ -269,14 +269,15 @@ def test_fp32_rounding_an_absorbing_op_hides_is_judged_as_a_whole() -> None:
 
 
 def test_bf16_attention_within_eager_accuracy_passes() -> None:
-    """Seeds where deplo and eager bf16 attention are 1.1-1.6e-2 apart while both are ~1.2e-2
-    from float64 (chained bf16 roundings in different orders)."""
+    """Seed 6 put deplo and eager bf16 attention 1.6e-2 apart (both ~1.2e-2 from float64: the
+    second opinion passed it) while the scale was rounded to bf16 first; multiplied in float32,
+    as aten does, they are 5e-3 apart. Either way it passes."""
     e = ("torch.softmax(torch.randn(2,2,100,128,dtype=torch.bfloat16) @ torch.randn(2,2,100,128,"
          "dtype=torch.bfloat16).transpose(2,3) * 0.08838834764831845 + torch.randn(100,100,"
          "dtype=torch.bfloat16), -1, dtype=torch.float32).to(torch.bfloat16) @ torch.randn(2,2,"
          "100,128,dtype=torch.bfloat16)")
     p = run("deplo", "run", "-c", e, "--check", "--seed", "6")
-    assert p.returncode == 0 and "against float64" in p.stdout and "PASS" in p.stdout, p.stdout
+    assert p.returncode == 0 and "PASS" in p.stdout, p.stdout
 
 
 def test_a_closed_pipe_ends_quietly() -> None:

@@ -58,6 +58,9 @@ CASES = {
     "half_times_a_number_past_its_range": (  # aten: in float32, then rounded (0 stays 0)
         lambda x: x * 1e6 + x / 1e-9, [torch.tensor([[0.0, 0.01, -0.03, 0.5, -2.0, 1e-4]],
                                                    dtype=torch.float16)]),
+    "half_with_python_numbers": (  # the number in float32 (70000 and 1/100000 are not fp16)
+        lambda x: x * 70000 + (x / 100000) * 1000 + x * 1e-6 * 1e5 + x * 1.00390625,
+        [torch.tensor([[0.5, -0.25, 0.001, 2.0, -0.75, 0.125]], dtype=torch.float16)]),
     "half_mask_constant": (lambda x: torch.where(x > 0, x, -1e9) + 70000.0 * (x < -1),  # -inf
                            [torch.tensor([[0.5, -0.5, -2.0, 3.0]], dtype=torch.float16)]),
     "f32_past_its_range": (lambda x: x * 1e39, [torch.tensor([[0.0, 1.0, -2.0]])]),

@@ -94,13 +94,20 @@ class Program:
 @contextlib.contextmanager
 def evaluating(module: torch.nn.Module):
     """`module` in eval mode, what deplo compiles (dropout off, batch norm's running
-    statistics), and back in the user's mode after."""
+    statistics), and back in the user's mode and buffers after: a forward that updates a buffer
+    (a call counter) would otherwise move with every export and eager run, each reference a
+    different program (deplo compiles the update away)."""
     training = module.training
+    buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
     module.eval()
     try:
         yield module
     finally:
         module.train(training)
+        with torch.no_grad():
+            for name, b in module.named_buffers():
+                if name in buffers and b.shape == buffers[name].shape:
+                    b.copy_(buffers[name])
 
 
 def _narrow(module: torch.nn.Module, dtypes: dict[str, torch.dtype]) -> None:
@@ -273,7 +280,8 @@ def import_module(
         _place_in(ep, called)
     # remove_duplicate=False: a tied weight (lm_head = embed_tokens) is one tensor under two
     # names, and export may name it by either
-    buffers = dict(module.named_buffers(remove_duplicate=False))
+    # (copies: folding runs the graph's in-place ops, a counter's add_, on them)
+    buffers = {k: b.detach().clone() for k, b in module.named_buffers(remove_duplicate=False)}
     try:
         imported = import_exported(ep, input_names, buffers)
     except UnsupportedOpError as first:  # PyTorch's decompositions of what has no converter

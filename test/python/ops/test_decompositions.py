@@ -170,3 +170,24 @@ def test_compiling_a_module_in_training_mode_leaves_it_so() -> None:
     c = deplo.compile(m, [torch.randn(3, 5)])
     assert m.training and m[1].training
     assert c.check(seed=1).ok
+
+
+def test_a_forward_that_updates_a_buffer_leaves_it_as_it_was() -> None:
+    """A call counter: compiling folded its add_ onto the module's own buffer, and every eager
+    reference run moved it again (each check against another program). Compiled and checked,
+    the buffer is where the user left it, and the program reads it there."""
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.full((), 2.0))
+
+        def forward(self, x):
+            self.n += 1
+            return x * self.n
+
+    m = Counter()
+    c = deplo.compile(m, [torch.randn(3)])
+    assert [c.check(seed=s).ok for s in range(3)] == [True] * 3
+    assert m.n.item() == 2.0
+    x = np.full(3, 2.0, np.float32)
+    np.testing.assert_array_equal(c.run([x, *c.program.params], target="interp")[0], x * 3)

@@ -268,6 +268,18 @@ def test_fp32_rounding_an_absorbing_op_hides_is_judged_as_a_whole() -> None:
         assert not check_program([o + 3e-4 for o in out], c.program, inputs, ["f32"]).ok
 
 
+def test_no_float64_second_opinion_for_a_closure_is_a_note() -> None:
+    """A lambda over a global module: widening the program leaves the module float32, so the
+    second opinion cannot run; the result line says so (was PyTorch's dtype traceback)."""
+    import torch
+
+    import deplo
+
+    lin = torch.nn.Linear(64, 64)
+    r = deplo.compile(lambda x: torch.tan(lin(x) * 1000), [torch.randn(5, 64)]).check(seed=0)
+    assert not r.ok and "no float64 second opinion (mat1 and mat2" in r.line()
+
+
 def test_bf16_attention_within_eager_accuracy_passes() -> None:
     """Seed 6 put deplo and eager bf16 attention 1.6e-2 apart (both ~1.2e-2 from float64: the
     second opinion passed it) while the scale was rounded to bf16 first; multiplied in float32,

@@ -53,15 +53,25 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:
     """Fresh random inputs shaped like the example inputs (never zeros), then the weights.
     Integer inputs are indices or targets: drawn uniformly from [min(example), max(example)
-    + 1), so they stay valid (a `torch.randint(3, 10, ...)`'s draws stay in 3..9). A float
+    + 1), so they stay valid (a `torch.randint(3, 10, ...)`'s draws stay in 3..9); one
+    negative value among non-negative ones is a sentinel (cross_entropy's ignore_index -100)
+    kept where the example has it. Bool inputs are masks, taken as given. A float
     input whose example lies in [0, 1) (a `torch.rand`: probabilities, a variance) is drawn
     from (0, 1) too, else standard normal."""
     rng = np.random.default_rng(seed)
 
     def draw(x: np.ndarray) -> np.ndarray:
+        if x.dtype == np.bool_:  # a mask: its pattern (padding, causal) is what makes it valid
+            return x.copy()
         if np.issubdtype(x.dtype, np.integer):
-            low, high = (int(x.min()), int(x.max()) + 1) if x.size else (0, 1)
-            return rng.integers(low, high, x.shape).astype(x.dtype)
+            neg = x < 0
+            sentinel = neg.any() and not neg.all() and len(np.unique(x[neg])) == 1
+            body = x[~neg] if sentinel else x  # (one negative among indices: ignore_index -100)
+            low, high = (int(body.min()), int(body.max()) + 1) if body.size else (0, 1)
+            out = rng.integers(low, high, x.shape).astype(x.dtype)
+            if sentinel:
+                out[neg] = x[neg]
+            return out
         if x.size and 0 <= float(x.min()) and float(x.max()) < 1:
             return rng.uniform(np.finfo(np.float32).eps, 1, x.shape).astype(x.dtype)
         return rng.standard_normal(x.shape).astype(x.dtype)

@@ -82,3 +82,18 @@ def test_randint_is_an_input_drawn_in_its_range() -> None:
         idx = random_inputs(c.program, seed)[1]
         assert idx.dtype == np.int64 and idx.min() >= 3 and idx.max() <= 9
     assert c.check(target="cpu", seed=4).ok
+
+
+def test_an_ignore_index_and_a_mask_stay_as_the_example_has_them() -> None:
+    """Targets with ignore_index -100 were drawn from [-100, 6] (PyTorch: 'Target -94 is out
+    of bounds'); a bool mask was drawn as all True (never testing the masked path)."""
+    import torch.nn.functional as F
+
+    c = deplo.compile(lambda x, y, m: F.cross_entropy(x.masked_fill(m, 0.5), y, reduction="sum"),
+                      [torch.randn(3, 7), torch.tensor([-100, 3, 6]),
+                       torch.tensor([[True, False] * 3 + [True]] * 3)])
+    for seed in range(3):
+        _, y, m = random_inputs(c.program, seed)[:3]
+        assert y[0] == -100 and 0 <= y[1:].min() and y.max() <= 6
+        np.testing.assert_array_equal(m, c.program.example_inputs[2])
+        assert c.check(seed=seed).ok

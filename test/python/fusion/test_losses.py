@@ -87,6 +87,7 @@ def test_randint_is_an_input_drawn_in_its_range() -> None:
 def test_an_ignore_index_and_a_mask_stay_as_the_example_has_them() -> None:
     """Targets with ignore_index -100 were drawn from [-100, 6] (PyTorch: 'Target -94 is out
     of bounds'); a bool mask was drawn as all True (never testing the masked path)."""
+    import torch
     import torch.nn.functional as F
 
     c = deplo.compile(lambda x, y, m: F.cross_entropy(x.masked_fill(m, 0.5), y, reduction="sum"),

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
+from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError
 from deplo.frontend.expr import capture_expression
 from deplo.frontend.importer import Program, import_module
@@ -30,12 +31,19 @@ from deplo.tools.driver import LEVELS, passes_to, run_passes
 
 
 class _CallableModule(torch.nn.Module):
-    def __init__(self, fn: Callable):
+    """A callable as the module export takes, or a module called with numbers among its example
+    inputs (`given`): those are bound, the program's constants; the tensors are its inputs. A
+    module `fn` is a submodule, so its weights stay weights and eval mode reaches it."""
+
+    def __init__(self, fn: Callable, given: list | None = None):
         super().__init__()
-        self.fn = fn
+        self.fn, self.given = fn, given
 
     def forward(self, *xs):
-        return self.fn(*xs)
+        if self.given is None:
+            return self.fn(*xs)
+        it = iter(xs)
+        return self.fn(*[next(it) if isinstance(x, torch.Tensor) else x for x in self.given])
 
 
 def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed: int | None = None) -> Program:
@@ -45,9 +53,15 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
         return import_module(c.module, c.example_inputs, c.input_names)
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
-    if isinstance(program, torch.nn.Module):
-        return import_module(program, list(example_inputs))
-    return import_module(_CallableModule(program), list(example_inputs), called=program)
+    given = list(example_inputs)
+    tensors = [x for x in given if isinstance(x, torch.Tensor)]
+    module = isinstance(program, torch.nn.Module)
+    if len(tensors) < len(given):  # numbers (a scale, a flag): bound
+        return import_module(_CallableModule(program, given), tensors,
+                             called=None if module else program)
+    if module:
+        return import_module(program, tensors)
+    return import_module(_CallableModule(program), tensors, called=program)
 
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:
@@ -198,8 +212,11 @@ class Compiled:
 
     def run(self, inputs: Sequence[np.ndarray] | None = None, target: str = "cpu",
             level: str | None = None, seed: int | None = None) -> list[np.ndarray]:
-        """Run on `inputs` (user inputs, then weights); fresh random inputs when omitted."""
-        inputs = random_inputs(self.program, seed) if inputs is None else list(inputs)
+        """Run on `inputs` (user inputs, then weights; numpy arrays or torch tensors, bf16 as
+        float32 either way); fresh random inputs when omitted."""
+        if inputs is None:
+            inputs = random_inputs(self.program, seed)
+        inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         return self.executable(target, level).run(inputs)
 
     def check(self, target: str = "cpu", level: str | None = None, seed: int | None = None) -> Comparison:

@@ -191,3 +191,30 @@ def test_a_forward_that_updates_a_buffer_leaves_it_as_it_was() -> None:
     assert m.n.item() == 2.0
     x = np.full(3, 2.0, np.float32)
     np.testing.assert_array_equal(c.run([x, *c.program.params], target="interp")[0], x * 3)
+
+
+def test_numbers_among_the_example_inputs_are_bound() -> None:
+    """deplo.compile(fn, [x, 2.0]) was an AttributeError ('float' has no dtype): the numbers
+    are the program's constants, the tensors its inputs; a module keeps its weights and mode."""
+    c = deplo.compile(lambda a, s: a * s, [torch.randn(3), 2.5])
+    assert len(c.program.example_inputs) == 1 and c.check(seed=1).ok
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+
+        def forward(self, x, k, scale):
+            return self.mlp(x)[:, :k] * scale
+
+    m = Head()
+    c = deplo.compile(m, [torch.randn(2, 4), 3, 0.5])
+    assert len(c.program.params) == 2 and c.check(seed=1).ok and m.training
+
+
+def test_run_takes_torch_tensors_bf16_too() -> None:
+    """run([x]) with a bf16 torch tensor was 'unsupported ScalarType BFloat16' in numpy."""
+    x = torch.randn(3, 130, dtype=torch.bfloat16)
+    c = deplo.compile(lambda x: x.sum(-1), [x])
+    for target in ("cpu", "interp"):
+        np.testing.assert_allclose(c.run([x], target=target)[0], x.sum(-1).float().numpy(),
+                                   rtol=1e-2)

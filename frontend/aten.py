@@ -53,7 +53,8 @@ def where_from(node: torch.fx.Node) -> str:
     if frame and frame[0] == expr_module.__file__:
         parts.append("in the expression")
     elif frame:
-        parts.append(f"at {frame[0]}:{frame[1]}" + (f": {frame[2]}" if frame[2] else ""))
+        code = frame[2] if not frame[2] or len(frame[2]) <= 120 else frame[2][:117] + "..."
+        parts.append(f"at {frame[0]}:{frame[1]}" + (f": {code}" if code else ""))
     return " ".join(parts) or "(no source location recorded)"
 
 
@@ -1426,6 +1427,11 @@ REFUSED: dict[object, str] = {
        for op in (aten.sort.default, aten.sort.stable, aten.topk.default, aten.argsort.default,
                   aten.argsort.stable)},
     aten.embedding_renorm_.default: "embedding's max_norm renormalizes the weight in place",
+    **{op: "PyTorch's fused inference fast path of nn.TransformerEncoderLayer / "
+           "MultiheadAttention, which Dynamo takes under no_grad; "
+           "torch.backends.mha.set_fastpath_enabled(False) keeps the traceable ops"
+       for op in (aten._transformer_encoder_layer_fwd.default,
+                  aten._native_multi_head_attention.default)},
 }
 """ATen ops refused on purpose, with the reason the error gives (docs/ops.md lists them)."""
 

@@ -936,6 +936,18 @@ def _leaky_relu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _select_positive(im, x, x, _ew(im, "mul", x, _scalar(im, slope, x)), rt)
 
 
+def _rrelu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """rrelu in eval mode: a leaky relu whose slope is the mean of its range (aten's); in
+    training mode the slope of each element is random."""
+    if _arg(node, 3, "training", False):
+        raise FrontendError(f"unsupported rrelu in training mode (random slopes) "
+                            f"{where_from(node)}")
+    lower, upper = float(_arg(node, 1, "lower", 1 / 8)), float(_arg(node, 2, "upper", 1 / 3))
+    x = _f32(im, im.value(node.args[0]))
+    slope = (lower + upper) / 2
+    return _select_positive(im, x, x, _ew(im, "mul", x, _scalar(im, slope, x)), rt)
+
+
 def _elu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """elu (selu and celu are elus with their constants): scale * x above 0, else
     alpha * scale * expm1(x * input_scale)."""
@@ -1360,6 +1372,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.hardtanh.default: _hardtanh,
     aten.round.decimals: _round_decimals,
     aten.leaky_relu.default: _leaky_relu,
+    aten.rrelu.default: _rrelu,
     aten.elu.default: _elu,
     aten.isnan.default: _is_value("nan"),
     aten.isinf.default: _is_value("inf"),

@@ -65,6 +65,8 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
                          "torch.sigmoid"),
     "silu_relu": (lambda x: F.silu(x) + F.relu(x), [(5, 7)], "torch.silu"),
     "gelu": (F.gelu, [(3, 5, 7)], "torch.gelu"),
+    "rrelu_eval": (lambda x: F.rrelu(x, 0.1, 0.3) + F.leaky_relu(x, 0.2), [(5, 7)],
+                   "torch.where"),  # eval: the slope is the mean of its range
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), [(3, 5, 7)], "torch.gelu"),
     "cos_sin": (lambda x: torch.cos(x) * torch.sin(3 * x), [(5, 7)], "torch.cos"),
     # reductions

@@ -294,8 +294,12 @@ def import_module(
         except FrontendError as again:  # about an op of the user's program, or the first error
             if getattr(again, "op", None) in ops:
                 raise
-            # (what a decomposition left, diagonal's as_strided, is named second)
-            raise UnsupportedOpError(f"{first}; after PyTorch's decompositions: {again}",
+            # (what a decomposition left, diagonal's as_strided, is named second; with more
+            # than one op lacking a converter, the first need not be the one that failed)
+            lacking = sorted(str(op) for op in ops
+                             if op not in ATEN_CONVERTERS and "_assert" not in str(op))
+            also = f" (no converter of their own: {', '.join(lacking)})" if len(lacking) > 1 else ""
+            raise UnsupportedOpError(f"{first}; after PyTorch's decompositions: {again}{also}",
                                      first.op) from None
     imported.module = outline_layers(imported.module)
     constants = {k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}

@@ -218,3 +218,13 @@ def test_run_takes_torch_tensors_bf16_too() -> None:
     for target in ("cpu", "interp"):
         np.testing.assert_allclose(c.run([x], target=target)[0], x.sum(-1).float().numpy(),
                                    rtol=1e-2)
+
+
+def test_several_ops_without_a_converter_are_all_named() -> None:
+    """celu decomposes, erfinv does not: the message leads with celu (the first op without a
+    converter), so it also lists every op that had none."""
+    from deplo.frontend.errors import FrontendError
+
+    with pytest.raises(FrontendError, match=r"erf_inv.*\(no converter of their own: "
+                                            r"aten\.celu\.default, aten\.special_erfinv"):
+        deplo.compile(lambda x: F.celu(x, 0.5) + torch.special.erfinv(x), [torch.randn(3, 13)])

@@ -38,12 +38,29 @@ class _CallableModule(torch.nn.Module):
     def __init__(self, fn: Callable, given: list | None = None):
         super().__init__()
         self.fn, self.given = fn, given
+        if not isinstance(fn, torch.nn.Module):  # a lambda over a model: eval mode, float64
+            self.reached = torch.nn.ModuleList(_modules_reached(fn))  # widening reach them
 
     def forward(self, *xs):
         if self.given is None:
             return self.fn(*xs)
         it = iter(xs)
         return self.fn(*[next(it) if isinstance(x, torch.Tensor) else x for x in self.given])
+
+
+def _modules_reached(fn: Callable) -> list[torch.nn.Module]:
+    """The nn.Modules a function names: its closure's and the globals its code reads."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    cells = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # a cell not yet filled
+            continue
+    named = [getattr(fn, "__globals__", {}).get(n) for n in code.co_names]
+    return list({id(m): m for m in (*cells, *named) if isinstance(m, torch.nn.Module)}.values())
 
 
 def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed: int | None = None) -> Program:

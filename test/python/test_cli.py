@@ -268,16 +268,20 @@ def test_fp32_rounding_an_absorbing_op_hides_is_judged_as_a_whole() -> None:
         assert not check_program([o + 3e-4 for o in out], c.program, inputs, ["f32"]).ok
 
 
-def test_no_float64_second_opinion_for_a_closure_is_a_note() -> None:
-    """A lambda over a global module: widening the program leaves the module float32, so the
-    second opinion cannot run; the result line says so (was PyTorch's dtype traceback)."""
+def test_float64_second_opinion_of_a_closure() -> None:
+    """A lambda over a module: the module is reached (widened, so the second opinion runs: it
+    was PyTorch's dtype traceback); over a plain tensor, which stays float32, the result line
+    says there is none."""
     import torch
 
     import deplo
 
     lin = torch.nn.Linear(64, 64)
     r = deplo.compile(lambda x: torch.tan(lin(x) * 1000), [torch.randn(5, 64)]).check(seed=0)
-    assert not r.ok and "no float64 second opinion (mat1 and mat2" in r.line()
+    assert "against float64" in r.line()
+    w = torch.randn(64, 64)
+    r = deplo.compile(lambda x: torch.tan((x @ w) * 1000), [torch.randn(5, 64)]).check(seed=0)
+    assert "no float64 second opinion (" in r.line()
 
 
 def test_bf16_attention_within_eager_accuracy_passes() -> None:

@@ -162,8 +162,10 @@ def _refuse_input_updates(ep: torch.export.ExportedProgram, placeholders: list[s
     if updated:
         at = placeholders.index(updated[0]) if updated[0] in placeholders else None
         which = f"{at + 1} ('{names[at]}')" if at is not None else f"'{updated[0]}'"
+        fix = "model.eval() (a training-mode buffer: BatchNorm's running statistics)" \
+            if "buffers" in which else "return the new value instead"
         raise FrontendError(f"the program updates its input {which} in place; values are "
-                            "immutable here (return the new value instead)")
+                            f"immutable here ({fix})")
 
 
 def import_exported(

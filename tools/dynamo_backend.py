@@ -115,7 +115,10 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule
 
-    program = import_module(gm, list(example_inputs))
+    names = None  # Dynamo's own names (L_x_, L_self_modules_bn_buffers_running_mean_)
+    if isinstance(gm, torch.fx.GraphModule):
+        names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+    program = import_module(gm, list(example_inputs), names)
     target = best_target()
     compiled = Compiled(program, 0, *tuned_schedule(None, None))  # the default store's plans
     exe = compiled.executable(target, level="loop" if target == "interp" else None)

@@ -49,7 +49,8 @@ class _CallableModule(torch.nn.Module):
 
 
 def _modules_reached(fn: Callable) -> list[torch.nn.Module]:
-    """The nn.Modules a function names: its closure's and the globals its code reads."""
+    """The nn.Modules a function names: its closure's, the globals its code reads, and the
+    module whose method it is."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return []
@@ -60,7 +61,9 @@ def _modules_reached(fn: Callable) -> list[torch.nn.Module]:
         except ValueError:  # a cell not yet filled
             continue
     named = [getattr(fn, "__globals__", {}).get(n) for n in code.co_names]
-    return list({id(m): m for m in (*cells, *named) if isinstance(m, torch.nn.Module)}.values())
+    owner = [getattr(fn, "__self__", None)]  # a module's method (model.generate_step)
+    return list({id(m): m for m in (*owner, *cells, *named)
+                 if isinstance(m, torch.nn.Module)}.values())
 
 
 def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed: int | None = None) -> Program:

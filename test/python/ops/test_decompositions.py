@@ -172,6 +172,8 @@ def test_compiling_a_module_in_training_mode_leaves_it_so() -> None:
     assert c.check(seed=1).ok
     c = deplo.compile(lambda x: m(x) * 2, [torch.randn(3, 5)])  # a lambda's module: the same
     assert c.check(seed=1).ok and m.training and len(c.program.params) == 2
+    c = deplo.compile(m.forward, [torch.randn(3, 5)])  # and a module's method's
+    assert c.check(seed=1).ok and m.training and len(c.program.params) == 2
 
 
 def test_a_forward_that_updates_a_buffer_leaves_it_as_it_was() -> None:

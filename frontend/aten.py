@@ -930,9 +930,10 @@ def _hardtanh(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _ew(im, "minimum", _ew(im, "maximum", y, _scalar(im, lo, y)), _scalar(im, hi, y))
 
 
-def _leaky_relu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+def _leaky_relu(im: Importer, node: torch.fx.Node, rt: TensorType,
+                slope: float | None = None) -> SSAValue:
     x = _f32(im, im.value(node.args[0]))
-    slope = float(_arg(node, 1, "negative_slope", 0.01))
+    slope = float(_arg(node, 1, "negative_slope", 0.01)) if slope is None else slope
     return _select_positive(im, x, x, _ew(im, "mul", x, _scalar(im, slope, x)), rt)
 
 
@@ -943,9 +944,7 @@ def _rrelu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         raise FrontendError(f"unsupported rrelu in training mode (random slopes) "
                             f"{where_from(node)}")
     lower, upper = float(_arg(node, 1, "lower", 1 / 8)), float(_arg(node, 2, "upper", 1 / 3))
-    x = _f32(im, im.value(node.args[0]))
-    slope = (lower + upper) / 2
-    return _select_positive(im, x, x, _ew(im, "mul", x, _scalar(im, slope, x)), rt)
+    return _leaky_relu(im, node, rt, slope=(lower + upper) / 2)
 
 
 def _elu(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:

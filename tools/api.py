@@ -76,12 +76,11 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
     given = list(example_inputs)
     tensors = [x for x in given if isinstance(x, torch.Tensor)]
     module = isinstance(program, torch.nn.Module)
-    if len(tensors) < len(given):  # numbers (a scale, a flag): bound
-        return import_module(_CallableModule(program, given), tensors,
-                             called=None if module else program)
-    if module:
+    if module and len(tensors) == len(given):
         return import_module(program, tensors)
-    return import_module(_CallableModule(program), tensors, called=program)
+    bound = given if len(tensors) < len(given) else None  # numbers (a scale, a flag): bound
+    return import_module(_CallableModule(program, bound), tensors,
+                         called=None if module else program)
 
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:

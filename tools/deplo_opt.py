@@ -119,13 +119,6 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
 
     defined: set[SSAValue] = set()
 
-    def check_types(op: Operation, values) -> None:
-        for v in values:
-            elt = getattr(v.type, "element_type", None)
-            if isinstance(v.type, ShapedType) and str(elt) not in ELEMENT_TYPES:
-                fail(op, f"{op.name}: element type {elt} of {v.type} is not one deplo takes "
-                         f"({', '.join(ELEMENT_TYPES)})")
-
     def check_uses(op: Operation) -> None:
         for i, v in enumerate(op.operands):
             if v not in defined:
@@ -156,7 +149,11 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
                 fail(op, str(e))
         raise
     for op in module.walk():  # what the ops' verifiers let through (f80), their messages first
-        check_types(op, [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)])
+        for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            elt = getattr(v.type, "element_type", None)
+            if isinstance(v.type, ShapedType) and str(elt) not in ELEMENT_TYPES:
+                fail(op, f"{op.name}: element type {elt} of {v.type} is not one deplo takes "
+                         f"({', '.join(ELEMENT_TYPES)})")
 
 
 def _verify(op: Operation) -> None:

@@ -24,7 +24,7 @@ from deplo.dialects import torch as T
 from deplo.frontend import expr as expr_module
 from deplo.frontend.dtypes import mlir_element_type, rounded, to_numpy
 from deplo.frontend.errors import FrontendError
-from deplo.frontend.fold import StaticEvaluator
+from deplo.frontend.fold import StaticEvaluator, draws_random
 
 
 def tensor_type(value) -> TensorType:
@@ -1445,6 +1445,18 @@ REFUSED: dict[object, str] = {
        for op in (aten._transformer_encoder_layer_fwd.default,
                   aten._native_multi_head_attention.default)},
 }
+RANDOM = "a random op; a compiled program is deterministic: pass the random values as an input"
+
+
+def refusal(op) -> str | None:
+    """Why deplo refuses `op` on purpose, or None: the ops above, and every op PyTorch tags as
+    drawing from its random generator (randn, rand_like, bernoulli, normal, multinomial, ...),
+    which folding at import would otherwise freeze into one draw."""
+    if op in REFUSED:
+        return REFUSED[op]
+    if draws_random(op):
+        return RANDOM
+    return None
 """ATen ops refused on purpose, with the reason the error gives (docs/ops.md lists them)."""
 
 ATEN_CONVERTERS: dict[object, Converter] = {

@@ -30,6 +30,12 @@ SHAPE_ONLY = {
 SDPA = aten.scaled_dot_product_attention.default
 
 
+def draws_random(op) -> bool:
+    """True for an op PyTorch tags as drawing from its random generator (randn, rand_like,
+    bernoulli, normal, multinomial, ...): never static, and refused (aten.refusal)."""
+    return isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags
+
+
 def _nodes_in(value) -> Iterable[torch.fx.Node]:
     if isinstance(value, torch.fx.Node):
         yield value
@@ -71,8 +77,8 @@ class StaticEvaluator:
 
     def try_fold(self, node: torch.fx.Node) -> bool:
         """Evaluate `node` if everything it reads is static; True if it is now static."""
-        if node.op != "call_function" or node.target is SDPA:
-            return False
+        if node.op != "call_function" or node.target is SDPA or draws_random(node.target):
+            return False  # (a random op folded would be one draw, frozen)
         args, kwargs = node.args, node.kwargs
         env = dict(self.values)
         dynamic = [n for n in _nodes_in((args, kwargs)) if n not in self.values]

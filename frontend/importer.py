@@ -29,7 +29,7 @@ from deplo import origin
 from deplo.frontend import expr as expr_module
 from deplo.frontend.aten import (
     ATEN_CONVERTERS,
-    REFUSED,
+    refusal,
     Importer,
     result_type,
     tensor_type,
@@ -212,7 +212,7 @@ def import_exported(
                 fold_causal_mask(node, ev)
             convert = ATEN_CONVERTERS.get(node.target)
             if convert is None:
-                why = f" ({REFUSED[node.target]})" if node.target in REFUSED else ""
+                why = f" ({refusal(node.target)})" if refusal(node.target) else ""
                 raise UnsupportedOpError(
                     f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}", node.target
                 )
@@ -287,7 +287,7 @@ def import_module(
     try:
         imported = import_exported(ep, input_names, buffers)
     except UnsupportedOpError as first:  # PyTorch's decompositions of what has no converter
-        if first.op in REFUSED:
+        if refusal(first.op):
             raise
         ops = {n.target for n in ep.graph_module.graph.nodes if n.op == "call_function"}
         try:
@@ -334,7 +334,7 @@ def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgra
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (torch's own deprecations, printed to the user)
-            return decompose_unsupported(ep, ATEN_CONVERTERS, REFUSED)
+            return decompose_unsupported(ep, ATEN_CONVERTERS, refusal)
     except Exception as e:  # noqa: BLE001 - torch's tracing may raise anything
         raise FrontendError(f"decomposing ops deplo has no converter for failed: "
                             f"{type(e).__name__}: {str(e).splitlines()[0]}") from None

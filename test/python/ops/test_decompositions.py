@@ -232,3 +232,15 @@ def test_several_ops_without_a_converter_are_all_named() -> None:
     with pytest.raises(FrontendError, match=r"erf_inv.*\(no converter of their own: "
                                             r"aten\.celu\.default, aten\.special_erfinv"):
         deplo.compile(lambda x: F.celu(x, 0.5) + torch.special.erfinv(x), [torch.randn(3, 13)])
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda x: x + torch.randn(3, 5), "aten.randn.default"),  # no input: once folded, one draw
+    (lambda x: x * torch.rand_like(x), "aten.rand_like.default"),
+    (lambda x: torch.bernoulli(x.sigmoid()), "aten.bernoulli.default"),  # (decomposes to rand)
+    (lambda x: torch.multinomial(x.sigmoid(), 2), "aten.multinomial.default"),
+])
+def test_random_ops_are_refused_not_frozen(fn, op) -> None:
+    """A random op's value differs per call: compiled, it would be one draw made at import."""
+    with pytest.raises(UnsupportedOpError, match=rf"'{op}' \(a random op; .*as an input\)"):
+        deplo.compile(fn, [torch.randn(3, 5)])

@@ -866,9 +866,14 @@ def _vector_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 def _group_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """group_norm: (N, G, C/G * rest) normalized over its last dim (layer_norm without affine),
     then weight and bias per channel; in float32 for f16/bf16, one rounding."""
-    x = _f32(im, im.value(node.args[0]))
-    groups, w, b = node.args[1], _arg(node, 2, "weight"), _arg(node, 3, "bias")
-    eps = float(_arg(node, 4, "eps", 1e-5))
+    return _group_normalized(im, im.value(node.args[0]), node.args[1], _arg(node, 2, "weight"),
+                             _arg(node, 3, "bias"), float(_arg(node, 4, "eps", 1e-5)), rt)
+
+
+def _group_normalized(im: Importer, x: SSAValue, groups: int, w, b, eps: float,
+                      rt: TensorType) -> SSAValue:
+    """group_norm's computation (instance_norm's too: a group a channel)."""
+    x = _f32(im, x)
     shape = list(x.type.get_shape())
     flat = [shape[0], groups, math.prod(shape[1:]) // groups]
     y = _reshape(im, x, flat, "group_norm")
@@ -882,10 +887,30 @@ def _batch_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """batch_norm: per channel (dim 1), the running statistics in eval mode; in training mode the
     batch's mean and biased variance over every other dim. The running statistics are not
     updated (a compiled program has no side effects). In float32 for f16/bf16, one rounding."""
-    x = _f32(im, im.value(node.args[0]))
     w, b, rmean, rvar = (_arg(node, i, n) for i, n in enumerate(
         ("weight", "bias", "running_mean", "running_var"), start=1))
     training, eps = bool(_arg(node, 5, "training")), float(_arg(node, 7, "eps", 1e-5))
+    return _channel_normalized(im, im.value(node.args[0]), w, b, rmean, rvar, training, eps, rt)
+
+
+def _instance_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """instance_norm: each (sample, channel) normalized by its own statistics (group_norm with a
+    group a channel); with use_input_stats false (eval mode, track_running_stats), by the
+    running statistics, as batch_norm in eval mode. The running statistics PyTorch also updates
+    when both are used are not updated here (as batch_norm: a program has no side effects)."""
+    x = im.value(node.args[0])
+    w, b, rmean, rvar = (_arg(node, i, n) for i, n in enumerate(
+        ("weight", "bias", "running_mean", "running_var"), start=1))
+    eps = float(_arg(node, 7, "eps", 1e-5))
+    if _arg(node, 5, "use_input_stats", True):
+        return _group_normalized(im, x, x.type.get_shape()[1], w, b, eps, rt)
+    return _channel_normalized(im, x, w, b, rmean, rvar, False, eps, rt)
+
+
+def _channel_normalized(im: Importer, x: SSAValue, w, b, rmean, rvar, training: bool, eps: float,
+                        rt: TensorType) -> SSAValue:
+    """batch_norm's computation (instance_norm's in eval mode)."""
+    x = _f32(im, x)
     shape = list(x.type.get_shape())
     c = min(1, len(shape) - 1)  # (the channels: dim 1, or the only dim of a vector)
     per_channel = [shape[c], *[1] * (len(shape) - c - 1)]
@@ -1301,6 +1326,53 @@ def _conv(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _reshape(im, y, rt.get_shape())
 
 
+def _conv_transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """conv_transpose1d/2d/3d as torch.conv: each input element spread `stride` apart (zeros
+    between), padded by dilation * (K - 1) - padding (output_padding more on the right; a
+    negative pad crops), then a stride-1 conv with the kernel flipped and its in/out channels
+    swapped per group. The zeros cost stride^N the work of a direct scatter; what it buys is
+    the conv path every level already has."""
+    x, w = im.value(node.args[0]), im.value(node.args[1])
+    bias = _arg(node, 2, "bias")
+    n = _rank(w) - 2
+    stride, pad = _ints(_arg(node, 3, "stride", [1]), n), _ints(_arg(node, 4, "padding", [0]), n)
+    extra, groups = _ints(_arg(node, 5, "output_padding", [0]), n), _arg(node, 6, "groups", 1)
+    dil = _ints(_arg(node, 7, "dilation", [1]), n)
+    x = _reshape(im, x, [1, *x.type.get_shape()]) if _rank(x) == n + 1 else x
+    k = w.type.get_shape()[2:]
+    lo = [d * (kk - 1) - p for d, kk, p in zip(dil, k, pad)]
+    hi = [a + e for a, e in zip(lo, extra)]
+    for i, s in enumerate(stride):  # [.., L, ..] -> [.., L, s, ..] (zeros after) -> (L-1)s+1
+        d, shape = 2 + i, list(x.type.get_shape())
+        if s > 1 and shape[d] > 1:
+            spread = _reshape(im, x, [*shape[:d + 1], 1, *shape[d + 1:]], "spread")
+            zeros = im.insert(T.FullOp(0.0, _t(x, [*shape[:d + 1], s - 1, *shape[d + 1:]])),
+                              "spread")
+            x = im.insert(T.CatOp([spread, zeros], d + 1,
+                                  _t(x, [*shape[:d + 1], s, *shape[d + 1:]])), "spread")
+            x = _reshape(im, x, [*shape[:d], shape[d] * s, *shape[d + 1:]], "spread")
+            shape[d] = (shape[d] - 1) * s + 1
+            x = im.insert(T.SliceOp(x, d, 0, shape[d], 1, _t(x, shape)), "spread")
+        if lo[i] < 0 or hi[i] < 0:  # more padding than the kernel's reach: crop instead
+            start, stop = max(-lo[i], 0), shape[d] - max(-hi[i], 0)
+            shape[d] = stop - start
+            x = im.insert(T.SliceOp(x, d, start, stop, 1, _t(x, shape)), "crop")
+    c_in, per_group = w.type.get_shape()[:2]
+    w = _reshape(im, w, [groups, c_in // groups, per_group, *k], "flip")
+    w = im.insert(T.TransposeOp(w, 1, 2, _t(w, [groups, per_group, c_in // groups, *k])), "flip")
+    w = _reshape(im, w, [groups * per_group, c_in // groups, *k], "flip")
+    i64 = mlir_element_type(torch.int64)
+    for d, kk in enumerate(k, start=2):
+        if kk > 1:
+            idx = im.insert(T.ArangeOp(kk - 1, -1, -1, TensorType(i64, [kk])), "flip")
+            w = im.insert(T.IndexOp(w, [idx], [d], w.type), "flip")
+    out = [x.type.get_shape()[0], *rt.get_shape()[-n - 1:]]
+    y = im.insert(T.ConvOp(x, w, im.value(bias) if bias is not None else None, [1] * n,
+                           [max(a, 0) for a in lo], [max(b, 0) for b in hi], dil, groups,
+                           _t(x, out)), "conv_transpose")
+    return _reshape(im, y, rt.get_shape())
+
+
 def _pool(kind: str) -> Converter:
     """max_poolNd / avg_poolNd: the right padding grows to take ceil_mode's last window."""
 
@@ -1427,6 +1499,10 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
                                 "asin", "acos", "asinh", "acosh", "atanh")},
     **{getattr(aten, f"conv{n}d").default: _conv for n in (1, 2, 3)},
     **{getattr(aten, f"conv{n}d").padding: _conv for n in (1, 2, 3)},
+    aten.instance_norm.default: _instance_norm,
+    aten.conv_transpose1d.default: _conv_transpose,
+    aten.conv_transpose2d.input: _conv_transpose,
+    aten.conv_transpose3d.input: _conv_transpose,
     **{getattr(aten, f"{k}{n}d").default: _pool(k) for k in ("max_pool", "avg_pool")
        for n in (1, 2, 3)},
     operator.getitem: lambda im, node, rt: im.values[node.args[0]][node.args[1]],

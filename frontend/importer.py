@@ -29,8 +29,8 @@ from deplo import origin
 from deplo.frontend import expr as expr_module
 from deplo.frontend.aten import (
     ATEN_CONVERTERS,
-    refusal,
     Importer,
+    refusal,
     result_type,
     tensor_type,
     where_from,

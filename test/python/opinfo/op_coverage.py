@@ -149,6 +149,7 @@ COVERAGE: list[Entry] = [
     Entry("baddbmm", "torch.matmul + mul + add"),
     Entry("index_select", "torch.index"),
     Entry("nn.functional.group_norm", "reshape + layer_norm + mul + add (f32)"),
+    Entry("nn.functional.instance_norm", "group_norm, a group a channel (running statistics: as batch_norm)"),
     # new ops
     Entry("abs", "torch.abs"),
     Entry("log", "torch.log"),
@@ -169,6 +170,9 @@ COVERAGE: list[Entry] = [
                                       "data)"}),
     Entry("nn.functional.conv1d", "torch.conv (im2col index maps, one K axis)"),
     Entry("nn.functional.conv2d", "torch.conv (im2col index maps, one K axis)"),
+    Entry("nn.functional.conv_transpose1d", "zeros spread between inputs, a conv of the flipped kernel"),
+    Entry("nn.functional.conv_transpose2d", "zeros spread between inputs, a conv of the flipped kernel"),
+    Entry("nn.functional.conv_transpose3d", "zeros spread between inputs, a conv of the flipped kernel"),
     Entry("nn.functional.max_pool2d", "torch.max_pool",
           refusals={"max_pool2d_with_indices": "return_indices=True (indices not computed)"}),
     Entry("nn.functional.avg_pool2d", "torch.avg_pool"),
@@ -443,9 +447,12 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`, `cummax`/`cummin` (a scan
   of (value, index) pairs; `tir.scan` carries one value).
 - `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's
-  values do not have; `diagonal` of `x.t()`); `erfinv`, `erfc`, `searchsorted`,
-  `instance_norm` with running statistics (it updates them in place). An error names the op
-  and the user's line.
+  values do not have; `diagonal` of `x.t()`); `erfinv`, `erfc`, `searchsorted`. An error
+  names the op and the user's line.
+- Random ops: everything PyTorch tags as drawing from its generator (`randn`, `rand_like`,
+  `bernoulli`, `normal`, `multinomial`, ...). A compiled program is deterministic: the error
+  names the op and asks for the random values as an input. (Inside `deplo run -c`, the
+  expression's own `torch.randn(...)` calls are its inputs.)
 - An input updated in place (`x.mul_(2)`): refused, naming the input (values are immutable here).
 - `nll_loss` is not claimed: it runs (PyTorch's decomposition), exact in fp32, but in bf16 the
   decomposition rounds each step, up to 3% off on 3 of its 61 OpInfo samples (`cross_entropy`,

@@ -146,6 +146,11 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=-2.0),
                 [(3, 5, 7), (3, 5, 6), (3, 6, 7)], "torch.matmul"),
     "group_norm": (_module(torch.nn.GroupNorm(3, 6)), [(2, 6, 5, 7)], "torch.layer_norm"),
+    "instance_norm": (_module(torch.nn.InstanceNorm2d(5, affine=True)), [(2, 5, 4, 6)],
+                      "torch.layer_norm"),
+    "instance_norm_running_stats": (  # use_input_stats false: eval mode's running statistics
+        lambda x: F.instance_norm(x, torch.linspace(-1, 1, 4), torch.linspace(0.5, 2, 4),
+                                  use_input_stats=False), [(2, 4, 7)], "torch.rsqrt"),
     "conv2d": (_module(torch.nn.Conv2d(16, 34, 3, padding=1)), [(2, 16, 19, 21)], "torch.conv"),
     "conv2d_groups_stride_dilation": (
         _module(torch.nn.Conv2d(6, 9, (3, 2), stride=(2, 1), dilation=(1, 2), groups=3,
@@ -153,6 +158,16 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "conv2d_same_unbatched": (_module(torch.nn.Conv2d(4, 5, 4, padding="same")), [(4, 9, 8)],
                               "torch.conv"),
     "conv1d": (_module(torch.nn.Conv1d(5, 7, 3, stride=2, padding=2)), [(3, 5, 17)], "torch.conv"),
+    # a transposed conv: zeros spread by the stride, a conv of the flipped, swapped kernel
+    "conv_transpose2d_stride_groups": (
+        _module(torch.nn.ConvTranspose2d(6, 4, (3, 4), stride=(2, 3), padding=(1, 2),
+                                         output_padding=(1, 0), dilation=(2, 1), groups=2)),
+        [(2, 6, 5, 4)], "torch.conv"),
+    "conv_transpose1d_crop": (  # padding beyond the kernel's reach crops the spread input
+        _module(torch.nn.ConvTranspose1d(3, 5, 2, stride=3, padding=3)), [(2, 3, 9)],
+        "torch.conv"),
+    "conv_transpose3d_unbatched": (_module(torch.nn.ConvTranspose3d(2, 3, 2, stride=2)),
+                                   [(2, 3, 2, 3)], "torch.conv"),
     "max_pool2d": (lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True),
                    [(2, 5, 17, 15)], "torch.max_pool"),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, (3, 2), 2, 1, ceil_mode=True) + F.avg_pool2d(

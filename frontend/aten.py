@@ -937,6 +937,86 @@ def _extreme_with_index(name: str) -> Converter:
     return convert
 
 
+RANK_LIMIT = 4096  # the longest dim topk / sort take: ranking costs n^2 comparisons a row
+
+
+def _ranked(kind: str) -> Converter:
+    """topk, sort and argsort by counting: an element's place is the number of elements that
+    come before it (greater, for descending; NaN greatest, as PyTorch; ties by index, so the
+    order is stable), the i-th output is the element whose place is i (an index sum over a
+    one-hot), its value gathered. Tensor IR has no sorting network; this needs none, at n^2
+    comparisons a row: enough for MoE routers (8-256 experts) and small sorts, refused beyond
+    RANK_LIMIT (a top-k over a vocabulary)."""
+
+    def convert(im: Importer, node: torch.fx.Node, rts):
+        x = im.value(node.args[0])
+        if kind == "topk":
+            k, d = node.args[1], _arg(node, 2, "dim", -1)
+            descending = bool(_arg(node, 3, "largest", True))
+        else:
+            stable = kind.endswith("stable")  # (stable: keyword-only, before dim)
+            d = node.kwargs.get("dim", -1) if stable else _arg(node, 1, "dim", -1)
+            descending = bool(node.kwargs.get("descending", False) if stable
+                              else _arg(node, 2, "descending", False))
+            k = None
+        if str(x.type.element_type) == "i1":
+            raise FrontendError(f"unsupported '{node.target}' of a bool tensor {where_from(node)}")
+        if not _rank(x):
+            x = _reshape(im, x, [1])
+        d = _norm(d, _rank(x))
+        n, last = x.type.get_shape()[d], _rank(x) - 1
+        if n > RANK_LIMIT:
+            raise FrontendError(
+                f"unsupported '{node.target}' over {n} elements (deplo ranks by counting, n^2 "
+                f"comparisons a row, and takes at most {RANK_LIMIT}) {where_from(node)}")
+        k = n if k is None else k
+        if d != last:
+            x = im.insert(T.TransposeOp(x, d, last, _swapped(x, d, last)), "rank")
+        rows = list(x.type.get_shape()[:-1])
+        mine, other = _reshape(im, x, [*rows, n, 1], "rank"), _reshape(im, x, [*rows, 1, n], "rank")
+        first, second = (other, mine) if descending else (mine, other)
+        before = _cmp(im, "gt", first, second)  # [.., i, j]: j comes before i
+        tie = _cmp(im, "eq", first, second)
+        if not isinstance(x.type.element_type, IntegerType):  # NaN: after every number
+            nan_a, nan_b = (im.insert(T.NeOp(v, v, _t(v, elt=_bool())), "isnan")
+                            for v in (first, second))
+            before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a,
+                                                       _not(im, nan_b)))
+            tie = _cmp(im, "logical_or", tie, _cmp(im, "logical_and", nan_a, nan_b))
+        i64 = mlir_element_type(torch.int64)
+        pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "rank") for m in (n, k)]
+        earlier = _cmp(im, "lt", _reshape(im, pos[0], [1, n]), _reshape(im, pos[0], [n, 1]))
+        before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", tie, earlier))
+        place = _reduce(im, "sum", _as_dtype(im, before, i64), [-1], True)  # [.., n, 1]
+        hot = _as_dtype(im, _cmp(im, "eq", place, pos[1]), i64)  # [.., n, k]
+        idx = _reduce(im, "sum", _ew(im, "mul", hot, _reshape(im, pos[0], [n, 1])), [-2], False)
+        values = im.insert(T.GatherOp(x, idx, last, _t(x, idx.type.get_shape())), "rank")
+        outs = []
+        for v in (values, idx):
+            if d != last:
+                v = im.insert(T.TransposeOp(v, d, last, _swapped(v, d, last)), "rank")
+            outs.append(v)
+        if kind.startswith("argsort"):
+            return _reshape(im, outs[1], rts.get_shape())
+        return tuple(_reshape(im, v, rt.get_shape()) for v, rt in zip(outs, rts))
+
+    return convert
+
+
+def _swapped(x: SSAValue, a: int, b: int) -> TensorType:
+    shape = list(x.type.get_shape())
+    shape[a], shape[b] = shape[b], shape[a]
+    return _t(x, shape)
+
+
+def _bool():
+    return mlir_element_type(torch.bool)
+
+
+def _not(im: Importer, v: SSAValue) -> SSAValue:
+    return im.insert(T.EqOp(v, im.insert(T.FullOp(0.0, _t(v, [])), "not"), v.type), "not")
+
+
 def _round_decimals(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """round.decimals: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as aten."""
     x, d = im.value(node.args[0]), int(_arg(node, 1, "decimals", 0))
@@ -1500,6 +1580,11 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     **{getattr(aten, f"conv{n}d").default: _conv for n in (1, 2, 3)},
     **{getattr(aten, f"conv{n}d").padding: _conv for n in (1, 2, 3)},
     aten.instance_norm.default: _instance_norm,
+    aten.topk.default: _ranked("topk"),
+    aten.sort.default: _ranked("sort"),
+    aten.sort.stable: _ranked("sort.stable"),
+    aten.argsort.default: _ranked("argsort"),
+    aten.argsort.stable: _ranked("argsort.stable"),
     aten.conv_transpose1d.default: _conv_transpose,
     aten.conv_transpose2d.input: _conv_transpose,
     aten.conv_transpose3d.input: _conv_transpose,
@@ -1511,9 +1596,6 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
 REFUSED: dict[object, str] = {
     **{getattr(aten, f"max_pool{n}d_with_indices").default:
        "the indices of max pooling (return_indices=True) are not computed" for n in (1, 2, 3)},
-    **{op: "sorting is a data-dependent permutation; Tensor IR has no scatter or sorting network"
-       for op in (aten.sort.default, aten.sort.stable, aten.topk.default, aten.argsort.default,
-                  aten.argsort.stable)},
     aten.embedding_renorm_.default: "embedding's max_norm renormalizes the weight in place",
     **{op: "PyTorch's fused inference fast path of nn.TransformerEncoderLayer / "
            "MultiheadAttention, which Dynamo takes under no_grad; "

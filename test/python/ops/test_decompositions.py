@@ -62,8 +62,8 @@ def test_what_stays_unsupported_names_the_users_op(fn, op) -> None:
 
 
 def test_a_builtin_passed_as_the_function_is_not_placed_in_deplo() -> None:
-    with pytest.raises(UnsupportedOpError, match="argsort.default.*no source location"):
-        deplo.compile(torch.argsort, [torch.randn(4)])
+    with pytest.raises(UnsupportedOpError, match="erfinv.default.*no source location"):
+        deplo.compile(torch.erfinv, [torch.randn(4)])
 
 
 @pytest.mark.parametrize("fn, shape", [

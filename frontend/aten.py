@@ -1003,6 +1003,106 @@ def _ranked(kind: str) -> Converter:
     return convert
 
 
+def _scattered(name: str) -> Converter:
+    """scatter (a value, or src: the last write to a place wins, as PyTorch's CPU loop),
+    scatter_add, and index_fill / index_copy / index_add (a 1-d index along dim: the same with
+    the index broadcast over the other dims). By matching, as the ranking above: a place p
+    along dim is hit by the index entries equal to p; P x J comparisons a row (places x
+    entries), refused beyond RANK_LIMIT^2."""
+
+    def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+        x, d, kind = im.value(node.args[0]), node.args[1], name
+        idx = im.value(node.args[2])
+        rank = max(_rank(x), 1)
+        src = node.args[3] if len(node.args) > 3 else _arg(node, 3, "value")
+        src = im.value(src, x.type)
+        if kind.startswith("scatter") and (how := node.kwargs.get("reduce")) is not None:
+            if how != "add":
+                raise FrontendError(f"unsupported '{node.target}' with reduce={how!r} (deplo "
+                                    f"takes 'add') {where_from(node)}")
+            kind = "scatter_add"
+        fill = not isinstance(node.args[3] if len(node.args) > 3 else node.kwargs.get("value"),
+                              torch.fx.Node)  # src: one number
+        if not _rank(x):
+            x = _reshape(im, x, [1])
+        d = _norm(d, rank)
+        if kind.startswith("index"):  # a 1-d index of dim's places: every slice alike
+            shape = list(x.type.get_shape())
+            shape[d] = idx.type.get_shape()[0] if _rank(idx) else 1
+            idx = _reshape(im, idx, [shape[d] if i == d else 1 for i in range(rank)])
+            idx = im.insert(T.ExpandOp(idx, _t(idx, shape)), "scatter")
+            if kind == "index_add" and (alpha := _arg(node, 4, "alpha", 1)) != 1:
+                src = _ew(im, "mul", src, im.value(alpha, src.type))
+        elif not _rank(idx):
+            idx = _reshape(im, idx, [1])
+        xshape = list(x.type.get_shape())
+        places, entries = xshape[d], idx.type.get_shape()[d]
+        if fill:
+            src = im.insert(T.ExpandOp(src, _t(idx, elt=x.type.element_type)), "scatter")
+        else:  # src beyond the index is not read
+            src = _cut_to(im, _reshape(im, src, [1] * rank) if not _rank(src) else src,
+                          list(idx.type.get_shape()))
+        # the places an index shorter than x (off dim) does not reach: entries that match none
+        shape = [entries if k == d else n for k, n in enumerate(xshape)]
+        idx, src = _pad_to(im, idx, shape, -1), _pad_to(im, src, shape, 0.0)
+        if places * entries > RANK_LIMIT ** 2:
+            raise FrontendError(
+                f"unsupported '{node.target}' of {entries} entries into {places} places (deplo "
+                f"matches each entry against each place, and takes at most {RANK_LIMIT}^2 "
+                f"pairs a row) {where_from(node)}")
+        last = rank - 1
+        idx, x0 = (im.insert(T.TransposeOp(v, d, last, _swapped(v, d, last)), "scatter")
+                   if d != last else v for v in (idx, x))
+        rows = list(idx.type.get_shape()[:-1])
+        i64 = mlir_element_type(torch.int64)
+        pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "scatter")
+               for m in (places, entries)]
+        hit = _cmp(im, "eq", _reshape(im, _as_dtype(im, idx, i64), [*rows, 1, entries]),
+                   _reshape(im, pos[0], [places, 1]))  # [.., p, j]
+        src = im.insert(T.TransposeOp(src, d, last, _swapped(src, d, last)), "scatter") \
+            if d != last else src
+        if kind in ("scatter_add", "index_add"):
+            part = _f32(im, _reshape(im, src, [*rows, 1, entries]))
+            added = _reduce(im, "sum", im.insert(T.WhereOp(
+                hit, part, _scalar(im, 0, part), _t(part, [*rows, places, entries])), kind),
+                [-1], False)
+            y = _as_dtype(im, _ew(im, "add", _f32(im, x0), added), x.type.element_type)
+        else:  # the last entry that writes a place wins
+            writer = _reduce(im, "amax", im.insert(T.WhereOp(
+                hit, _reshape(im, pos[1], [1, entries]), _scalar(im, -1, pos[1]),
+                TensorType(i64, [*rows, places, entries])), kind), [-1], False)
+            written = _cmp(im, "ge", writer, _scalar(im, 0, writer))
+            at = _ew(im, "maximum", writer, _scalar(im, 0, writer))
+            taken = im.insert(T.GatherOp(src, at, last, _t(src, at.type.get_shape())), kind)
+            y = im.insert(T.WhereOp(written, taken, x0, x0.type), kind)
+        if d != last:
+            y = im.insert(T.TransposeOp(y, d, last, _swapped(y, d, last)), kind)
+        return _reshape(im, y, rt.get_shape())
+
+    return convert
+
+
+def _cut_to(im: Importer, v: SSAValue, shape: list[int]) -> SSAValue:
+    """v's leading block of `shape` (no larger than v's, dim by dim)."""
+    for k, n in enumerate(shape):
+        if v.type.get_shape()[k] > n:
+            cut = list(v.type.get_shape())
+            cut[k] = n
+            v = im.insert(T.SliceOp(v, k, 0, n, 1, _t(v, cut)), "cut")
+    return v
+
+
+def _pad_to(im: Importer, v: SSAValue, shape: list[int], value: float) -> SSAValue:
+    """v extended to `shape` (no smaller than v's, dim by dim) with `value` after it."""
+    for k, n in enumerate(shape):
+        have = list(v.type.get_shape())
+        if have[k] < n:
+            fill = im.insert(T.FullOp(value, _t(v, [*have[:k], n - have[k], *have[k + 1:]])),
+                             "pad")
+            v = im.insert(T.CatOp([v, fill], k, _t(v, [*have[:k], n, *have[k + 1:]])), "pad")
+    return v
+
+
 def _swapped(x: SSAValue, a: int, b: int) -> TensorType:
     shape = list(x.type.get_shape())
     shape[a], shape[b] = shape[b], shape[a]
@@ -1585,6 +1685,14 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.sort.stable: _ranked("sort.stable"),
     aten.argsort.default: _ranked("argsort"),
     aten.argsort.stable: _ranked("argsort.stable"),
+    aten.scatter.value: _scattered("scatter_value"),
+    aten.scatter.src: _scattered("scatter_src"),
+    aten.scatter.reduce: _scattered("scatter_src"),
+    aten.scatter.value_reduce: _scattered("scatter_value"),
+    aten.scatter_add.default: _scattered("scatter_add"),
+    aten.index_fill.int_Scalar: _scattered("index_fill"),
+    aten.index_copy.default: _scattered("index_copy"),
+    aten.index_add.default: _scattered("index_add"),
     aten.conv_transpose1d.default: _conv_transpose,
     aten.conv_transpose2d.input: _conv_transpose,
     aten.conv_transpose3d.input: _conv_transpose,

@@ -158,6 +158,9 @@ def hf_config(source: ModelSource, num_layers: int | None = None):
             if isinstance(value, list):
                 setattr(config, key, value[:num_layers])
     config._attn_implementation = "sdpa"
+    # a mixture of experts' dispatch: each token's k experts' weights gathered and batched
+    # (static shapes), not grouped by expert (histc and data-dependent group sizes)
+    config._experts_implementation = "batched_mm"
     return config
 
 

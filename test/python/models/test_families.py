@@ -33,11 +33,24 @@ def _configs() -> dict:
         "gpt_neox": T.GPTNeoXConfig(**{k: v for k, v in DECODER.items() if "key_value" not in k}),
         "opt": T.OPTConfig(hidden_size=64, ffn_dim=112, num_hidden_layers=2, num_attention_heads=4,
                            word_embed_proj_dim=64),
+        # mixtures of experts: top-k routers (ranked), each token's experts batched
+        "mixtral": T.MixtralConfig(**DECODER, num_local_experts=4, num_experts_per_tok=2),
+        "qwen2_moe": T.Qwen2MoeConfig(**DECODER, num_experts=4, num_experts_per_tok=2,
+                                      moe_intermediate_size=32, shared_expert_intermediate_size=64),
+        # group-limited routing (a scatter of the chosen groups), latent attention (MLA)
+        "deepseek_v3": T.DeepseekV3Config(
+            **{**DECODER, "num_key_value_heads": 4}, moe_intermediate_size=32, n_routed_experts=8, n_shared_experts=1,
+            num_experts_per_tok=2, n_group=2, topk_group=1, first_k_dense_replace=0,
+            q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
+            v_head_dim=16),
+        "gpt_oss": T.GptOssConfig(**{**DECODER, "intermediate_size": 64}, head_dim=16,
+                                  num_local_experts=4, num_experts_per_tok=2,
+                                  layer_types=["full_attention"] * 2),  # attention sinks
     }
 
 
 FAMILIES = ["mistral", "qwen3", "gemma", "gemma2", "phi3", "stablelm", "olmo", "gpt2", "gpt_neox",
-            "opt"]
+            "opt", "mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss"]
 
 
 @pytest.fixture(scope="module")

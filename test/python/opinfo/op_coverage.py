@@ -174,6 +174,13 @@ COVERAGE: list[Entry] = [
     Entry("sort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("argsort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("msort", "sort along dim 0", refusals=RANK_LIMIT, tie_dim=lambda s: 0),
+    Entry("scatter", "matched: a place is hit by the index entries equal to it; the last write "
+                     "wins (reduce='add': scatter_add)",
+          refusals={"reduce='multiply'": "reduce='multiply' (a product of the writes)"}),
+    Entry("scatter_add", "matched: a place is hit by the index entries equal to it; their sum added (f32)"),
+    Entry("index_fill", "matched: a place is hit by the index entries equal to it, every slice alike"),
+    Entry("index_copy", "matched: a place is hit by the index entries equal to it, every slice alike; the last write wins"),
+    Entry("index_add", "matched: a place is hit by the index entries equal to it, every slice alike; their sum added (f32)"),
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
           " statistics, running ones not updated)"),
     Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
@@ -463,7 +470,10 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - `sort`, `argsort`, `topk` over more than 4096 elements a row: Tensor IR moves data by affine
   maps and gathers and has no scatter or sorting network, so these rank by counting, at n^2
   comparisons a row (10^9 for a top-k over a vocabulary). Beyond the limit they are refused,
-  naming the op and the size.
+  naming the op and the size. Scatters match each place against each index entry the same
+  way, up to 4096^2 pairs a row.
+- `scatter_reduce`, `index_reduce`, `index_put`, `masked_scatter`, `scatter(reduce='multiply')`:
+  not yet (each would be one more reduction over the matched entries).
 - `max_pool*d(return_indices=True)`: the indices output is not computed (refused).
 - Training-mode dropout (random), `embedding(max_norm=...)` (renormalizes the weight in place),
   in-place and `out=` variants: values are immutable here (refused).

@@ -1,0 +1,67 @@
+"""scatter, scatter_add and index_fill / index_copy / index_add convert by matching places
+against index entries (frontend/aten.py `_scattered`): against PyTorch at every level and on
+the CPU runtime, repeated indices (the last write wins; sums), an index shorter than the input
+off its dim, integers, bf16 (summed in f32), a dim other than the last."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import deplo
+from deplo.frontend.errors import FrontendError
+from deplo.runtime.cpu import cpu_runtime_available
+
+T = torch.tensor
+CASES = {
+    "scatter_value": (lambda x: torch.zeros_like(x).scatter(1, T([[0, 2], [1, 1], [3, 0]]), 1.5)
+                      + x, [(3, 4)]),
+    "scatter_value_dim0_short_index": (lambda x: x.scatter(0, T([[0, 2, 1]]), -2.0), [(3, 4)]),
+    "scatter_src_repeated": (lambda x, s: x.scatter(1, T([[0, 2, 0], [1, 1, 3]]), s),
+                             [(2, 4), (2, 5)]),
+    "scatter_reduce_add": (lambda x, s: x.scatter(0, T([[1, 0], [1, 1]]), s, reduce="add"),
+                           [(3, 2), (2, 2)]),
+    "scatter_add": (lambda x, s: x.scatter_add(0, T([[0, 1], [2, 0], [0, 0]]), s),
+                    [(3, 2), (3, 2)]),
+    "index_fill": (lambda x: x.index_fill(1, T([0, 3]), 7.0), [(2, 5, 3)]),
+    "index_copy": (lambda x, s: x.index_copy(0, T([4, 1]), s), [(5, 3), (2, 3)]),
+    "index_add_alpha": (lambda x, s: x.index_add(1, T([0, 2, 0]), s, alpha=2.0), [(2, 4), (2, 3)]),
+}
+TARGETS = [("interp", "torch"), ("interp", "tensor"), ("interp", "loop"), ("cpu", None)]
+
+
+def _check(fn, xs, target, level, tol) -> None:
+    ref = fn(*xs)
+    compiled = deplo.compile(fn, xs)
+    out = compiled.run(list(xs) + list(compiled.program.params), target=target, level=level)[0]
+    np.testing.assert_allclose(np.asarray(out, dtype=np.float64), ref.double().numpy(), atol=tol,
+                               rtol=tol)
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("target, level", TARGETS, ids=[t[1] or t[0] for t in TARGETS])
+@pytest.mark.parametrize("name", CASES)
+def test_scatters_match_pytorch(name: str, target: str, level: str | None) -> None:
+    if target == "cpu" and not cpu_runtime_available():
+        pytest.skip("no CPU runtime")
+    fn, shapes = CASES[name]
+    torch.manual_seed(0)
+    _check(fn, [torch.randn(s) for s in shapes], target, level, 1e-6)
+
+
+def test_integer_and_bf16_scatters() -> None:
+    _check(lambda x: x.scatter_add(0, T([0, 0, 2]), T([5, 6, 7])), [torch.randint(0, 9, (4,))],
+           "interp", "loop", 0)
+    _check(lambda x, s: x.index_add(0, T([1, 1, 0]), s),
+           [torch.randn(2, 6).bfloat16(), torch.randn(3, 6).bfloat16()], "interp", "loop", 1e-2)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda x: x.scatter(0, T([[1, 0]]), 2.0, reduce="multiply"), "reduce='multiply'"),
+    (lambda x: x.index_add(0, torch.zeros(5000, dtype=torch.long), torch.ones(5000, 1)),
+     r"of 5000 entries into 5000 places .*at most 4096\^2 pairs a row\) at "),
+])
+def test_what_is_refused_says_why(fn, match) -> None:
+    with pytest.raises(FrontendError, match=match):
+        deplo.compile(fn, [torch.randn(5000, 1) if "5000" in match else torch.randn(2, 3)])

@@ -20,16 +20,16 @@ import torch
 
 def decompose_unsupported(ep: torch.export.ExportedProgram, converted, refused
                           ) -> torch.export.ExportedProgram:
-    """`ep` with every op outside `converted` (and not refused on purpose: `refused(op)` says
-    why) that PyTorch can decompose replaced by its decomposition."""
+    """`ep` with every op outside `converted` (and not `refused` on purpose) that PyTorch can
+    decompose replaced by its decomposition."""
     from torch._decomp import decomposition_table
 
     table = torch.export.default_decompositions()
     for op in list(table.keys()):
-        if op in converted or refused(op):
+        if op in converted or op in refused:
             del table[op]
     for op, fn in decomposition_table.items():
-        if isinstance(op, torch._ops.OpOverload) and op not in converted and not refused(op) \
+        if isinstance(op, torch._ops.OpOverload) and op not in converted and op not in refused \
                 and op not in table and op.namespace == "aten":
             table[op] = fn
     return ep.run_decompositions(table)

@@ -29,6 +29,7 @@ from deplo import origin
 from deplo.frontend import expr as expr_module
 from deplo.frontend.aten import (
     ATEN_CONVERTERS,
+    REFUSED,
     Importer,
     refusal,
     result_type,
@@ -287,7 +288,7 @@ def import_module(
     try:
         imported = import_exported(ep, input_names, buffers)
     except UnsupportedOpError as first:  # PyTorch's decompositions of what has no converter
-        if refusal(first.op):
+        if first.op in REFUSED:  # (a random op may decompose: dropout2d in eval mode)
             raise
         ops = {n.target for n in ep.graph_module.graph.nodes if n.op == "call_function"}
         try:
@@ -334,7 +335,7 @@ def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgra
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (torch's own deprecations, printed to the user)
-            return decompose_unsupported(ep, ATEN_CONVERTERS, refusal)
+            return decompose_unsupported(ep, ATEN_CONVERTERS, REFUSED)
     except Exception as e:  # noqa: BLE001 - torch's tracing may raise anything
         raise FrontendError(f"decomposing ops deplo has no converter for failed: "
                             f"{type(e).__name__}: {str(e).splitlines()[0]}") from None

@@ -244,3 +244,13 @@ def test_random_ops_are_refused_not_frozen(fn, op) -> None:
     """A random op's value differs per call: compiled, it would be one draw made at import."""
     with pytest.raises(UnsupportedOpError, match=rf"'{op}' \(a random op; .*as an input\)"):
         deplo.compile(fn, [torch.randn(3, 5)])
+
+
+@pytest.mark.parametrize("fn", [lambda x: F.dropout2d(x, 0.5, training=False),
+                                lambda x: F.alpha_dropout(x, 0.5, training=False),
+                                lambda x: F.feature_alpha_dropout(x, 0.3, False)])
+def test_random_ops_that_draw_nothing_in_eval_mode_still_decompose(fn) -> None:
+    """Their ops carry PyTorch's random tag; outside training their decompositions draw nothing."""
+    x = torch.randn(2, 3, 4, 5)
+    out = deplo.compile(fn, [x]).run([x], target="interp", level="loop")[0]
+    np.testing.assert_array_equal(out, x.numpy())

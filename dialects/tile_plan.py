@@ -74,6 +74,7 @@ class Knob:
     type: type | tuple[str, ...]
     doc: str
     default: Value | None = None
+    least: int = 1  # an int knob's smallest value (0 where 0 means "off")
 
     def convert(self, value: object) -> Value:
         """A value of this knob's type from a JSON / option value; ValueError if it is not one."""
@@ -84,6 +85,8 @@ class Knob:
                 return value == "true"
         elif self.type is int:
             if isinstance(value, int) and not isinstance(value, bool):
+                if value < self.least:
+                    raise ValueError(f"expected an integer >= {self.least}, got {value}")
                 return value
         elif isinstance(value, str) and value in self.type:
             return value
@@ -111,7 +114,8 @@ KNOBS: dict[str, Knob] = {
                                  "contiguous"),
         Knob("threads_m", int, "threads per block along the rows (thread.y)"),
         Knob("threads_n", int, "threads per block along the columns (thread.x)"),
-        Knob("k_chunk", int, "K walked in chunks of this many elements (0: not chunked)"),
+        Knob("k_chunk", int, "K walked in chunks of this many elements (0: not chunked)",
+             least=0),
         Knob("stage", bool, "each K chunk's input tiles copied to shared memory"),
         Knob("transpose", bool, "staged [rows][k] slabs stored [k][rows] (SIMT): a thread's "
                                 "register-tile rows and columns read as 128-bit vectors, "
@@ -119,19 +123,21 @@ KNOBS: dict[str, Knob] = {
         Knob("stage_inputs", ("none", "reused", "crossed", "all"),
              "input slabs copied to shared memory: those read twice or more; those read across "
              "their rows (a transpose), then those read twice or more; or all"),
-        Knob("pad", int, "elements added to each row of 2-D shared buffers (bank conflicts)"),
+        Knob("pad", int, "elements added to each row of 2-D shared buffers (bank conflicts)",
+             least=0),
         Knob("buffers", int, "shared buffers per staged input, taken in turn (n > 1: with "
                              "cp_async the next n - 1 chunks are copied while this one is read)"),
         Knob("copy", ("sync", "cp_async"), "how stages copy: loads and stores, or cp.async"),
-        Knob("grid_dims", int, "outer free loops mapped to block.x/y/z (at most 3)"),
+        Knob("grid_dims", int, "outer free loops mapped to block.x/y/z (at most 3)", least=0),
         Knob("leave_innermost", bool, "the innermost of 2+ outer loops is left for the threads "
                                       "when nothing inside it could be"),
         Knob("chunk", int, "the innermost outer loop split into blocks of this many elements "
-                           "on block.x, its threads striding through each (0: not split)"),
+                           "on block.x, its threads striding through each (0: not split)",
+             least=0),
         Knob("tile_rows", int, "pointwise: the loop before the innermost split into blocks of "
                                "this many on block.y, each thread walking them (a 2-D output "
                                "tile, whose reads across rows stage_inputs=crossed stages; 0: "
-                               "not split)", default=0),
+                               "not split)", default=0, least=0),
         Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
                              "threads a row (also 1 to 16 lanes)"),
         Knob("vector", int, "row_reduce: neighbouring elements of the row a thread takes at "
@@ -140,12 +146,12 @@ KNOBS: dict[str, Knob] = {
              default=1),
         Knob("rows", int, "attention: query rows a block (thread.y)"),
         Knob("stage_keys", int, "attention rows: keys a step whose K and V tiles the block "
-                                "copies to shared memory (0: read where they are)"),
+                                "copies to shared memory (0: read where they are)", least=0),
         Knob("lane_keys", int, "attention rows: 0, a row's threads split its head dim; n > 0, "
                                "each owns n keys a step (q . k over its part of the head dim, "
                                "head_parts; partial sums added across the lanes once, at the "
                                "end)",
-             default=0),
+             default=0, least=0),
         Knob("head_parts", int, "attention rows with lane_keys: the head dim in this many "
                                 "parts, each a lane's (the lanes of a key add their q . k)",
              default=1),
@@ -163,7 +169,7 @@ KNOBS: dict[str, Knob] = {
                                 "combines them (split-KV)",
              default=1),
         Knob("unroll", int, "innermost loops of at most this many iterations are unrolled "
-                            "(0: none)"),
+                            "(0: none)", least=0),
     )
 }
 """Every knob of every class, defined once; a class lists the ones it has."""
@@ -774,7 +780,10 @@ class MatmulClass(KernelClass):
         kc, kk = knobs["k_chunk"], reduce_length(facts, knobs)
         step = 16 if knobs["mma"] else 1
         if kc and (kc < 1 or kc % step or kc >= kk):
-            bad.append(("k_chunk", f"{kc}: expected 0 or a multiple of {step} below K = {kk}"))
+            walk = f"K = {kk}" if knobs["splits"] == 1 else \
+                f"the {kk} of K = {facts['k']} a block walks in {knobs['splits']} splits"
+            bad.append(("k_chunk", f"{kc}: expected 0 or {'a multiple of 16 ' * (step > 1)}"
+                                   f"below {walk}"))
         if not knobs["stage"]:
             for name, none in (("pad", 0), ("buffers", 1)):
                 if knobs[name] != none:

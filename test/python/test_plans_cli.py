@@ -68,6 +68,9 @@ def test_written_plans_reproduce_the_cu_and_a_changed_knob_changes_it(program, t
          ["knob k_chunk", "shared memory"]),
         ({"wobble": 1}, ["knob wobble", "unknown knob"]),
         ({"k_chunk": "32"}, ["knob k_chunk", "expected an integer"]),
+        ({"threads_m": 0}, ["knob threads_m", "expected an integer >= 1, got 0"]),  # (was a
+        ({"splits": 0}, ["knob splits", ">= 1"]),  # ZeroDivisionError in the heuristic)
+        ({"splits": 3, "k_chunk": 100}, ["knob k_chunk", "the 100 of K = 300 a block walks"]),
     ],
 )
 def test_an_illegal_plan_is_one_line_naming_the_kernel_and_the_knob(knobs, needles, tmp_path):

@@ -25,7 +25,7 @@
 // OPT:                   tile.for %{{.*}} = 0 to 96 step 8 bind(serial)
 // OPT-NEXT:                tile.for %{{.*}} = 0 to 8 bind(serial)
 // An illegal option names the pass, the option, the kernel and the knob.
-// ERR: deplo-opt: error: tile-chunk-reduce{k-chunk=96}: kernel @matmul: knob k_chunk: 96: expected 0 or a multiple of 1 below K = 96
+// ERR: deplo-opt: error: tile-chunk-reduce{k-chunk=96}: kernel @matmul: knob k_chunk: 96: expected 0 or below K = 96
 // ERR-NOT: error
 
 builtin.module {

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -177,10 +178,12 @@ class Compiled:
         among the heuristic's shortlist for each big matmul it leaves to the heuristic."""
         if not self._plan_file:
             chosen = None
+            heuristic = self._plan(self.schedule) if self.rank or self.verbose else None
+            if self.verbose and self.schedule:
+                _say_tuned(heuristic, self.schedule)
             if self.rank:
                 from deplo.tuning.ranked import ranked_schedule
 
-                heuristic = self._plan(self.schedule)
                 chosen = ranked_schedule(heuristic, self.schedule, self.gpu_model, self.verbose)
                 if chosen is None:  # nothing chosen: the heuristic's plans stand
                     self._levels.setdefault("planned", heuristic)
@@ -255,6 +258,18 @@ class Compiled:
                 for op in self.program.module.walk() for v in op.results}
         low = next((t for t in ("f16", "bf16") if t in used), None)
         return [low or str(t.element_type) for t in main.function_type.outputs.data]
+
+
+def _say_tuned(planned: ModuleOp, schedule: str) -> None:
+    """-v: each kernel that takes its plan from a tuning store (the plan file's fallback)."""
+    from deplo.analysis.nest import tile_kernels
+    from deplo.passes.tile.plan import read_plans
+
+    _, pins = read_plans(schedule)
+    for k in tile_kernels(planned):
+        if (pin := pins.get(k.structural_key or "")) is not None and not pin.required:
+            print(f"deplo: tuned plan of {k.sym_name.data} [{k.structural_key}] (the tuning "
+                  "store's)", file=sys.stderr)
 
 
 def compile(program, example_inputs: Sequence[torch.Tensor] | None = None, *, verbose: int = 0,

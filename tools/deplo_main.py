@@ -242,10 +242,10 @@ def _compile(args, runnable: bool, tuned: bool = True):
 
     if (args.expr is None) == (args.model is None):
         raise FrontendError("give either MODEL or -c EXPR")
-    schedule, strict = tuned_schedule(args.db, args.schedule, args.verbose) if tuned else (None, True)
+    schedule = tuned_schedule(args.db, args.schedule, args.verbose) if tuned else None
 
     def make(program) -> Compiled:
-        return Compiled(program, args.verbose, schedule, strict, rank=tuned and args.rank,
+        return Compiled(program, args.verbose, schedule, rank=tuned and args.rank,
                         gpu_model=getattr(args, "gpu_model", None),
                         launch_fusion=args.launch_fusion)
 
@@ -342,7 +342,7 @@ def cmd_bench(args) -> int:
         read_plans(args.schedule)  # a file that cannot be used fails here, not in every case
     from deplo.tools.tune_cmd import tuned_schedule
 
-    schedule, _ = tuned_schedule(args.db, args.schedule)
+    schedule = tuned_schedule(args.db, args.schedule)
     report = run_bench(cases, arch=args.arch, gpu=False if args.no_gpu else None, rank=args.rank,
                        launch_fusion=args.launch_fusion,
                        warmup=args.warmup, iters=args.iters, seed=args.seed or 0,

@@ -120,7 +120,7 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
     program = import_module(gm, list(example_inputs), names)
     target = best_target()
-    compiled = Compiled(program, 0, *tuned_schedule(None, None))  # the default store's plans
+    compiled = Compiled(program, 0, tuned_schedule(None, None))  # the default store's plans
     exe = compiled.executable(target, level="loop" if target == "interp" else None)
     weights = list(program.params)
     main = next(f for f in program.module.ops if getattr(f, "sym_name", None)

@@ -304,9 +304,9 @@ def cmd_generate(args, target: str) -> int:
     else:
         prompt = args.prompt_ids
     dtype = args.dtype or (stored_dtype(resolve_model(args.model)) if target == "gpu" else "fp32")
-    schedule, strict = tuned_schedule(args.db, None, args.verbose)
+    schedule = tuned_schedule(args.db, None, args.verbose)
     out = generate(args.model, prompt, args.max_new_tokens, target=target, dtype=dtype,
-                   seed=args.seed or 0, verbose=args.verbose, schedule=schedule, strict=strict,
+                   seed=args.seed or 0, verbose=args.verbose, schedule=schedule,
                    rank=args.rank,
                    stop_at_eos=not args.ignore_eos)
     print("ids: " + ", ".join(map(str, out.prompt)) + " | " + ", ".join(map(str, out.new)))

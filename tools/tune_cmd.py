@@ -66,32 +66,29 @@ def _missing(path: Path):
     return StoreError(f"{path}: no such tuning store (`deplo tune --db {path}` makes one)")
 
 
-def tuned_schedule(db: str | None, user: str | None, verbose: int = 0) -> tuple[str | None, bool]:
-    """(plan file text, strict): the store's best plans under the user's --schedule (theirs win);
-    strict only when the user's file alone is used. The default store is read only if it exists."""
+def tuned_schedule(db: str | None, user: str | None, verbose: int = 0) -> str | None:
+    """The plan file text: the user's --schedule, with the store's best plans as its
+    fallback (the user's pins win, and must each match a kernel; the store's need not). The
+    default store is read only if it exists."""
     path = store_path(db)
     if not path.exists():
         if db is None:
-            return user, True
+            return user
         raise _missing(path)
+    from deplo.passes.tile.plan import Pin, pins_json, read_plans
     from deplo.tuning.store import TuningStore
-    from deplo.tuning.tune import ARCH, stored_schedule
+    from deplo.tuning.tune import stored_schedule
 
     with TuningStore(path) as store:
-        plans = stored_schedule(store)
-        if not plans["kernels"]:
-            return user, True
-        for key, p in plans["kernels"].items() if verbose else ():
-            e = store.best(key, ARCH)
-            print(f"deplo: tuned plan of {p['name']} [{key}] from {path}: {e.evaluator} "
-                  f"{e.time_us:.2f} us", file=sys.stderr)
-    if user:
-        from deplo.passes.tile.plan import read_plans
-
-        _, pinned = read_plans(user)
-        for key, pin in pinned.items():
-            plans["kernels"][key] = {"name": pin.name, "kind": pin.kind, "knobs": pin.knobs}
-    return json.dumps(plans), False
+        plans = stored_schedule(store)["kernels"]
+    if not plans:
+        return user
+    if verbose:
+        print(f"deplo: {len(plans)} tuned plan(s) in {path}", file=sys.stderr)
+    where, pins = read_plans(user) if user else ("schedule", {})
+    store_pins = {key: Pin(p["name"], p["kind"], p["knobs"], required=False)
+                  for key, p in plans.items()}
+    return json.dumps(pins_json(store_pins | pins, where))
 
 
 def cmd_tune(args, compile_program) -> int:
@@ -99,6 +96,10 @@ def cmd_tune(args, compile_program) -> int:
     from deplo.tuning.tune import Evaluator, program_check, report_rows, tune
 
     path = store_path(args.db)
+    if args.db and not path.parent.is_dir():  # (the default store's directory is made)
+        from deplo.tools.errors import UsageError
+
+        raise UsageError(f"--db {args.db}: no directory {path.parent} (create it first)")
     if args.plot and not args.report:
         from deplo.tools.errors import UsageError
 

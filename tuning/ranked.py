@@ -28,7 +28,7 @@ from deplo.dialects.tile_plan import PlanError
 from deplo.passes.tile import planner
 from deplo.runtime.cache import cache_dir, content_key, write_atomic
 from deplo.tuning.search import plan_id
-from deplo.tuning.tune import Task, pins, plan_dict, predict_us, split_plan, tasks_of
+from deplo.tuning.tune import Task, plan_dict, predict_us, split_plan, tasks_of
 
 RANKED_MACS = 1 << 24  # 32 x 256 x 2048: TinyLlama's k_proj at 32 tokens
 MARGIN = 0.98  # another plan replaces the heuristic's when it is predicted 2% faster
@@ -116,10 +116,10 @@ def ranked_schedule(planned: ModuleOp, schedule: str | None, gpu_model: str | No
     kernel they leave to the heuristic (`planned`: the program after tile-plan with them); None
     when the model changes nothing. `gpu_model`: h100, h200, else the GPU's (`model_for`)."""
     from deplo.hardware import model_for
-    from deplo.passes.tile.plan import read_plans
+    from deplo.passes.tile.plan import Pin, pins_json, read_plans
     from deplo.runtime.gpu import gpu_probe
 
-    pinned = read_plans(schedule)[1] if schedule else {}
+    where, pinned = read_plans(schedule) if schedule else ("schedule", {})
     todo = [t for t in tasks_of(planned) if t.key not in pinned and eligible(t)]
     if not todo or not nvrtc_works():
         return None
@@ -141,7 +141,5 @@ def ranked_schedule(planned: ModuleOp, schedule: str | None, gpu_model: str | No
                       file=sys.stderr)
     if not chosen:
         return None
-    plans = pins(chosen)
-    for key, pin in pinned.items():
-        plans["kernels"][key] = {"name": pin.name, "kind": pin.kind, "knobs": pin.knobs}
-    return json.dumps(plans)
+    plans = {key: Pin(name, *split_plan(plan)) for key, (name, plan) in chosen.items()}
+    return json.dumps(pins_json(plans | pinned, where))

@@ -17,7 +17,9 @@ object:
 
 Knobs left out are the heuristic's (made around the pinned ones). Kernels the file does not name
 keep the heuristic's plan (option `kind`: of that kind where they can take it); a key that matches no kernel, an unknown field, class or knob, or an
-illegal value is a one-line error naming the kernel and the knob. Kernels that already have a
+illegal value is a one-line error naming the kernel and the knob. Plans under "fallback" (a
+tuning store's, which `deplo run` puts under the user's file, named by "source") are used for
+the kernels they match and need not match any. Kernels that already have a
 plan keep it unless the file pins another, which is an error once a step of theirs is done.
 """
 
@@ -48,6 +50,7 @@ class Pin:
     name: str
     kind: str
     knobs: dict
+    required: bool = True  # False: a "fallback" plan, used only if the program has its kernel
 
 
 def read_plans(source: str) -> tuple[str, dict[str, Pin]]:
@@ -66,23 +69,39 @@ def read_plans(source: str) -> tuple[str, dict[str, Pin]]:
         raise PlanFileError(f"{where}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise PlanFileError(f"{where}: expected an object with \"format\": \"{FORMAT}\"")
-    if extra := set(data) - {"format", "kernels"}:
+    if extra := set(data) - {"format", "kernels", "fallback", "source"}:
         raise PlanFileError(f"{where}: unknown field '{sorted(extra)[0]}'")
-    kernels = data.get("kernels", {})
-    if not isinstance(kernels, dict):
-        raise PlanFileError(f"{where}: expected \"kernels\" to map keys to plans")
+    where = str(data.get("source", where))
     pins = {}
-    for key, entry in kernels.items():
-        what = f"{where}: kernel {key}"
-        if not isinstance(entry, dict):
-            raise PlanFileError(f"{what}: expected an object")
-        if extra := set(entry) - {"name", "kind", "knobs"}:
-            raise PlanFileError(f"{what}: unknown field '{sorted(extra)[0]}'")
-        knobs = entry.get("knobs", {})
-        if not isinstance(knobs, dict) or not isinstance(entry.get("kind", ""), str):
-            raise PlanFileError(f"{what}: expected \"kind\" a string and \"knobs\" an object")
-        pins[key] = Pin(str(entry.get("name", "")), entry.get("kind", ""), knobs)
+    for field in ("fallback", "kernels"):  # (a kernel's own plan over its fallback)
+        kernels = data.get(field, {})
+        if not isinstance(kernels, dict):
+            raise PlanFileError(f"{where}: expected \"{field}\" to map keys to plans")
+        for key, entry in kernels.items():
+            what = f"{where}: kernel {key}"
+            if not isinstance(entry, dict):
+                raise PlanFileError(f"{what}: expected an object")
+            if extra := set(entry) - {"name", "kind", "knobs"}:
+                raise PlanFileError(f"{what}: unknown field '{sorted(extra)[0]}'")
+            knobs = entry.get("knobs", {})
+            if not isinstance(knobs, dict) or not isinstance(entry.get("kind", ""), str):
+                raise PlanFileError(f"{what}: expected \"kind\" a string and \"knobs\" an "
+                                    "object")
+            pins[key] = Pin(str(entry.get("name", "")), entry.get("kind", ""), knobs,
+                            field == "kernels")
     return where, pins
+
+
+def pins_json(pins: dict[str, Pin], where: str = "schedule") -> dict:
+    """A plan file of `pins` (read_plans' inverse): required ones under "kernels", the rest
+    under "fallback", and the file they came from as "source"."""
+    doc: dict = {"format": FORMAT, "kernels": {}, "fallback": {}}
+    if where != "schedule":
+        doc["source"] = where
+    for key, p in pins.items():
+        doc["kernels" if p.required else "fallback"][key] = \
+            {"name": p.name, "kind": p.kind, "knobs": p.knobs}
+    return doc
 
 
 def plans_json(module: ModuleOp) -> dict:
@@ -133,6 +152,7 @@ class TilePlanPass(ModulePass):
                 raise PlanFileError(f"{where}: kernel @{kernel.sym_name.data}: its plan is "
                                     f"already carried out ({', '.join(kernel.done_steps)})")
             kernel.set_plan(plan, key)
-        if self.strict is not False and (unused := [k for k in pins if k not in used]):
+        if self.strict is not False and (unused := [k for k, p in pins.items()
+                                                    if k not in used and p.required]):
             raise PlanFileError(f"{where}: kernel {unused[0]} ({pins[unused[0]].name or '?'}) "
                                 "matches no kernel of this program")

@@ -45,6 +45,13 @@ def test_tune_stores_resumes_and_is_used(tmp_path) -> None:
     out = run("deplo", "run", "-c", MM, "--db", db, "--check", "-v")
     assert out.returncode == 0 and "PASS" in out.stdout, out.stderr
     assert f"tuned plan of matmul [{key}]" in out.stderr
+    other = run("deplo", "run", "-c", "torch.randn(7,3).sum(-1)", "--db", db, "-v")
+    assert other.returncode == 0 and "tuned plan of" not in other.stderr, other.stderr  # not
+    stray = tmp_path / "stray.json"  # its kernel; and the user's plan file stays strict
+    stray.write_text(json.dumps({"format": "deplo-plans/1", "kernels": {
+        "deadbeefdeadbeef": {"name": "matmul", "kind": "matmul", "knobs": {}}}}))
+    assert_clean_error(run("deplo", "run", "-c", MM, "--db", db, "--schedule", str(stray)),
+                       f"{stray}: kernel deadbeefdeadbeef (matmul) matches no kernel")
     plans = tmp_path / "p.json"
     c = run("deplo", "compile", "-c", MM, "--db", db, "--ir", "tile", "--schedule-out", str(plans))
     assert c.returncode == 0, c.stderr
@@ -144,6 +151,10 @@ def test_bad_store_is_one_line(tmp_path) -> None:
     bad.write_text("not a database\n" * 10)
     assert_clean_error(run("deplo", "tune", "--report", "--db", str(bad)), str(bad))
     assert_clean_error(run("deplo", "compile", "-c", MM, "--db", str(bad)), str(bad))
+    nowhere = tmp_path / "missing" / "t.sqlite"  # a mistyped directory is not made
+    assert_clean_error(run("deplo", "tune", "-c", MM, "--budget", "1", "--db", str(nowhere)),
+                       f"no directory {nowhere.parent} (create it first)")
+    assert not nowhere.parent.exists()
 
 
 def test_time_limit_and_bad_time(tmp_path) -> None:

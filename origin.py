@@ -179,3 +179,12 @@ def text(module: Operation, debug_info: bool = False) -> str:
     out = StringIO()
     _WithoutOpOrigins(stream=out).print_op(module)
     return out.getvalue()
+
+
+def marked_op(e: Exception) -> str:
+    """The line of the op xDSL's verifier note marks (`^^^`), as `\n  at: ...`; "" if none.
+    The note itself is the whole module in generic form."""
+    lines = next(iter(getattr(e, "__notes__", [])), "").splitlines()
+    marked = [lines[i - 1].strip() for i in range(1, len(lines))
+              if re.fullmatch(r"\s*\^+-*\s*", lines[i])]
+    return f"\n  at: {marked[0]}" if marked else ""

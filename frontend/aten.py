@@ -1485,10 +1485,21 @@ def _ints(v, n: int) -> list[int]:
     return v * n if len(v) == 1 else v
 
 
+def _conv_operands(im: Importer, node: torch.fx.Node) -> tuple[SSAValue, SSAValue]:
+    """A conv's input and weight, of one element type as aten requires (export's meta kernels
+    do not check it)."""
+    x, w = im.value(node.args[0]), im.value(node.args[1])
+    if x.type.element_type != w.type.element_type:
+        raise FrontendError(f"'{node.target}' with an input of {x.type.element_type} and a "
+                            f"weight of {w.type.element_type} (PyTorch takes one type) "
+                            f"{where_from(node)}")
+    return x, w
+
+
 def _conv(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """conv1d/2d/3d (.default and .padding 'same'/'valid'): torch.conv on a batch (an unbatched
     input gets a unit batch dim)."""
-    x, w = im.value(node.args[0]), im.value(node.args[1])
+    x, w = _conv_operands(im, node)
     bias = _arg(node, 2, "bias")
     n = _rank(w) - 2
     stride, dil = _ints(_arg(node, 3, "stride", [1]), n), _ints(_arg(node, 5, "dilation", [1]), n)
@@ -1512,7 +1523,7 @@ def _conv_transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAVal
     negative pad crops), then a stride-1 conv with the kernel flipped and its in/out channels
     swapped per group. The zeros cost stride^N the work of a direct scatter; what it buys is
     the conv path every level already has."""
-    x, w = im.value(node.args[0]), im.value(node.args[1])
+    x, w = _conv_operands(im, node)
     bias = _arg(node, 2, "bias")
     n = _rank(w) - 2
     stride, pad = _ints(_arg(node, 3, "stride", [1]), n), _ints(_arg(node, 4, "padding", [0]), n)

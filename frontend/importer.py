@@ -24,6 +24,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from deplo import origin
 from deplo.frontend import expr as expr_module
@@ -180,7 +181,9 @@ def import_exported(
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     user = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
-    weights = [n for n in placeholders if specs[n.name].kind != InputKind.USER_INPUT]
+    # (a custom object, a torch.Generator, is no value of the program: what reads it is refused)
+    weights = [n for n in placeholders
+               if specs[n.name].kind not in (InputKind.USER_INPUT, InputKind.CUSTOM_OBJ)]
     names = list(input_names) if input_names else [n.name for n in user]
 
     _refuse_input_updates(ep, [n.name for n in user], names)
@@ -260,7 +263,11 @@ def import_exported(
     arg_types = [a.type for a in block.args]
     fn = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
     module = ModuleOp([fn])
-    module.verify()
+    try:
+        module.verify()
+    except VerifyException as e:  # a converter's gap: one line and the op, not the module
+        raise FrontendError(f"the imported program does not verify: {e}{origin.marked_op(e)}"
+                            ) from None
     return Imported(module, names, param_names, im.constants)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import itertools
-import re
 import typing
 from collections.abc import Callable
 
@@ -19,6 +18,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from xdsl.utils.target import Target
 
+from deplo import origin
 from deplo.lowering.legality import IR_LEVELS, ir_level  # noqa: F401 (the tools' one entry)
 
 
@@ -203,16 +203,7 @@ def verified(module, after: ModulePass | None) -> None:
         module.verify()
     except VerifyException as e:
         spec = f" after {after.pipeline_pass_spec()}" if after is not None else ""
-        raise PipelineError(f"the IR{spec} does not verify: {e}{marked_op(e)}") from None
-
-
-def marked_op(e: Exception) -> str:
-    """The line of the op xDSL's verifier note marks (`^^^`), as `\n  at: ...`; "" if none.
-    The note itself is the whole module in generic form."""
-    lines = next(iter(getattr(e, "__notes__", [])), "").splitlines()
-    marked = [lines[i - 1].strip() for i in range(1, len(lines))
-              if re.fullmatch(r"\s*\^+-*\s*", lines[i])]
-    return f"\n  at: {marked[0]}" if marked else ""
+        raise PipelineError(f"the IR{spec} does not verify: {e}{origin.marked_op(e)}") from None
 
 
 def parse_passes(spec: str) -> tuple[ModulePass, ...]:

@@ -10,7 +10,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from deplo.passes import pipeline
+from deplo import origin
 
 
 class UsageError(Exception):
@@ -59,7 +59,7 @@ def user_errors(tool: str, types: tuple[type[BaseException], ...] | None = None)
         from xdsl.utils.exceptions import VerifyException
 
         if isinstance(e, VerifyException):  # the op it is about, not the module xDSL prints
-            print(f"{tool}: error: {e}{pipeline.marked_op(e)}", file=sys.stderr)
+            print(f"{tool}: error: {e}{origin.marked_op(e)}", file=sys.stderr)
         else:
             print(f"{tool}: error: {e}", file=sys.stderr)
             for note in getattr(e, "__notes__", []):

@@ -239,6 +239,8 @@ def test_several_ops_without_a_converter_are_all_named() -> None:
     (lambda x: x * torch.rand_like(x), "aten.rand_like.default"),
     (lambda x: torch.bernoulli(x.sigmoid()), "aten.bernoulli.default"),  # (decomposes to rand)
     (lambda x: torch.multinomial(x.sigmoid(), 2), "aten.multinomial.default"),
+    (lambda x: x + torch.randn(3, 5, generator=torch.Generator().manual_seed(0)),
+     "aten.randn.generator"),  # (the generator: a custom object among export's inputs)
 ])
 def test_random_ops_are_refused_not_frozen(fn, op) -> None:
     """A random op's value differs per call: compiled, it would be one draw made at import."""

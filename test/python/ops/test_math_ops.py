@@ -288,3 +288,14 @@ def test_unsupported_overload_names_the_op() -> None:
 
     with pytest.raises(FrontendError, match="aten.cummax.default"):
         deplo.compile(lambda x: torch.cummax(x, 1)[0], [torch.randn(5, 7)])
+
+
+@pytest.mark.parametrize("conv", [torch.nn.Conv2d(3, 4, 3, bias=False),
+                                  torch.nn.ConvTranspose2d(3, 4, 3)])
+def test_a_conv_of_integers_and_float_weights_is_refused(conv) -> None:
+    """Export's meta kernels let it through (eager PyTorch raises); deplo names it."""
+    from deplo.frontend.errors import FrontendError
+
+    with pytest.raises(FrontendError, match=r"with an input of i64 and a weight of f32 "
+                                            r"\(PyTorch takes one type\) at "):
+        deplo.compile(conv, [torch.randint(0, 5, (1, 3, 5, 5))])

@@ -6,7 +6,8 @@
 Every `torch.randn(...)`/`torch.rand(...)`/`torch.randint(...)` call becomes an input of the program
 (its arguments give the shape and dtype of the example; a check draws integers in the example's
 range), and every `nn.X(...)` constructor call becomes a submodule
-built once, whose parameters become the program's weights. What remains is the body of
+built once, whose parameters become the program's weights (with its conversions:
+`nn.Linear(3, 4).to(torch.bfloat16)` is the bf16 module). What remains is the body of
 `forward`, so `torch.export` sees exactly the computation the user wrote.
 
 The expression language is Python's expression syntax restricted (`check_expression`) to what
@@ -158,9 +159,11 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
                 inputs.append(value)
                 input_names.append(name)
                 return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
-            if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-                mod = evaluate(node)
-                base = fn.__name__.lower()
+            made = isinstance(fn, type) and issubclass(fn, torch.nn.Module)
+            if made or (isinstance(getattr(fn, "__self__", None), torch.nn.Module)
+                        and getattr(fn, "__name__", "") in _MODULE_CONVERSIONS):
+                mod = evaluate(node)  # (nn.Linear(3, 4).to(torch.bfloat16): the converted one)
+                base = type(mod).__name__.lower()
                 name = base if base not in modules else f"{base}{len(modules)}"
                 modules[name] = mod
                 return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
@@ -180,6 +183,11 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
         raise FrontendError(f"cannot evaluate `{source.strip()}`: {type(e).__name__}: {e}") from None
     return CapturedExpr(module, tuple(inputs), input_names, source.strip())
+
+
+# methods of a module that return it converted: applied when the expression is captured
+_MODULE_CONVERSIONS = {"to", "half", "float", "double", "bfloat16", "eval", "train", "cpu",
+                       "requires_grad_"}
 
 
 def _fits(new: torch.Tensor, inputs: list[torch.Tensor], call: str) -> None:

@@ -112,7 +112,11 @@ SDPA_SCALE = ("F.scaled_dot_product_attention(torch.randn(1,2,8,16), torch.randn
               "torch.randn(1,2,8,16), scale=0.3)")  # torch's arg parser imports on a float
 
 
-@pytest.mark.parametrize("expr", [MM, RMS, SDPA_SCALE])
+CONVERTED = ("nn.Linear(6,4).to(torch.bfloat16)(torch.randn(2,6,dtype=torch.bfloat16))"
+             " + nn.Linear(6,4).double().bfloat16()(torch.randn(2,6,dtype=torch.bfloat16))")
+
+
+@pytest.mark.parametrize("expr", [MM, RMS, SDPA_SCALE, CONVERTED])
 def test_run_check_passes(expr: str) -> None:
     p = run("deplo", "run", "-c", expr, "--check", "--target", "cpu")
     assert p.returncode == 0, p.stdout + p.stderr

@@ -348,8 +348,6 @@ class KernelClass:
 
 def _common_violations(knobs: dict) -> list[tuple[str, str]]:
     bad = []
-    if knobs.get("unroll", 0) < 0:
-        bad.append(("unroll", f"expected a trip count >= 0, got {knobs['unroll']}"))
     stage = knobs.get("stage", knobs.get("stage_inputs", "none"))
     if knobs.get("copy") == "cp_async" and stage in (False, "none"):
         bad.append(("copy", "cp_async needs a stage (nothing is staged)"))
@@ -745,18 +743,16 @@ class MatmulClass(KernelClass):
                                    f"(K = {k} in {splits} slices)"))
             for name, n, unit in (("m", rows, 16), ("n", cols, 8)):
                 w, f = knobs[f"warps_{name}"], knobs[f"frags_{name}"]
-                if w < 1 or f < 1:
-                    bad.append((f"frags_{name}" if f < 1 else f"warps_{name}", "expected >= 1"))
-                elif w * f * unit > max(unit, _pow2_ceil(n)):
+                if w * f * unit > max(unit, _pow2_ceil(n)):
                     bad.append((f"frags_{name}", f"a block tile of {w * f * unit} for {n} "
                                                  f"{'rows' if name == 'm' else 'columns'}"))
             if knobs["warps_m"] * knobs["warps_n"] * WARP > MAX_BLOCK_THREADS:
                 bad.append(("warps_n", f"{knobs['warps_m']} x {knobs['warps_n']} warps: more "
                                        f"than {MAX_BLOCK_THREADS} threads"))
             if knobs["frags_m"] * knobs["frags_n"] * 4 * accs > MMA_ACCUMULATORS:
-                bad.append(("frags_n", f"{knobs['frags_m']} x {knobs['frags_n']} fragments of "
-                                       f"{accs} product(s): more than {MMA_ACCUMULATORS} fp32 "
-                                       "accumulators a lane"))
+                bad.append((max(("frags_n", "frags_m"), key=knobs.__getitem__),
+                            f"{knobs['frags_m']} x {knobs['frags_n']} fragments of {accs} "
+                            f"product(s): more than {MMA_ACCUMULATORS} fp32 accumulators a lane"))
         else:
             for name, n in (("reg_m", rows), ("reg_n", cols)):
                 if not 1 <= knobs[name] <= n:
@@ -768,9 +764,10 @@ class MatmulClass(KernelClass):
                     bad.append((name, f"expected 1 to {limit} threads, got {t}"))
             if tm * tn > MAX_BLOCK_THREADS:
                 bad.append(("threads_n", f"{tm} x {tn} threads: more than {MAX_BLOCK_THREADS}"))
-            if knobs["reg_m"] * knobs["reg_n"] * accs > 64:
-                bad.append(("reg_n", f"{knobs['reg_m']} x {knobs['reg_n']} outputs of {accs} "
-                                     "product(s): more than 64 fp32 accumulators a thread"))
+            if knobs["reg_m"] * knobs["reg_n"] * accs > 64:  # (blame the larger)
+                bad.append((max(("reg_n", "reg_m"), key=knobs.__getitem__),
+                            f"{knobs['reg_m']} x {knobs['reg_n']} outputs of {accs} product(s): "
+                            "more than 64 fp32 accumulators a thread"))
         if bad:
             return bad
         bm, _ = block_tile(knobs)
@@ -793,9 +790,8 @@ class MatmulClass(KernelClass):
         elif knobs["buffers"] > 1 and kk // kc < knobs["buffers"]:
             bad.append(("buffers", f"{knobs['buffers']} buffers for {kk // kc} whole K "
                                    f"chunk(s) of {kc} (K = {kk}): more buffers than chunks"))
-        if knobs["pad"] < 0 or not 1 <= knobs["buffers"] <= MAX_BUFFERS:
-            bad.append(("pad" if knobs["pad"] < 0 else "buffers",
-                        f"expected pad >= 0 and buffers 1 to {MAX_BUFFERS}"))
+        if knobs["buffers"] > MAX_BUFFERS:
+            bad.append(("buffers", f"expected 1 to {MAX_BUFFERS} buffers, got {knobs['buffers']}"))
         if not bad and (smem := shared_bytes(facts, knobs)) > MAX_SHARED_MEMORY_BYTES:
             bad.append(("k_chunk", f"the staged chunks take {smem} bytes of shared memory, more "
                                    f"than {MAX_SHARED_MEMORY_BYTES} (k_chunk, tile, buffers and "

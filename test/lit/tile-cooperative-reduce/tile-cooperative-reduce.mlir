@@ -1,8 +1,8 @@
 // RUN: deplo-opt %s --split-input-file -p loop-to-tile,tile-map-grid,tile-cooperative-reduce | filecheck %s
 // RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{threads=64}" | filecheck %s --check-prefix=T64
 // RUN: deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{vector=1}" | filecheck %s --check-prefix=V1
-// RUN: not deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{vector=0}" 2>&1 | filecheck %s --check-prefix=BAD
-// BAD: deplo-opt: error: tile-cooperative-reduce{vector=0}: kernel @rms_norm: knob vector: expected 1 or a power of two up to 16 bytes of the row's elements (4 bytes each) dividing its 2048, got 0
+// RUN: not deplo-opt %s --split-input-file -p "loop-to-tile,tile-map-grid,tile-cooperative-reduce{vector=3}" 2>&1 | filecheck %s --check-prefix=BAD
+// BAD: deplo-opt: error: tile-cooperative-reduce{vector=3}: kernel @rms_norm: knob vector: expected 1 or a power of two up to 16 bytes of the row's elements (4 bytes each) dividing its 2048, got 3
 
 // RMSNorm (DESIGN.md §3.1): the row is reduced by 256 threads, each a strided share, then
 // combined; the normalize loop is strided over the same threads. The row's accesses walk its

@@ -26,7 +26,7 @@
 // OPT-NEXT:        tile.stage %s[{{.*}} pad(0) : memref<96xf32> -> memref<32xf32, 3 : i64>
 // OPT-NEXT:        tile.stage %w[{{.*}} pad(1) : memref<96x80xf32> -> memref<32x17xf32, 3 : i64>
 // An illegal option names the pass, the option, the kernel and the knob.
-// ERR: deplo-opt: error: tile-pad-shared{pad=-4}: kernel @scaled: knob pad: expected pad >= 0 and buffers 1 to 4
+// ERR: deplo-opt: error: tile-pad-shared{pad=-4}: kernel @scaled: knob pad: expected an integer >= 0, got -4
 // ERR-NOT: error
 
 builtin.module {

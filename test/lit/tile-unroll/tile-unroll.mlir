@@ -17,7 +17,7 @@
 // OPT:                 tile.for %{{.*}} = 0 to 32 bind(serial)
 // OPT-NOT:             bind(unroll)
 // An illegal option names the pass, the option, the kernel and the knob.
-// ERR: deplo-opt: error: tile-unroll{unroll=-1}: kernel @scaled: knob unroll: expected a trip count >= 0, got -1
+// ERR: deplo-opt: error: tile-unroll{unroll=-1}: kernel @scaled: knob unroll: expected an integer >= 0, got -1
 // ERR-NOT: error
 
 builtin.module {

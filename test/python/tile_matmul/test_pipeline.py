@@ -92,7 +92,7 @@ def test_a_plan_sets_the_pipeline_depth():
 
 @pytest.mark.parametrize("knobs, why", [
     ({"splits": 1, "k_chunk": 128, "buffers": 3}, "3 buffers for 2 whole K chunk(s) of 128"),
-    ({"splits": 1, "k_chunk": 32, "buffers": 5}, "expected pad >= 0 and buffers 1 to 4"),
+    ({"splits": 1, "k_chunk": 32, "buffers": 5}, "expected 1 to 4 buffers, got 5"),
 ])
 def test_plan_checks_name_the_knob(knobs: dict, why: str):
     with pytest.raises(PlanFileError, match=re.escape(why)):

@@ -73,8 +73,10 @@ class Importer:
             if arg not in self.values and self.static.is_static(arg):
                 self.values[arg] = self._constant_arg(arg)
             return self.values[arg]
-        if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+        if isinstance(arg, (int, float)) and (like is not None or not isinstance(arg, bool)):
             elt = like.element_type if like is not None else mlir_element_type(torch.float32)
+            if isinstance(elt, IntegerType):  # a number in an integer tensor's type (a fill,
+                arg = int(arg)  # a scatter): truncated, as aten casts it
             t = TensorType(elt, [])
             op = T.FullOp(arg, t) if isinstance(elt, IntegerType) \
                 else T.ConstantOp(rounded(arg, elt), t)
@@ -1042,6 +1044,10 @@ def _scattered(name: str) -> Converter:
         else:  # src beyond the index is not read
             src = _cut_to(im, _reshape(im, src, [1] * rank) if not _rank(src) else src,
                           list(idx.type.get_shape()))
+        i64 = mlir_element_type(torch.int64)
+        idx = _as_dtype(im, idx, i64)  # a negative entry counts from the end (index_fill)
+        idx = im.insert(T.WhereOp(_cmp(im, "lt", idx, _scalar(im, 0, idx)), _ew(
+            im, "add", idx, _scalar(im, places, idx)), idx, idx.type), "scatter")
         # the places an index shorter than x (off dim) does not reach: entries that match none
         shape = [entries if k == d else n for k, n in enumerate(xshape)]
         idx, src = _pad_to(im, idx, shape, -1), _pad_to(im, src, shape, 0.0)
@@ -1054,10 +1060,9 @@ def _scattered(name: str) -> Converter:
         idx, x0 = (im.insert(T.TransposeOp(v, d, last, _swapped(v, d, last)), "scatter")
                    if d != last else v for v in (idx, x))
         rows = list(idx.type.get_shape()[:-1])
-        i64 = mlir_element_type(torch.int64)
         pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "scatter")
                for m in (places, entries)]
-        hit = _cmp(im, "eq", _reshape(im, _as_dtype(im, idx, i64), [*rows, 1, entries]),
+        hit = _cmp(im, "eq", _reshape(im, idx, [*rows, 1, entries]),
                    _reshape(im, pos[0], [places, 1]))  # [.., p, j]
         src = im.insert(T.TransposeOp(src, d, last, _swapped(src, d, last)), "scatter") \
             if d != last else src

@@ -12,6 +12,7 @@ config's shapes before any is assigned, so a bad checkpoint is an error and noth
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -156,7 +157,8 @@ def hf_config(source: ModelSource, num_layers: int | None = None):
         for key in ("layer_types", "max_window_layers"):
             value = getattr(config, key, None)
             if isinstance(value, list):
-                setattr(config, key, value[:num_layers])
+                with contextlib.suppress(AttributeError):  # (Jamba derives its layer_types)
+                    setattr(config, key, value[:num_layers])
     config._attn_implementation = "sdpa"
     # a mixture of experts' dispatch: each token's k experts' weights gathered and batched
     # (static shapes), not grouped by expert (histc and data-dependent group sizes)

@@ -130,3 +130,17 @@ def test_weights_past_the_memory_available_are_refused(tmp_path, monkeypatch) ->
                        match=r"0 M parameters need 1 MB, more than the 1 MB.*--num-layers"):
         capture_model(str(tmp_path), materialize=True, seq_len=4)
     capture_model(str(tmp_path), seq_len=4)  # on meta: nothing to allocate
+
+
+def test_num_layers_on_a_config_whose_layer_types_are_derived(tmp_path) -> None:
+    """Jamba's layer_types is a read-only property (it follows num_hidden_layers): --num-layers
+    cuts the layers without setting it (was an AttributeError traceback)."""
+    import transformers as T
+
+    config = T.JambaConfig(**DECODER, vocab_size=96, num_experts=4, num_experts_per_tok=2,
+                           attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                           expert_layer_offset=1, mamba_d_state=8, mamba_dt_rank=8,
+                           use_mamba_kernels=False)
+    config.save_pretrained(tmp_path)
+    program = capture_model(str(tmp_path), num_layers=1, seq_len=4)
+    assert any(isinstance(op, func.FuncOp) for op in program.module.walk())

@@ -474,6 +474,9 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   way, up to 4096^2 pairs a row.
 - `scatter_reduce`, `index_reduce`, `index_put`, `masked_scatter`, `scatter(reduce='multiply')`:
   not yet (each would be one more reduction over the matched entries).
+- Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
+  a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
+  as constants lose precision (a constant's value is a float64 attribute).
 - `max_pool*d(return_indices=True)`: the indices output is not computed (refused).
 - Training-mode dropout (random), `embedding(max_norm=...)` (renormalizes the weight in place),
   in-place and `out=` variants: values are immutable here (refused).

@@ -50,6 +50,18 @@ def test_scatters_match_pytorch(name: str, target: str, level: str | None) -> No
     _check(fn, [torch.randn(s) for s in shapes], target, level, 1e-6)
 
 
+def test_negative_indices_and_numbers_cast_to_the_tensor() -> None:
+    """index_fill counts a negative index from the end; a float into an integer tensor is
+    truncated and True into a bool one is 1, as aten casts them (a short index's padding is
+    never taken for a negative entry)."""
+    _check(lambda x: x.index_fill(0, T([-1, 1]), 9.0), [torch.randn(4, 3)], "cpu", None, 0)
+    for target, level in TARGETS[1:]:
+        _check(lambda x: x.scatter(1, T([[0], [1]]), -2.7),
+               [torch.randint(-5, 5, (3, 4), dtype=torch.int32)], target, level, 0)
+    _check(lambda x: x.masked_fill(x > 0, 2.5), [torch.randint(-5, 5, (3, 4))], "cpu", None, 0)
+    _check(lambda x: (x > 0).scatter(1, T([[0], [1]]), True), [torch.randn(3, 4)], "cpu", None, 0)
+
+
 def test_integer_and_bf16_scatters() -> None:
     _check(lambda x: x.scatter_add(0, T([0, 0, 2]), T([5, 6, 7])), [torch.randint(0, 9, (4,))],
            "interp", "loop", 0)

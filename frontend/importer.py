@@ -344,8 +344,10 @@ def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgra
             warnings.simplefilter("ignore")  # (torch's own deprecations, printed to the user)
             return decompose_unsupported(ep, ATEN_CONVERTERS, REFUSED)
     except Exception as e:  # noqa: BLE001 - torch's tracing may raise anything
+        first = (str(e).splitlines() or [""])[0]  # (torch's may hold a whole graph)
         raise FrontendError(f"decomposing ops deplo has no converter for failed: "
-                            f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
+                            f"{type(e).__name__}: {first[:120]}"
+                            f"{'...' if len(first) > 120 else ''}") from None
 
 
 def _user_line(text: str) -> str:

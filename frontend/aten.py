@@ -979,7 +979,7 @@ def _ranked(kind: str) -> Converter:
         first, second = (other, mine) if descending else (mine, other)
         before = _cmp(im, "gt", first, second)  # [.., i, j]: j comes before i
         tie = _cmp(im, "eq", first, second)
-        if not isinstance(x.type.element_type, IntegerType):  # NaN: after every number
+        if not isinstance(x.type.element_type, IntegerType):  # NaN: above every number
             nan_a, nan_b = (im.insert(T.NeOp(v, v, _t(v, elt=_bool())), "isnan")
                             for v in (first, second))
             before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a,

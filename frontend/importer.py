@@ -216,7 +216,7 @@ def import_exported(
                 fold_causal_mask(node, ev)
             convert = ATEN_CONVERTERS.get(node.target)
             if convert is None:
-                why = f" ({refusal(node.target)})" if refusal(node.target) else ""
+                why = f" ({reason})" if (reason := refusal(node.target)) else ""
                 raise UnsupportedOpError(
                     f"unsupported PyTorch op '{node.target}'{why} {where_from(node)}", node.target
                 )

@@ -147,7 +147,8 @@ class TilePlanPass(ModulePass):
             try:
                 plan = planner.plan_kernel(kernel, pin.kind or None, pin.knobs)
             except PlanError as e:
-                raise PlanFileError(f"{where}: {e}") from None
+                source = where if pin.required else "the tuning store's fallback plan"
+                raise PlanFileError(f"{source}: {e}") from None
             if kernel.done_steps and plan != kernel.the_plan:
                 raise PlanFileError(f"{where}: kernel @{kernel.sym_name.data}: its plan is "
                                     f"already carried out ({', '.join(kernel.done_steps)})")

@@ -1018,7 +1018,9 @@ def _scattered(name: str) -> Converter:
         rank = max(_rank(x), 1)
         src = node.args[3] if len(node.args) > 3 else _arg(node, 3, "value")
         src = im.value(src, x.type)
-        if kind.startswith("scatter") and (how := node.kwargs.get("reduce")) is not None:
+        if kind == "scatter_reduce":
+            how, keep = node.args[4], node.kwargs.get("include_self", True)
+        elif kind.startswith("scatter") and (how := node.kwargs.get("reduce")) is not None:
             if how != "add":
                 raise FrontendError(f"unsupported '{node.target}' with reduce={how!r} (deplo "
                                     f"takes 'add') {where_from(node)}")
@@ -1066,7 +1068,9 @@ def _scattered(name: str) -> Converter:
                    _reshape(im, pos[0], [places, 1]))  # [.., p, j]
         src = im.insert(T.TransposeOp(src, d, last, _swapped(src, d, last)), "scatter") \
             if d != last else src
-        if kind in ("scatter_add", "index_add"):
+        if kind == "scatter_reduce":
+            y = _reduce_hits(im, hit, _reshape(im, src, [*rows, 1, entries]), x0, how, keep)
+        elif kind in ("scatter_add", "index_add"):
             part = _f32(im, _reshape(im, src, [*rows, 1, entries]))
             added = _reduce(im, "sum", im.insert(T.WhereOp(
                 hit, part, _scalar(im, 0, part), _t(part, [*rows, places, entries])), kind),
@@ -1085,6 +1089,44 @@ def _scattered(name: str) -> Converter:
         return _reshape(im, y, rt.get_shape())
 
     return convert
+
+
+_HIT_REDUCTIONS = {"sum": ("sum", "add", 0.0), "mean": ("sum", "add", 0.0),
+                   "prod": ("prod", "mul", 1.0), "amax": ("amax", "maximum", -math.inf),
+                   "amin": ("amin", "minimum", math.inf)}
+
+
+def _reduce_hits(im: Importer, hit: SSAValue, part: SSAValue, x: SSAValue, how: str,
+                 include_self: bool) -> SSAValue:
+    """scatter_reduce: each place's hits ([.., p, j] of `part` [.., 1, j]) reduced by `how`
+    (with x's own value when `include_self`), in f32 for f16/bf16 (f64 for an integer mean,
+    floored as aten); a place no entry hits keeps x."""
+    reduce_name, combine, identity = _HIT_REDUCTIONS[how]
+    elt = x.type.element_type
+    integer = isinstance(elt, IntegerType)
+    wide = (lambda v: _as_dtype(im, v, mlir_element_type(torch.float64))) \
+        if integer and how == "mean" else (lambda v: _f32(im, v))
+    part, base = wide(part), wide(x)
+    if integer and how in ("amax", "amin"):  # (no integer is past every int64: the row's
+        none = _reduce(im, "amin" if how == "amax" else "amax", part, [-1], True)  # extreme)
+    else:
+        none = _scalar(im, identity, part)
+    shape = list(hit.type.get_shape())
+    got = _reduce(im, reduce_name, im.insert(T.WhereOp(hit, part, none, _t(part, shape)),
+                                             "scatter_reduce"), [-1], False)
+    if include_self:
+        got = _ew(im, combine, base, got)
+    i64 = mlir_element_type(torch.int64)
+    hits = _reduce(im, "sum", _as_dtype(im, hit, i64), [-1], False)
+    if how == "mean":
+        count = _as_dtype(im, hits, part.type.element_type)
+        if include_self:
+            count = _ew(im, "add", count, _scalar(im, 1, count))
+        got = _ew(im, "div", got, _ew(im, "maximum", count, _scalar(im, 1, count)))
+        if integer:
+            got = _ew(im, "floor", got)
+    return im.insert(T.WhereOp(_cmp(im, "gt", hits, _scalar(im, 0, hits)),
+                               _as_dtype(im, got, elt), x, x.type), "scatter_reduce")
 
 
 def _cut_to(im: Importer, v: SSAValue, shape: list[int]) -> SSAValue:
@@ -1706,6 +1748,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.scatter.reduce: _scattered("scatter_src"),
     aten.scatter.value_reduce: _scattered("scatter_value"),
     aten.scatter_add.default: _scattered("scatter_add"),
+    aten.scatter_reduce.two: _scattered("scatter_reduce"),
     aten.index_fill.int_Scalar: _scattered("index_fill"),
     aten.index_copy.default: _scattered("index_copy"),
     aten.index_add.default: _scattered("index_add"),

@@ -178,6 +178,11 @@ COVERAGE: list[Entry] = [
                      "wins (reduce='add': scatter_add)",
           refusals={"reduce='multiply'": "reduce='multiply' (a product of the writes)"}),
     Entry("scatter_add", "matched: a place is hit by the index entries equal to it; their sum added (f32)"),
+    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their sum (with the place's own value: include_self)", "sum"),
+    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their mean (with the place's own value: include_self)", "mean"),
+    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their prod (with the place's own value: include_self)", "prod"),
+    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their amax (with the place's own value: include_self)", "amax"),
+    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their amin (with the place's own value: include_self)", "amin"),
     Entry("index_fill", "matched: a place is hit by the index entries equal to it, every slice alike"),
     Entry("index_copy", "matched: a place is hit by the index entries equal to it, every slice alike; the last write wins"),
     Entry("index_add", "matched: a place is hit by the index entries equal to it, every slice alike; their sum added (f32)"),
@@ -472,8 +477,8 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   comparisons a row (10^9 for a top-k over a vocabulary). Beyond the limit they are refused,
   naming the op and the size. Scatters match each place against each index entry the same
   way, up to 4096^2 pairs a row.
-- `scatter_reduce`, `index_reduce`, `index_put`, `masked_scatter`, `scatter(reduce='multiply')`:
-  not yet (each would be one more reduction over the matched entries).
+- `index_reduce`, `index_put`, `masked_scatter`, `scatter(reduce='multiply')`: not yet (each
+  would be one more reduction over the matched entries, as `scatter_reduce`'s).
 - Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
   a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
   as constants lose precision (a constant's value is a float64 attribute).

@@ -77,3 +77,17 @@ def test_integer_and_bf16_scatters() -> None:
 def test_what_is_refused_says_why(fn, match) -> None:
     with pytest.raises(FrontendError, match=match):
         deplo.compile(fn, [torch.randn(5000, 1) if "5000" in match else torch.randn(2, 3)])
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("how", ["sum", "mean", "prod", "amax", "amin"])
+def test_scatter_reduce(how: str, include_self: bool) -> None:
+    """Repeated and missing places, f32 and int64 (a mean of integers floored, as aten; amax and
+    amin of int64 with no identity past every value)."""
+    index = T([[0, 2, 0, 1], [3, 3, 1, 0]])
+    torch.manual_seed(0)
+    for x, s in ((torch.randn(2, 5) * 4, torch.randn(2, 4) * 4),
+                 (torch.randint(-9, 9, (2, 5)), torch.randint(-9, 9, (2, 4)))):
+        for target, level in (("interp", "loop"), ("cpu", None)):
+            _check(lambda x, s: x.scatter_reduce(1, index, s, how, include_self=include_self),
+                   [x, s], target, level, 1e-5)

@@ -980,10 +980,9 @@ def _ranked(kind: str) -> Converter:
         before = _cmp(im, "gt", first, second)  # [.., i, j]: j comes before i
         tie = _cmp(im, "eq", first, second)
         if not isinstance(x.type.element_type, IntegerType):  # NaN: above every number
-            nan_a, nan_b = (im.insert(T.NeOp(v, v, _t(v, elt=_bool())), "isnan")
-                            for v in (first, second))
-            before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a,
-                                                       _not(im, nan_b)))
+            nan_a, nan_b = (_cmp(im, "ne", v, v) for v in (first, second))
+            number_b = _cmp(im, "eq", second, second)
+            before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a, number_b))
             tie = _cmp(im, "logical_or", tie, _cmp(im, "logical_and", nan_a, nan_b))
         i64 = mlir_element_type(torch.int64)
         pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "rank") for m in (n, k)]
@@ -1043,16 +1042,16 @@ def _scattered(name: str) -> Converter:
         places, entries = xshape[d], idx.type.get_shape()[d]
         if fill:
             src = im.insert(T.ExpandOp(src, _t(idx, elt=x.type.element_type)), "scatter")
-        else:  # src beyond the index is not read
-            src = _cut_to(im, _reshape(im, src, [1] * rank) if not _rank(src) else src,
-                          list(idx.type.get_shape()))
+        elif not _rank(src):
+            src = _reshape(im, src, [1] * rank)
         i64 = mlir_element_type(torch.int64)
         idx = _as_dtype(im, idx, i64)  # a negative entry counts from the end (index_fill)
         idx = im.insert(T.WhereOp(_cmp(im, "lt", idx, _scalar(im, 0, idx)), _ew(
             im, "add", idx, _scalar(im, places, idx)), idx, idx.type), "scatter")
         # the places an index shorter than x (off dim) does not reach: entries that match none
+        # (src beyond the index is not read: what stands there is never taken)
         shape = [entries if k == d else n for k, n in enumerate(xshape)]
-        idx, src = _pad_to(im, idx, shape, -1), _pad_to(im, src, shape, 0.0)
+        idx, src = _resized(im, idx, shape, -1), _resized(im, src, shape, 0.0)
         if places * entries > RANK_LIMIT ** 2:
             raise FrontendError(
                 f"unsupported '{node.target}' of {entries} entries into {places} places (deplo "
@@ -1129,39 +1128,10 @@ def _reduce_hits(im: Importer, hit: SSAValue, part: SSAValue, x: SSAValue, how: 
                                _as_dtype(im, got, elt), x, x.type), "scatter_reduce")
 
 
-def _cut_to(im: Importer, v: SSAValue, shape: list[int]) -> SSAValue:
-    """v's leading block of `shape` (no larger than v's, dim by dim)."""
-    for k, n in enumerate(shape):
-        if v.type.get_shape()[k] > n:
-            cut = list(v.type.get_shape())
-            cut[k] = n
-            v = im.insert(T.SliceOp(v, k, 0, n, 1, _t(v, cut)), "cut")
-    return v
-
-
-def _pad_to(im: Importer, v: SSAValue, shape: list[int], value: float) -> SSAValue:
-    """v extended to `shape` (no smaller than v's, dim by dim) with `value` after it."""
-    for k, n in enumerate(shape):
-        have = list(v.type.get_shape())
-        if have[k] < n:
-            fill = im.insert(T.FullOp(value, _t(v, [*have[:k], n - have[k], *have[k + 1:]])),
-                             "pad")
-            v = im.insert(T.CatOp([v, fill], k, _t(v, [*have[:k], n, *have[k + 1:]])), "pad")
-    return v
-
-
 def _swapped(x: SSAValue, a: int, b: int) -> TensorType:
     shape = list(x.type.get_shape())
     shape[a], shape[b] = shape[b], shape[a]
     return _t(x, shape)
-
-
-def _bool():
-    return mlir_element_type(torch.bool)
-
-
-def _not(im: Importer, v: SSAValue) -> SSAValue:
-    return im.insert(T.EqOp(v, im.insert(T.FullOp(0.0, _t(v, [])), "not"), v.type), "not")
 
 
 def _round_decimals(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -1441,30 +1411,41 @@ def _flip(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 
 def _constant_pad(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """constant_pad_nd: per padded dim (pairs from the last dim), a slice for a negative pad and
-    a concatenation with `value`-filled blocks for a positive one."""
+    """constant_pad_nd: per padded dim (pairs from the last dim), `_pad_dim`."""
     x = im.value(node.args[0])
     pad, value = list(node.args[1]), float(_arg(node, 2, "value", 0.0) or 0.0)
     for i in range(0, len(pad), 2):
-        d = _rank(x) - 1 - i // 2
-        lo, hi = pad[i], pad[i + 1]
-        n = x.type.get_shape()[d]
-        if lo < 0 or hi < 0:
-            start, stop = max(-lo, 0), n - max(-hi, 0)
-            shape = [*x.type.get_shape()[:d], stop - start, *x.type.get_shape()[d + 1:]]
-            x = im.insert(T.SliceOp(x, d, start, stop, 1, _t(x, shape)), "pad")
-        parts = []
-        for width in (max(lo, 0), None, max(hi, 0)):
-            if width is None:
-                parts.append(x)
-            elif width:
-                shape = [*x.type.get_shape()[:d], width, *x.type.get_shape()[d + 1:]]
-                parts.append(im.insert(T.FullOp(value, _t(x, shape)), "pad"))
-        if len(parts) > 1:
-            shape = list(x.type.get_shape())
-            shape[d] = sum(p.type.get_shape()[d] for p in parts)
-            x = im.insert(T.CatOp(parts, d, _t(x, shape)), "pad")
+        x = _pad_dim(im, x, _rank(x) - 1 - i // 2, pad[i], pad[i + 1], value)
     return x
+
+
+def _pad_dim(im: Importer, x: SSAValue, d: int, lo: int, hi: int, value: float) -> SSAValue:
+    """x with `lo` and `hi` elements of `value` before and after it along dim d: a slice for a
+    negative pad, a concatenation with `value`-filled blocks for a positive one."""
+    n = x.type.get_shape()[d]
+    if lo < 0 or hi < 0:
+        start, stop = max(-lo, 0), n - max(-hi, 0)
+        shape = [*x.type.get_shape()[:d], stop - start, *x.type.get_shape()[d + 1:]]
+        x = im.insert(T.SliceOp(x, d, start, stop, 1, _t(x, shape)), "pad")
+    parts = []
+    for width in (max(lo, 0), None, max(hi, 0)):
+        if width is None:
+            parts.append(x)
+        elif width:
+            shape = [*x.type.get_shape()[:d], width, *x.type.get_shape()[d + 1:]]
+            parts.append(im.insert(T.FullOp(value, _t(x, shape)), "pad"))
+    if len(parts) > 1:
+        shape = list(x.type.get_shape())
+        shape[d] = sum(p.type.get_shape()[d] for p in parts)
+        x = im.insert(T.CatOp(parts, d, _t(x, shape)), "pad")
+    return x
+
+
+def _resized(im: Importer, v: SSAValue, shape: list[int], value: float) -> SSAValue:
+    """v's leading block of `shape`, extended with `value` where v is smaller."""
+    for k, n in enumerate(shape):
+        v = _pad_dim(im, v, k, 0, n - v.type.get_shape()[k], value)
+    return v
 
 
 def _repeat(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -1583,18 +1564,12 @@ def _conv_transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAVal
     for i, s in enumerate(stride):  # [.., L, ..] -> [.., L, s, ..] (zeros after) -> (L-1)s+1
         d, shape = 2 + i, list(x.type.get_shape())
         if s > 1 and shape[d] > 1:
-            spread = _reshape(im, x, [*shape[:d + 1], 1, *shape[d + 1:]], "spread")
-            zeros = im.insert(T.FullOp(0.0, _t(x, [*shape[:d + 1], s - 1, *shape[d + 1:]])),
-                              "spread")
-            x = im.insert(T.CatOp([spread, zeros], d + 1,
-                                  _t(x, [*shape[:d + 1], s, *shape[d + 1:]])), "spread")
+            x = _reshape(im, x, [*shape[:d + 1], 1, *shape[d + 1:]], "spread")
+            x = _pad_dim(im, x, d + 1, 0, s - 1, 0.0)
             x = _reshape(im, x, [*shape[:d], shape[d] * s, *shape[d + 1:]], "spread")
-            shape[d] = (shape[d] - 1) * s + 1
-            x = im.insert(T.SliceOp(x, d, 0, shape[d], 1, _t(x, shape)), "spread")
-        if lo[i] < 0 or hi[i] < 0:  # more padding than the kernel's reach: crop instead
-            start, stop = max(-lo[i], 0), shape[d] - max(-hi[i], 0)
-            shape[d] = stop - start
-            x = im.insert(T.SliceOp(x, d, start, stop, 1, _t(x, shape)), "crop")
+            x = _pad_dim(im, x, d, 0, 1 - s, 0.0)  # (no zeros after the last element)
+        # more padding than the kernel's reach: crop instead
+        x = _pad_dim(im, x, d, min(lo[i], 0), min(hi[i], 0), 0.0)
     c_in, per_group = w.type.get_shape()[:2]
     w = _reshape(im, w, [groups, c_in // groups, per_group, *k], "flip")
     w = im.insert(T.TransposeOp(w, 1, 2, _t(w, [groups, per_group, c_in // groups, *k])), "flip")

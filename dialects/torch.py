@@ -1024,6 +1024,8 @@ ALONG_DIM_OPS: dict[str, str] = {
     "softmax": "SoftmaxOp",  # exp(x - max) / sum(exp(x - max)) (a dtype argument: torch.to first)
     "cumsum": "CumsumOp",  # inclusive prefix sums
     "cumprod": "CumprodOp",  # inclusive prefix products
+    "cummax": "CummaxOp",  # running maxima (aten.cummax's values; NaN stays)
+    "cummin": "CumminOp",  # running minima
 }
 
 

@@ -1017,6 +1017,7 @@ def _scattered(name: str) -> Converter:
         rank = max(_rank(x), 1)
         src = node.args[3] if len(node.args) > 3 else _arg(node, 3, "value")
         src = im.value(src, x.type)
+        how, keep = None, True
         if kind == "scatter_reduce":
             how, keep = node.args[4], node.kwargs.get("include_self", True)
         elif kind.startswith("scatter") and (how := node.kwargs.get("reduce")) is not None:
@@ -1038,56 +1039,146 @@ def _scattered(name: str) -> Converter:
                 src = _ew(im, "mul", src, im.value(alpha, src.type))
         elif not _rank(idx):
             idx = _reshape(im, idx, [1])
-        xshape = list(x.type.get_shape())
-        places, entries = xshape[d], idx.type.get_shape()[d]
         if fill:
             src = im.insert(T.ExpandOp(src, _t(idx, elt=x.type.element_type)), "scatter")
         elif not _rank(src):
             src = _reshape(im, src, [1] * rank)
-        i64 = mlir_element_type(torch.int64)
-        idx = _as_dtype(im, idx, i64)  # a negative entry counts from the end (index_fill)
-        idx = im.insert(T.WhereOp(_cmp(im, "lt", idx, _scalar(im, 0, idx)), _ew(
-            im, "add", idx, _scalar(im, places, idx)), idx, idx.type), "scatter")
-        # the places an index shorter than x (off dim) does not reach: entries that match none
-        # (src beyond the index is not read: what stands there is never taken)
-        shape = [entries if k == d else n for k, n in enumerate(xshape)]
-        idx, src = _resized(im, idx, shape, -1), _resized(im, src, shape, 0.0)
-        if places * entries > RANK_LIMIT ** 2:
-            raise FrontendError(
-                f"unsupported '{node.target}' of {entries} entries into {places} places (deplo "
-                f"matches each entry against each place, and takes at most {RANK_LIMIT}^2 "
-                f"pairs a row) {where_from(node)}")
-        last = rank - 1
-        idx, x0 = (im.insert(T.TransposeOp(v, d, last, _swapped(v, d, last)), "scatter")
-                   if d != last else v for v in (idx, x))
-        rows = list(idx.type.get_shape()[:-1])
-        pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "scatter")
-               for m in (places, entries)]
-        hit = _cmp(im, "eq", _reshape(im, idx, [*rows, 1, entries]),
-                   _reshape(im, pos[0], [places, 1]))  # [.., p, j]
-        src = im.insert(T.TransposeOp(src, d, last, _swapped(src, d, last)), "scatter") \
-            if d != last else src
-        if kind == "scatter_reduce":
-            y = _reduce_hits(im, hit, _reshape(im, src, [*rows, 1, entries]), x0, how, keep)
-        elif kind in ("scatter_add", "index_add"):
-            part = _f32(im, _reshape(im, src, [*rows, 1, entries]))
-            added = _reduce(im, "sum", im.insert(T.WhereOp(
-                hit, part, _scalar(im, 0, part), _t(part, [*rows, places, entries])), kind),
-                [-1], False)
-            y = _as_dtype(im, _ew(im, "add", _f32(im, x0), added), x.type.element_type)
-        else:  # the last entry that writes a place wins
-            writer = _reduce(im, "amax", im.insert(T.WhereOp(
-                hit, _reshape(im, pos[1], [1, entries]), _scalar(im, -1, pos[1]),
-                TensorType(i64, [*rows, places, entries])), kind), [-1], False)
-            written = _cmp(im, "ge", writer, _scalar(im, 0, writer))
-            at = _ew(im, "maximum", writer, _scalar(im, 0, writer))
-            taken = im.insert(T.GatherOp(src, at, last, _t(src, at.type.get_shape())), kind)
-            y = im.insert(T.WhereOp(written, taken, x0, x0.type), kind)
-        if d != last:
-            y = im.insert(T.TransposeOp(y, d, last, _swapped(y, d, last)), kind)
+        y = _scatter(im, node, x, d, idx, src, kind, how, keep)
         return _reshape(im, y, rt.get_shape())
 
     return convert
+
+
+def _scatter(im: Importer, node: torch.fx.Node, x: SSAValue, d: int, idx: SSAValue,
+             src: SSAValue, kind: str, how: str | None = None, keep: bool = True) -> SSAValue:
+    """x with src's entries put at the places along dim d that idx names (idx and src of x's
+    rank; kind: scatter (the last write wins), scatter_add / index_add, scatter_reduce `how`)."""
+    rank = _rank(x)
+    xshape = list(x.type.get_shape())
+    places, entries = xshape[d], idx.type.get_shape()[d]
+    i64 = mlir_element_type(torch.int64)
+    idx = _as_dtype(im, idx, i64)  # a negative entry counts from the end (index_fill)
+    idx = im.insert(T.WhereOp(_cmp(im, "lt", idx, _scalar(im, 0, idx)), _ew(
+        im, "add", idx, _scalar(im, places, idx)), idx, idx.type), "scatter")
+    # the places an index shorter than x (off dim) does not reach: entries that match none
+    # (src beyond the index is not read: what stands there is never taken)
+    shape = [entries if k == d else n for k, n in enumerate(xshape)]
+    idx, src = _resized(im, idx, shape, -1), _resized(im, src, shape, 0.0)
+    if places * entries > RANK_LIMIT ** 2:
+        raise FrontendError(
+            f"unsupported '{node.target}' of {entries} entries into {places} places (deplo "
+            f"matches each entry against each place, and takes at most {RANK_LIMIT}^2 "
+            f"pairs a row) {where_from(node)}")
+    last = rank - 1
+    idx, x0 = (im.insert(T.TransposeOp(v, d, last, _swapped(v, d, last)), "scatter")
+               if d != last else v for v in (idx, x))
+    rows = list(idx.type.get_shape()[:-1])
+    pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "scatter")
+           for m in (places, entries)]
+    hit = _cmp(im, "eq", _reshape(im, idx, [*rows, 1, entries]),
+               _reshape(im, pos[0], [places, 1]))  # [.., p, j]
+    src = im.insert(T.TransposeOp(src, d, last, _swapped(src, d, last)), "scatter") \
+        if d != last else src
+    if kind == "scatter_reduce":
+        y = _reduce_hits(im, hit, _reshape(im, src, [*rows, 1, entries]), x0, how, keep)
+    elif kind in ("scatter_add", "index_add"):
+        part = _f32(im, _reshape(im, src, [*rows, 1, entries]))
+        added = _reduce(im, "sum", im.insert(T.WhereOp(
+            hit, part, _scalar(im, 0, part), _t(part, [*rows, places, entries])), kind),
+            [-1], False)
+        y = _as_dtype(im, _ew(im, "add", _f32(im, x0), added), x.type.element_type)
+    else:  # the last entry that writes a place wins
+        writer = _reduce(im, "amax", im.insert(T.WhereOp(
+            hit, _reshape(im, pos[1], [1, entries]), _scalar(im, -1, pos[1]),
+            TensorType(i64, [*rows, places, entries])), kind), [-1], False)
+        written = _cmp(im, "ge", writer, _scalar(im, 0, writer))
+        at = _ew(im, "maximum", writer, _scalar(im, 0, writer))
+        taken = im.insert(T.GatherOp(src, at, last, _t(src, at.type.get_shape())), kind)
+        y = im.insert(T.WhereOp(written, taken, x0, x0.type), kind)
+    if d != last:
+        y = im.insert(T.TransposeOp(y, d, last, _swapped(y, d, last)), kind)
+    return y
+
+
+def _index_put(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """index_put (`x[indices] = values`; accumulate: `+=`). Integer indices: each entry's place
+    in the indexed dims, as one number (the dims brought first and flattened), an index_copy
+    (the last write wins, as PyTorch's CPU loop) or index_add of the values (as `x[indices]`
+    reads them: the broadcast index in place of adjacent indexed dims, else first) over the
+    other dims. A boolean mask: a select where the values do not depend on how many elements
+    it picks (one value, or one a trailing position)."""
+    x, given = im.value(node.args[0]), list(node.args[1])
+    values = im.value(node.args[2], x.type)
+    values = _as_dtype(im, values, x.type.element_type)
+    accumulate = bool(_arg(node, 3, "accumulate", False))
+    shape = list(x.type.get_shape())
+    dims = [k for k, t in enumerate(given) if t is not None]
+    idxs = [im.value(given[k]) for k in dims]
+    if not dims:  # x[...] = values: every element
+        v = im.insert(T.ExpandOp(values, _t(values, shape)), "index_put")
+        return _ew(im, "add", x, v) if accumulate else v
+    if any(str(v.type.element_type) == "i1" for v in idxs):
+        return _masked_put(im, node, x, dims, idxs, values, accumulate)
+    i64 = mlir_element_type(torch.int64)
+    idxs = [_as_dtype(im, v, i64) for v in idxs]
+    b = []
+    for v in idxs:
+        b = T.broadcast_shapes(b, v.type.get_shape())
+    rest = [k for k in range(len(shape)) if k not in dims]
+    adjacent = dims == list(range(dims[0], dims[-1] + 1))
+    front = dims[0] if adjacent else 0  # where x[indices] puts the index's dims
+    kept = [shape[k] for k in rest]
+    read = kept[:front] + list(b) + kept[front:]  # the shape of x[indices]
+    values = im.insert(T.ExpandOp(values, _t(values, read)), "index_put")
+    order = [*range(front, front + len(b)), *range(front), *range(front + len(b), len(read))]
+    if order != sorted(order):
+        values = im.insert(T.PermuteOp(values, order, _t(values, [read[k] for k in order])),
+                           "index_put")
+    entries = math.prod(b)
+    values = _reshape(im, values, [entries, *kept])
+    flat = None  # each entry's place in the indexed dims, row-major
+    for k, v in zip(dims, idxs):
+        v = im.insert(T.WhereOp(_cmp(im, "lt", v, _scalar(im, 0, v)), _ew(
+            im, "add", v, _scalar(im, shape[k], v)), v, v.type), "index_put")
+        flat = v if flat is None else _ew(im, "add", _ew(
+            im, "mul", flat, _scalar(im, shape[k], flat)), v)
+    flat = im.insert(T.ExpandOp(flat, _t(flat, b)), "index_put")
+    places = math.prod(shape[k] for k in dims)
+    moved = [*dims, *rest]
+    x0 = im.insert(T.PermuteOp(x, moved, _t(x, [shape[k] for k in moved])), "index_put") \
+        if moved != sorted(moved) else x
+    x0 = _reshape(im, x0, [places, *kept])
+    flat = _reshape(im, flat, [entries] + [1] * len(kept))
+    flat = im.insert(T.ExpandOp(flat, _t(flat, [entries, *kept])), "index_put")
+    y = _scatter(im, node, x0, 0, flat, values, "index_add" if accumulate else "index_copy")
+    y = _reshape(im, y, [shape[k] for k in moved])
+    if moved != sorted(moved):
+        back = [moved.index(k) for k in range(len(shape))]
+        y = im.insert(T.PermuteOp(y, back, _t(y, shape)), "index_put")
+    return y
+
+
+def _masked_put(im: Importer, node: torch.fx.Node, x: SSAValue, dims: list[int],
+                idxs: list[SSAValue], values: SSAValue, accumulate: bool) -> SSAValue:
+    """index_put with a boolean mask over dims d.. d+m: the values broadcast to x[mask]'s
+    shape [.., picked, trailing..] without depending on `picked` are a select."""
+    shape = list(x.type.get_shape())
+    mask, d = idxs[0], dims[0]
+    m = _rank(mask)
+    vshape = list(values.type.get_shape())
+    read = len(shape) - m + 1  # the rank of x[mask]: its dims before, one picked, after
+    if len(dims) > 1 or list(mask.type.get_shape()) != shape[d:d + m] or len(vshape) > read \
+            or ([1] * read + vshape)[-read:][d] != 1:
+        raise FrontendError(
+            f"unsupported '{node.target}' with a boolean mask and values whose shape depends "
+            f"on how many elements it picks (deplo takes one mask and values broadcast over "
+            f"them) {where_from(node)}")
+    vshape = ([1] * read + vshape)[-read:]
+    values = _reshape(im, values, vshape[:d] + [1] * m + vshape[d + 1:])
+    mask = _reshape(im, mask, [1] * d + list(mask.type.get_shape()) + [1] * (len(shape) - d - m))
+    if accumulate:
+        values = _ew(im, "add", x, values)
+    return im.insert(T.WhereOp(mask, values, x, x.type), "index_put")
 
 
 _HIT_REDUCTIONS = {"sum": ("sum", "add", 0.0), "mean": ("sum", "add", 0.0),
@@ -1491,6 +1582,67 @@ def _along_dim(name: str) -> Converter:
     return convert
 
 
+def _cumulative_extreme(name: str) -> Converter:
+    """cummax / cummin: the values a scan (`torch.cummax`: values only); the index the latest
+    position at or before each that set the running extreme (equal to it, or a NaN: PyTorch
+    takes the last of ties, and a NaN stays), itself a max-scan of those positions."""
+
+    def convert(im: Importer, node: torch.fx.Node, rts):
+        x = im.value(node.args[0])
+        i64 = mlir_element_type(torch.int64)
+        if str(x.type.element_type) == "i1":
+            x = _as_dtype(im, x, i64)
+        if not _rank(x):
+            return _as_dtype(im, x, rts[0].element_type), im.insert(
+                T.FullOp(0, _t(x, [], i64)), name)
+        d = _norm(node.args[1], _rank(x))
+        v = im.insert(T.ALONG_DIM_CLASSES[name](x, d, x.type), name)
+        set_here = _cmp(im, "eq", x, v)
+        if not isinstance(x.type.element_type, IntegerType):
+            set_here = _cmp(im, "logical_or", set_here, _cmp(im, "ne", x, x))
+        n = x.type.get_shape()[d]
+        pos = _reshape(im, im.insert(T.ArangeOp(0, n, 1, TensorType(i64, [n])), name),
+                       [n if k == d else 1 for k in range(_rank(x))])
+        at = im.insert(T.WhereOp(set_here, pos, _scalar(im, 0, pos), _t(x, elt=i64)), name)
+        idx = im.insert(T.ALONG_DIM_CLASSES["cummax"](at, d, at.type), name)
+        return _as_dtype(im, v, rts[0].element_type), idx
+
+    return convert
+
+
+def _logcumsumexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """logcumsumexp: y_i = m_i + log(sum_{j <= i} exp(x_j - m_i)) with m_i the running max (0
+    where it is infinite), in f32 for f16/bf16: exact where a shift by the row's max would
+    underflow the early terms. A masked reduction over j, n^2 a row as the ranking's (limit
+    RANK_LIMIT); no n x n buffer."""
+    x = im.value(node.args[0])
+    if not _rank(x):
+        return x
+    d, last = _norm(node.args[1], _rank(x)), _rank(x) - 1
+    n = x.type.get_shape()[d]
+    if n > RANK_LIMIT:
+        raise FrontendError(f"unsupported '{node.target}' over {n} elements (deplo sums each "
+                            f"prefix on its own, up to {RANK_LIMIT} a row) {where_from(node)}")
+    xf = _f32(im, x)
+    if d != last:
+        xf = im.insert(T.TransposeOp(xf, d, last, _swapped(xf, d, last)), "logcumsumexp")
+    rows = list(xf.type.get_shape()[:-1])
+    m = im.insert(T.ALONG_DIM_CLASSES["cummax"](xf, last, xf.type), "logcumsumexp")
+    infinite = _cmp(im, "eq", _ew(im, "abs", m), _scalar(im, math.inf, m))
+    m = im.insert(T.WhereOp(infinite, _scalar(im, 0.0, m), m, m.type), "logcumsumexp")
+    terms = _ew(im, "exp", _ew(im, "sub", _reshape(im, xf, [*rows, 1, n]),
+                               _reshape(im, m, [*rows, n, 1])))  # [.., i, j]
+    i64 = mlir_element_type(torch.int64)
+    pos = im.insert(T.ArangeOp(0, n, 1, TensorType(i64, [n])), "logcumsumexp")
+    before = _cmp(im, "le", _reshape(im, pos, [1, n]), _reshape(im, pos, [n, 1]))
+    total = _reduce(im, "sum", im.insert(T.WhereOp(before, terms, _scalar(im, 0.0, terms),
+                                                   terms.type), "logcumsumexp"), [-1], False)
+    y = _ew(im, "add", _ew(im, "log", total), m)
+    if d != last:
+        y = im.insert(T.TransposeOp(y, d, last, _swapped(y, d, last)), "logcumsumexp")
+    return _as_dtype(im, y, rt.element_type)
+
+
 def _arg_reduction(name: str) -> Converter:
     """argmax / argmin; without a dim, of the flattened input (keepdim: every dim kept as 1)."""
 
@@ -1698,6 +1850,9 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.gather.default: _gather,
     aten.cumsum.default: _along_dim("cumsum"),
     aten.cumprod.default: _along_dim("cumprod"),
+    aten.cummax.default: _cumulative_extreme("cummax"),
+    aten.logcumsumexp.default: _logcumsumexp,
+    aten.cummin.default: _cumulative_extreme("cummin"),
     aten.argmax.default: _arg_reduction("argmax"),
     aten.argmin.default: _arg_reduction("argmin"),
     aten.amin.default: _reduction("amin"),
@@ -1726,6 +1881,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.scatter_reduce.two: _scattered("scatter_reduce"),
     aten.index_fill.int_Scalar: _scattered("index_fill"),
     aten.index_copy.default: _scattered("index_copy"),
+    aten.index_put.default: _index_put,
     aten.index_add.default: _scattered("index_add"),
     aten.conv_transpose1d.default: _conv_transpose,
     aten.conv_transpose2d.input: _conv_transpose,

@@ -388,7 +388,7 @@ def _arg_reduction(kind: tir.ReduceKind) -> Decomposition:
 
 
 def _scan(kind: tir.ReduceKind) -> Decomposition:
-    """cumsum / cumprod: f16/bf16 accumulate in float32, each prefix rounded once (as aten)."""
+    """cumsum / cumprod / cummax / cummin: f16/bf16 accumulate in float32, each prefix rounded once (as aten)."""
 
     def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
         if not rt.get_shape():
@@ -435,6 +435,8 @@ MATH_DECOMPOSITIONS: dict[str, Decomposition] = {
     "argmin": _arg_reduction(tir.ReduceKind.ARGMIN),
     "cumsum": _scan(tir.ReduceKind.ADD),
     "cumprod": _scan(tir.ReduceKind.MUL),
+    "cummax": _scan(tir.ReduceKind.MAX),
+    "cummin": _scan(tir.ReduceKind.MIN),
     "linear": lambda b, op, rt: linear(b, op.input, op.weight, op.bias, rt.get_shape()),
     "gelu": lambda b, op, rt: gelu(b, op.input, op.approximation),
     "softmax": lambda b, op, rt: softmax(

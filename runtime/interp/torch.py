@@ -5,7 +5,7 @@
         / abs / log / erf
     torch.eq / ne / lt / le / gt / ge, logical_and / or      bool results
     torch.sum / mean / amax / amin                     over `dim`, keepdim
-    torch.cumsum / cumprod, argmax / argmin            along `dim` (0-d: dim 0)
+    torch.cumsum / cumprod / cummax / cummin, argmax / argmin   along `dim` (0-d: dim 0)
     torch.gather                                       np.take_along_axis
     torch.conv / max_pool / avg_pool                   window offset by offset on the padded input
     torch.matmul                                       1-D promotion and batch broadcast (np.matmul)
@@ -233,6 +233,8 @@ def _pool_divisor(op, size, out, kernel) -> np.ndarray:
 _TABLE_IMPLS: dict[str, Callable[..., PythonValues]] = {
     "cumsum": lambda op, x: _along_dim(op, x, np.cumsum),
     "cumprod": lambda op, x: _along_dim(op, x, np.cumprod),
+    "cummax": lambda op, x: _along_dim(op, x, np.maximum.accumulate),
+    "cummin": lambda op, x: _along_dim(op, x, np.minimum.accumulate),
     "argmax": lambda op, x: _arg(op, x, np.argmax),
     "argmin": lambda op, x: _arg(op, x, np.argmin),
     "max_pool": lambda op, x: _pool(op, x, -np.inf, np.maximum),

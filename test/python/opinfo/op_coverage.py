@@ -165,6 +165,9 @@ COVERAGE: list[Entry] = [
     Entry("erf", "torch.erf"),
     Entry("amin", "torch.amin"),
     Entry("cumsum", "torch.cumsum -> tir.scan"),
+    Entry("cummax", "torch.cummax -> tir.scan max; the index a max-scan of the positions that set it"),
+    Entry("cummin", "torch.cummin -> tir.scan min; the index a max-scan of the positions that set it"),
+    Entry("logcumsumexp", "the running max plus the log of each prefix's sum of exp(x - it): a masked sum, n^2 a row (up to 4096)"),
     Entry("cumprod", "torch.cumprod -> tir.scan"),
     Entry("argmax", "torch.argmax -> tir.reduce argmax"),
     Entry("argmin", "torch.argmin -> tir.reduce argmin"),
@@ -186,6 +189,7 @@ COVERAGE: list[Entry] = [
     Entry("index_fill", "matched: a place is hit by the index entries equal to it, every slice alike"),
     Entry("index_copy", "matched: a place is hit by the index entries equal to it, every slice alike; the last write wins"),
     Entry("index_add", "matched: a place is hit by the index entries equal to it, every slice alike; their sum added (f32)"),
+    Entry("index_put", "integer indices: the indexed dims flattened, an index_copy (index_add with accumulate); a boolean mask: where"),
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
           " statistics, running ones not updated)"),
     Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
@@ -477,8 +481,10 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   comparisons a row (10^9 for a top-k over a vocabulary). Beyond the limit they are refused,
   naming the op and the size. Scatters match each place against each index entry the same
   way, up to 4096^2 pairs a row.
-- `index_reduce`, `index_put`, `masked_scatter`, `scatter(reduce='multiply')`: not yet (each
-  would be one more reduction over the matched entries, as `scatter_reduce`'s).
+- `index_reduce`, `masked_scatter`, `scatter(reduce='multiply')`: not yet (each would be one
+  more reduction over the matched entries, as `scatter_reduce`'s). `index_put` with a boolean
+  mask takes values that broadcast over the picked elements (one value, or one a trailing
+  position); values with one entry per picked element depend on how many it picks (refused).
 - Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
   a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
   as constants lose precision (a constant's value is a float64 attribute).
@@ -491,8 +497,7 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   tensors are refused (integers are signed).
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
-- Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`, `cummax`/`cummin` (a scan
-  of (value, index) pairs; `tir.scan` carries one value).
+- Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`.
 - `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's
   values do not have; `diagonal` of `x.t()`); `erfinv`, `erfc`, `searchsorted`. An error
   names the op and the user's line.

@@ -1006,8 +1006,8 @@ def _ranked(kind: str) -> Converter:
 
 def _scattered(name: str) -> Converter:
     """scatter (a value, or src: the last write to a place wins, as PyTorch's CPU loop),
-    scatter_add, and index_fill / index_copy / index_add (a 1-d index along dim: the same with
-    the index broadcast over the other dims). By matching, as the ranking above: a place p
+    scatter_add, scatter_reduce, and index_fill / index_copy / index_add / index_reduce (a 1-d
+    index along dim: the same with the index broadcast over the other dims). By matching, as the ranking above: a place p
     along dim is hit by the index entries equal to p; P x J comparisons a row (places x
     entries), refused beyond RANK_LIMIT^2."""
 
@@ -1018,13 +1018,13 @@ def _scattered(name: str) -> Converter:
         src = node.args[3] if len(node.args) > 3 else _arg(node, 3, "value")
         src = im.value(src, x.type)
         how, keep = None, True
-        if kind == "scatter_reduce":
+        if kind in ("scatter_reduce", "index_reduce"):
             how, keep = node.args[4], node.kwargs.get("include_self", True)
         elif kind.startswith("scatter") and (how := node.kwargs.get("reduce")) is not None:
             if how != "add":
                 raise FrontendError(f"unsupported '{node.target}' with reduce={how!r} (deplo "
                                     f"takes 'add') {where_from(node)}")
-            kind = "scatter_add"
+            kind, how = "scatter_add", None
         fill = not isinstance(node.args[3] if len(node.args) > 3 else node.kwargs.get("value"),
                               torch.fx.Node)  # src: one number
         if not _rank(x):
@@ -1043,7 +1043,7 @@ def _scattered(name: str) -> Converter:
             src = im.insert(T.ExpandOp(src, _t(idx, elt=x.type.element_type)), "scatter")
         elif not _rank(src):
             src = _reshape(im, src, [1] * rank)
-        y = _scatter(im, node, x, d, idx, src, kind, how, keep)
+        y = _scatter(im, node, x, d, idx, src, "scatter_reduce" if how else kind, how, keep)
         return _reshape(im, y, rt.get_shape())
 
     return convert
@@ -1179,6 +1179,25 @@ def _masked_put(im: Importer, node: torch.fx.Node, x: SSAValue, dims: list[int],
     if accumulate:
         values = _ew(im, "add", x, values)
     return im.insert(T.WhereOp(mask, values, x, x.type), "index_put")
+
+
+def _masked_scatter(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """masked_scatter: the k-th element the mask picks (row-major) takes source's k-th element,
+    k the running count of the mask (a cumsum), the others keep x; a source shorter than the
+    picks is read at its last element (PyTorch raises)."""
+    x, mask, src = (im.value(a) for a in node.args[:3])
+    shape, n = list(rt.get_shape()), math.prod(rt.get_shape())
+    i64 = mlir_element_type(torch.int64)
+    x = im.insert(T.ExpandOp(x, _t(x, shape)), "masked_scatter") if x.type != rt else x
+    mask = im.insert(T.ExpandOp(mask, _t(mask, shape)), "masked_scatter") \
+        if list(mask.type.get_shape()) != shape else mask
+    flat = _as_dtype(im, _reshape(im, mask, [n]), i64)
+    k = im.insert(T.ALONG_DIM_CLASSES["cumsum"](flat, 0, flat.type), "masked_scatter")
+    m = max(1, math.prod(src.type.get_shape()))
+    k = _ew(im, "minimum", _ew(im, "maximum", _ew(im, "sub", k, _scalar(im, 1, k)),
+                               _scalar(im, 0, k)), _scalar(im, m - 1, k))
+    taken = im.insert(T.IndexOp(_reshape(im, src, [m]), [k], [0], _t(src, [n])), "masked_scatter")
+    return im.insert(T.WhereOp(mask, _reshape(im, taken, shape), x, rt), "masked_scatter")
 
 
 _HIT_REDUCTIONS = {"sum": ("sum", "add", 0.0), "mean": ("sum", "add", 0.0),
@@ -1882,7 +1901,9 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.index_fill.int_Scalar: _scattered("index_fill"),
     aten.index_copy.default: _scattered("index_copy"),
     aten.index_put.default: _index_put,
+    aten.masked_scatter.default: _masked_scatter,
     aten.index_add.default: _scattered("index_add"),
+    aten.index_reduce.default: _scattered("index_reduce"),
     aten.conv_transpose1d.default: _conv_transpose,
     aten.conv_transpose2d.input: _conv_transpose,
     aten.conv_transpose3d.input: _conv_transpose,

@@ -189,6 +189,10 @@ COVERAGE: list[Entry] = [
     Entry("index_fill", "matched: a place is hit by the index entries equal to it, every slice alike"),
     Entry("index_copy", "matched: a place is hit by the index entries equal to it, every slice alike; the last write wins"),
     Entry("index_add", "matched: a place is hit by the index entries equal to it, every slice alike; their sum added (f32)"),
+    *[Entry("index_reduce", "matched: a place is hit by the index entries equal to it, every slice alike; "
+                            f"their {how} (with the place's own value: include_self)", how)
+      for how in ("prod", "mean", "amax", "amin")],
+    Entry("masked_scatter", "the k-th element the mask picks takes source's k-th: k a cumsum of the mask, read by torch.index"),
     Entry("index_put", "integer indices: the indexed dims flattened, an index_copy (index_add with accumulate); a boolean mask: where"),
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
           " statistics, running ones not updated)"),
@@ -481,10 +485,10 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   comparisons a row (10^9 for a top-k over a vocabulary). Beyond the limit they are refused,
   naming the op and the size. Scatters match each place against each index entry the same
   way, up to 4096^2 pairs a row.
-- `index_reduce`, `masked_scatter`, `scatter(reduce='multiply')`: not yet (each would be one
-  more reduction over the matched entries, as `scatter_reduce`'s). `index_put` with a boolean
-  mask takes values that broadcast over the picked elements (one value, or one a trailing
-  position); values with one entry per picked element depend on how many it picks (refused).
+- `scatter(reduce='multiply')`: not yet (one more reduction over the matched entries, as
+  `scatter_reduce`'s). `index_put` with a boolean mask takes values that broadcast over the
+  picked elements (one value, or one a trailing position); values with one entry per picked
+  element depend on how many it picks (refused).
 - Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
   a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
   as constants lose precision (a constant's value is a float64 attribute).

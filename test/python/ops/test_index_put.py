@@ -1,5 +1,5 @@
-"""index_put (`x[indices] = v`, `+=`: frontend/aten.py `_index_put`), cummax / cummin and
-logcumsumexp against PyTorch at every level and on the CPU runtime: in-place indexing inside a
+"""index_put (`x[indices] = v`, `+=`: frontend/aten.py `_index_put`), index_reduce,
+masked_scatter, cummax / cummin and logcumsumexp against PyTorch at every level and on the CPU runtime: in-place indexing inside a
 forward, indices on non-adjacent dims (x[indices] puts the index first), repeated entries (the
 last write wins; accumulate sums), boolean masks, NaN and ties in running extremes, and prefix
 sums whose terms span more than float32's range."""
@@ -49,6 +49,12 @@ CASES = {
                   lambda: (torch.randn(6, 4), T([1, 0, 1, 0, 0, 1]).bool(), torch.randn(4))),
     "bf16_accumulate": (lambda x, v: x.index_put((T([2, 2, 5]),), v, True),
                         lambda: (torch.randn(6, 4).bfloat16(), torch.randn(3, 4).bfloat16())),
+    "index_reduce_amax": (lambda x, s: x.index_reduce(1, T([1, 0, 1]), s, "amax",
+                                                       include_self=False),
+                          lambda: (torch.randn(2, 4), torch.randn(2, 3))),
+    "masked_scatter_broadcast": (lambda x, m, s: x.masked_scatter(m, s),
+                                 lambda: (torch.randn(3, 1, 5), torch.randn(4, 5) > 0,
+                                          torch.randn(70))),
     "cummax_nan_ties": (lambda x: torch.cummax(x, 1),
                         lambda: (T([[1.0, math.nan, 3.0, 0.0], [2.0, 2.0, 1.0, 2.0]]),)),
     "cummin_dim0_int": (lambda x: torch.cummin(x, 0), lambda: (T([[3, 1], [1, 1], [2, 0]]),)),

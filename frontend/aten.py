@@ -1021,10 +1021,8 @@ def _scattered(name: str) -> Converter:
         if kind in ("scatter_reduce", "index_reduce"):
             how, keep = node.args[4], node.kwargs.get("include_self", True)
         elif kind.startswith("scatter") and (how := node.kwargs.get("reduce")) is not None:
-            if how != "add":
-                raise FrontendError(f"unsupported '{node.target}' with reduce={how!r} (deplo "
-                                    f"takes 'add') {where_from(node)}")
-            kind, how = "scatter_add", None
+            # (reduce='multiply': the place's value times its hits, scatter_reduce's prod)
+            kind, how = ("scatter_add", None) if how == "add" else ("scatter", "prod")
         fill = not isinstance(node.args[3] if len(node.args) > 3 else node.kwargs.get("value"),
                               torch.fx.Node)  # src: one number
         if not _rank(x):

@@ -178,8 +178,7 @@ COVERAGE: list[Entry] = [
     Entry("argsort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("msort", "sort along dim 0", refusals=RANK_LIMIT, tie_dim=lambda s: 0),
     Entry("scatter", "matched: a place is hit by the index entries equal to it; the last write "
-                     "wins (reduce='add': scatter_add)",
-          refusals={"reduce='multiply'": "reduce='multiply' (a product of the writes)"}),
+                     "wins (reduce='add': scatter_add; 'multiply': scatter_reduce's prod)"),
     Entry("scatter_add", "matched: a place is hit by the index entries equal to it; their sum added (f32)"),
     Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their sum (with the place's own value: include_self)", "sum"),
     Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their mean (with the place's own value: include_self)", "mean"),
@@ -485,10 +484,9 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   comparisons a row (10^9 for a top-k over a vocabulary). Beyond the limit they are refused,
   naming the op and the size. Scatters match each place against each index entry the same
   way, up to 4096^2 pairs a row.
-- `scatter(reduce='multiply')`: not yet (one more reduction over the matched entries, as
-  `scatter_reduce`'s). `index_put` with a boolean mask takes values that broadcast over the
-  picked elements (one value, or one a trailing position); values with one entry per picked
-  element depend on how many it picks (refused).
+- `index_put` with a boolean mask takes values that broadcast over the picked elements (one
+  value, or one a trailing position); values with one entry per picked element depend on how
+  many it picks (refused).
 - Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
   a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
   as constants lose precision (a constant's value is a float64 attribute).

@@ -1098,6 +1098,13 @@ def _scatter(im: Importer, node: torch.fx.Node, x: SSAValue, d: int, idx: SSAVal
     return y
 
 
+def wrap_uint8(im: Importer, v: SSAValue) -> SSAValue:
+    """A uint8 result as uint8 holds it: the low 8 bits of its i16 carrier (frontend/dtypes.py).
+    Sums, products, negations and shifts wrap modulo 2^16 in i16, which keeps the low bits;
+    every other op stays within 0..255."""
+    return im.insert(T.BITWISE_CLASSES["bitwise_and"](v, _scalar(im, 255, v), v.type), "uint8")
+
+
 def _index_put(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """index_put (`x[indices] = values`; accumulate: `+=`). Integer indices: each entry's place
     in the indexed dims, as one number (the dims brought first and flattened), an index_copy
@@ -1579,8 +1586,10 @@ def _index_select(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue
 
 
 def _gather(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """gather (a 0-d input or index taken as 1-d)."""
+    """gather (a 0-d input or index taken as 1-d; an empty index, of any rank, gathers nothing)."""
     x, idx = (im.value(a) for a in (node.args[0], node.args[2]))
+    if 0 in rt.get_shape():
+        return im.insert(T.FullOp(0, rt), "gather")
     if not _rank(x):
         x, idx = _reshape(im, x, [1]), _reshape(im, idx, [1] * max(_rank(idx), 1))
     y = im.insert(T.GatherOp(x, idx, _norm(node.args[1], _rank(x)), _t(x, idx.type.get_shape())),

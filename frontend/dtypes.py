@@ -20,14 +20,14 @@ _TORCH_TO_MLIR = {
 def mlir_element_type(dtype: torch.dtype) -> Attribute:
     if dtype in _TORCH_TO_MLIR:
         return _TORCH_TO_MLIR[dtype]()
-    if dtype == torch.int64:
-        return IntegerType(64)
-    if dtype == torch.int32:
-        return IntegerType(32)
+    if dtype in (torch.int64, torch.int32, torch.int16, torch.int8):
+        return IntegerType(dtype.itemsize * 8)
+    if dtype == torch.uint8:  # (MLIR's integers here are signless and computed signed)
+        return IntegerType(16)  # values 0..255; the importer wraps each uint8 result
     if dtype == torch.bool:
         return IntegerType(1)
     raise FrontendError(f"unsupported dtype {dtype} (deplo takes float32, float16, bfloat16, "
-                        "float64, int64, int32 and bool tensors)")
+                        "float64, int64, int32, int16, int8, uint8 and bool tensors)")
 
 
 def rounded(value: float, elt: Attribute) -> float:

@@ -35,6 +35,7 @@ from deplo.frontend.aten import (
     refusal,
     result_type,
     tensor_type,
+    wrap_uint8,
     where_from,
 )
 from deplo.frontend.decompose import decompose_unsupported
@@ -56,6 +57,13 @@ class Program:
     torch_module: torch.nn.Module = field(repr=False)
     notes: list[str] = field(default_factory=list)  # one-line facts for the user (weights, ...)
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # bf16 inputs cross as float32
+    output_dtypes: list[torch.dtype] = field(default_factory=list)  # uint8 ones come back in int16
+
+    def as_outputs(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """A run's results with uint8 outputs back in uint8 (carried in int16: dtypes.py)."""
+        kinds = self.output_dtypes or [None] * len(outs)
+        return [np.asarray(o).astype(np.uint8) if d == torch.uint8 else o
+                for o, d in zip(outs, kinds, strict=False)]
 
     def torch_inputs(self, inputs: Sequence[np.ndarray], float64: bool = False
                      ) -> list[torch.Tensor]:
@@ -140,6 +148,7 @@ class Imported:
     input_names: list[str]
     param_names: list[str]  # parameters and buffers that stay arguments
     constants: dict[str, np.ndarray]  # folded tensors, arguments after the parameters
+    output_dtypes: list[torch.dtype] = field(default_factory=list)
 
 
 def ssa_name(name: str) -> str:
@@ -208,6 +217,7 @@ def import_exported(
         arg.name_hint = ssa_name(name)
 
     results: list[SSAValue] = []
+    output_dtypes: list[torch.dtype] = []
     for node in gm.graph.nodes:
         if node.op == "call_function":
             if "_assert" in str(node.target) or ev.try_fold(node):
@@ -232,6 +242,8 @@ def import_exported(
             except FrontendError as e:  # (which op it was about: import_module's fallback)
                 e.op = getattr(e, "op", None) or node.target
                 raise
+            if getattr(node.meta["val"], "dtype", None) == torch.uint8:
+                value = wrap_uint8(im, value)
             im.values[node] = value
             # every op the converter built (constants, dtype conversions too) carries the
             # node's origin and joins its layer's scope
@@ -257,6 +269,7 @@ def import_exported(
                         f"not a tensor: deplo compiles tensor programs (torch.tensor({o!r}) "
                         f"is one)")
             results = [im.value(o) for o in user]
+            output_dtypes = [o.meta["val"].dtype for o in user]
         elif node.op not in ("placeholder",):
             raise FrontendError(f"unsupported graph node {node.op} {node.target}")
     im.builder.insert(func.ReturnOp(*results))
@@ -268,7 +281,7 @@ def import_exported(
     except VerifyException as e:  # a converter's gap: one line and the op, not the module
         raise FrontendError(f"the imported program does not verify: {e}{origin.marked_op(e)}"
                             ) from None
-    return Imported(module, names, param_names, im.constants)
+    return Imported(module, names, param_names, im.constants, output_dtypes)
 
 
 def import_module(
@@ -318,7 +331,8 @@ def import_module(
     inputs = [to_numpy(t) for t in example_inputs]
     return Program(imported.module, imported.input_names,
                    imported.param_names + list(imported.constants), params, inputs, module,
-                   input_dtypes=[t.dtype for t in example_inputs])
+                   input_dtypes=[t.dtype for t in example_inputs],
+                   output_dtypes=imported.output_dtypes)
 
 
 def _place_in(ep: torch.export.ExportedProgram, fn: Callable) -> None:

@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
 )
 from xdsl.ir import Block, Operation, SSAValue
@@ -92,6 +93,16 @@ def _float_text(x: float, double: bool) -> str:
     return text + (".0" if "." not in text and "e" not in text else "") + "f"
 
 
+def _narrow(op: Operation, text: str) -> str:
+    """C computes `signed char` and `short` operands in int: the result wrapped back to its
+    width at once (an i8 sum feeding an extsi, a compare or a division must have wrapped, as
+    aten's int8 / int16 arithmetic does)."""
+    t = op.results[0].type
+    if isinstance(t, IntegerType) and t.width.data in (8, 16):
+        return f"({cuda.c_type(t)})({text})"
+    return text
+
+
 def literal(value: IntegerAttr | FloatAttr) -> str:
     """C text of a `cuda.constant` value."""
     t = value.type
@@ -100,7 +111,7 @@ def literal(value: IntegerAttr | FloatAttr) -> str:
         if t.width.data == 1:
             return "true" if n else "false"
         text = {"long long": f"{n}LL", "unsigned int": f"{n}u", "unsigned long long": f"{n}ull",
-                "signed char": f"(signed char){n}"}.get(cuda.C_SCALARS[t], str(n))
+                "signed char": f"(signed char){n}", "short": f"(short){n}"}.get(cuda.C_SCALARS[t], str(n))
     else:
         text = _float_text(value.value.data, isinstance(t, Float64Type))
         if t in _HALF_LITERAL:
@@ -176,13 +187,14 @@ class CudaEmitter:
         return literal(op.value)
 
     def e_binary(self, op: cuda.BinaryOp) -> str:
-        return f"{self.expr(op.lhs)} {cuda.C_BINARY[op.kind.data]} {self.expr(op.rhs)}"
+        return _narrow(op, f"{self.expr(op.lhs)} {cuda.C_BINARY[op.kind.data]} "
+                           f"{self.expr(op.rhs)}")
 
     def e_compare(self, op: cuda.CompareOp) -> str:
         return f"{self.expr(op.lhs)} {cuda.C_COMPARE[op.kind.data]} {self.expr(op.rhs)}"
 
     def e_unary(self, op: cuda.UnaryOp) -> str:
-        return f"{cuda.C_UNARY[op.kind.data]}{self.expr(op.operand)}"
+        return _narrow(op, f"{cuda.C_UNARY[op.kind.data]}{self.expr(op.operand)}")
 
     def e_select(self, op: cuda.SelectOp) -> str:
         return f"{self.expr(op.cond)} ? {self.expr(op.lhs)} : {self.expr(op.rhs)}"

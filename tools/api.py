@@ -239,7 +239,7 @@ class Compiled:
         if inputs is None:
             inputs = random_inputs(self.program, seed)
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        return self.executable(target, level).run(inputs)
+        return self.program.as_outputs(self.executable(target, level).run(inputs))
 
     def check(self, target: str = "cpu", level: str | None = None, seed: int | None = None) -> Comparison:
         """Run on fresh random inputs and compare with PyTorch eager."""

@@ -52,9 +52,9 @@ cuda.kernel @k(%a: f32) launch_bounds(1) {
 }
 
 // -----
-// CHECK: 'cuda.compare': expected a C scalar type, got i16
-cuda.kernel @k(%a: i16) launch_bounds(1) {
-  %c = cuda.compare lt %a, %a : i16
+// CHECK: 'cuda.compare': expected a C scalar type, got i24
+cuda.kernel @k(%a: i24) launch_bounds(1) {
+  %c = cuda.compare lt %a, %a : i24
 }
 
 // -----

@@ -153,6 +153,30 @@ cuda.kernel @halves(%w: !cuda.ptr<bf16, const, restrict>, %ids: !cuda.ptr<i64, c
   %3 = cuda.cast %2 : f32 to bf16
   cuda.store %3, %out[%t] : !cuda.ptr<bf16, restrict>
 }
+// int8 / int16: C computes them in int, so each result is wrapped back to its width at once
+// (an i8 sum widened to i16 must have wrapped at 8 bits first, as aten's).
+// CHECK-LABEL: extern "C" __global__ void __launch_bounds__(4) narrow(const signed char* __restrict__ a, short* __restrict__ out) {
+// CHECK-NEXT:    const int t = threadIdx.x;
+// CHECK-NEXT:    const signed char av = a[t];
+// CHECK-NEXT:    const signed char s = (signed char)(av + av);
+// CHECK-NEXT:    const short w = (short)s;
+// CHECK-NEXT:    const short p = (short)(w * (short)300);
+// CHECK-NEXT:    const short n = (short)(-(short)1);
+// CHECK-NEXT:    const short r = (short)(p + n);
+// CHECK-NEXT:    out[t] = r;
+// CHECK-NEXT:  }
+cuda.kernel @narrow(%a: !cuda.ptr<i8, const, restrict>, %out: !cuda.ptr<i16, restrict>) launch_bounds(4) {
+  %t = cuda.special threadIdx.x
+  %av = cuda.load %a[%t] : !cuda.ptr<i8, const, restrict>
+  %s = cuda.binary add %av, %av : i8
+  %w = cuda.cast %s : i8 to i16
+  %c = cuda.constant 300 : i16
+  %p = cuda.binary mul %w, %c : i16
+  %one = cuda.constant 1 : i16
+  %n = cuda.unary neg %one : i16
+  %r = cuda.binary add %p, %n : i16
+  cuda.store %r, %out[%t] : !cuda.ptr<i16, restrict>
+}
 func.func @main(%x: memref<8x1024xf32>, %n: index) -> memref<8xf32> {
   %out = memref.alloc() : memref<8xf32>
   cuda.launch @sum_sq(%x, %out, %n) grid(8, 1, 1) block(256, 1, 1) smem(0) : memref<8x1024xf32>, memref<8xf32>, index

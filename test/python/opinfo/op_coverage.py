@@ -50,7 +50,6 @@ class Entry:
         return f"{self.name}.{self.variant}" if self.variant else self.name
 
 
-UINT8 = {"unsupported dtype torch.uint8": "uint8 tensors (deplo's integers are signed)"}
 def _dim_arg(i: int, default: int = -1) -> Callable:
     """The sample's dim: its `i`-th positional argument, or its `dim` keyword."""
     return lambda s: s.args[i] if len(s.args) > i else s.kwargs.get("dim", default)
@@ -195,7 +194,7 @@ COVERAGE: list[Entry] = [
     Entry("index_put", "integer indices: the indexed dims flattened, an index_copy (index_add with accumulate); a boolean mask: where"),
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
           " statistics, running ones not updated)"),
-    Entry("gather", "torch.gather -> tir.gather", refusals=UINT8),
+    Entry("gather", "torch.gather -> tir.gather"),
     Entry("take_along_dim", "PyTorch's decomposition (an integer remainder, a gather)"),
     Entry("bucketize", "PyTorch's decomposition (a binary search of integer floor divisions)",
           refusals={"data-dependent": "a 0-d input (its decomposition reads a size from the "
@@ -495,8 +494,10 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
   in-place and `out=` variants: values are immutable here (refused).
 - Integer arithmetic in kernels beyond index arithmetic (add, sub, mul, min, max, abs, sign, and
   fmod / remainder / div / floor_divide: C's `%` and `/`, corrected as aten's): elementwise kinds
-  compute on floats; integer and bool tensors are indices, masks and argmax results. uint8
-  tensors are refused (integers are signed).
+  compute on floats; integer and bool tensors are indices, masks and argmax results. int8 and
+  int16 are C's `signed char` and `short`; uint8 is carried in int16 (0..255, each uint8 result
+  wrapped to its low 8 bits: `frontend/aten.py` `wrap_uint8`), so a uint8 output comes back as
+  int16 numbers.
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
 - Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`.

@@ -65,6 +65,15 @@ CASES = {
                            [torch.tensor([[0.5, -0.5, -2.0, 3.0]], dtype=torch.float16)]),
     "f32_past_its_range": (lambda x: x * 1e39, [torch.tensor([[0.0, 1.0, -2.0]])]),
     "bool_xor_or": (lambda a, b: ((a > 0) ^ (b > 0)) | (a > 1), [torch.randn(6), torch.randn(6)]),
+    # int8 / int16 wrap as C's signed char / short (aten too); uint8 in an i16 carrier, each
+    # result its low 8 bits (overflow, negation, ~, a float past 255, a shift)
+    "int8_int16_wrap": (lambda a, b: (a * 9 - a // 7) + (b * 300).to(torch.int8) + (b << 9),
+                        [_ints(5, 7, lo=-128, hi=128).to(torch.int8),
+                         _ints(7, lo=-300, hi=300).to(torch.int16)]),
+    "uint8_wrap": (lambda a, x: (a * a + 200 - (0 - a)) ^ ~a | (a << 3) + (x * 300).to(torch.uint8),
+                   [_ints(5, 7, lo=0, hi=256).to(torch.uint8), torch.rand(7)]),
+    "uint8_image_to_float": (lambda a: a.permute(1, 0).float() / 255 - a.amax() * 0.5,
+                             [_ints(5, 7, lo=0, hi=256).to(torch.uint8)]),
 }
 
 

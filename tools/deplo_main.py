@@ -395,7 +395,8 @@ def cmd_run(args) -> int:
     failed = False
     reference = compiled.program.reference(inputs[:n]) if args.check else None
     for schedule in schedules:
-        outputs = exe.run(inputs, schedule=schedule) if schedule else exe.run(inputs)
+        outputs = compiled.program.as_outputs(
+            exe.run(inputs, schedule=schedule) if schedule else exe.run(inputs))
         label = what + (f" [{schedule}]" if schedule else "")
         shapes = ", ".join(f"{tuple(o.shape)} {o.dtype}" for o in outputs)
         if reference is None:

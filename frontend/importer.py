@@ -87,7 +87,7 @@ class Program:
                     if t.is_floating_point()}
             module.double()
         try:
-            with torch.no_grad(), evaluating(module), \
+            with torch.no_grad(), evaluating(module), _StableRanking(), \
                     _Widened() if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
         finally:
@@ -140,6 +140,28 @@ class _Widened(torch.overrides.TorchFunctionMode):
             return torch.float64 if isinstance(v, torch.dtype) and v.is_floating_point else v
 
         return func(*map(widen, args), **{k: widen(v) for k, v in (kwargs or {}).items()})
+
+
+class _StableRanking(torch.overrides.TorchFunctionMode):
+    """sort, argsort and topk as deplo ranks (frontend/aten.py `_ranked`): equal keys in index
+    order. PyTorch leaves their order unspecified (its CPU sort is not stable past 16
+    elements), so a reference with ties would differ in its indices, not in its values."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.topk, torch.Tensor.topk):
+            return _stable_topk(*args, **kwargs)
+        if func in (torch.sort, torch.Tensor.sort, torch.argsort, torch.Tensor.argsort):
+            # (the overload with `stable` takes dim and descending by keyword only)
+            x, *rest = args
+            kwargs |= dict(zip(("dim", "descending"), rest)) | {"stable": True}
+            return func(x, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _stable_topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (topk's own name)
+    values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
+    return torch.return_types.topk((values.narrow(dim, 0, k), indices.narrow(dim, 0, k)))
 
 
 @dataclass

@@ -70,7 +70,7 @@ into the flash loop.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod as math_prod
 
 from xdsl.context import Context
@@ -106,6 +106,8 @@ from deplo.passes.loop.fusion_rules import (
     reads_each_element_once_in_place,
     sources,
     wrapped_coordinate,
+    forget,
+    memoized,
     writer,
     written_args,
 )
@@ -422,6 +424,14 @@ class FuseProducer(RewritePattern):
 
     recompute_reductions: bool = True
     inline_concat: bool = True
+    # `sources` of launches as the IR stands, cleared by each fusion: the checks between two
+    # fusions ask it again and again (an RNN's recurrent chain: 10^4 walks of ~40 kernels)
+    _sources: dict = field(default_factory=dict, repr=False)
+
+    def sources(self, launch: loop.LaunchOp) -> set[SSAValue]:
+        if launch not in self._sources:
+            self._sources[launch] = sources(launch)
+        return self._sources[launch]
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, launch: loop.LaunchOp, rewriter: PatternRewriter) -> None:
@@ -429,7 +439,7 @@ class FuseProducer(RewritePattern):
         # (the walk goes last to first), so a reduction is hoisted into its final consumer
         # rather than into an intermediate broadcast that would then be materialized.
         while self._fuse_one(launch, rewriter):
-            pass
+            self._sources.clear()
 
     def _fuse_one(self, launch: loop.LaunchOp, rewriter: PatternRewriter) -> bool:
         host = launch.parent_block()
@@ -440,6 +450,7 @@ class FuseProducer(RewritePattern):
         consumer = kernel_of(launch)
         if not isinstance(consumer, loop.KernelOp):
             return False
+        forget(consumer)  # (the one kernel this changes)
         returned = {v for o in host.ops if isinstance(o, func.ReturnOp) for v in o.arguments}
         for i, t in enumerate(launch.args):
             if i in written_args(consumer) or t in returned:
@@ -503,10 +514,12 @@ class FuseProducer(RewritePattern):
             # only when that reads no global data the consumer does not read anyway
             others = [r for r in readers(p_launch.args[nest.out_index], p_launch)
                       if r is not launch]
-            if others and not (self.recompute_reductions and sources(p_launch) <= sources(launch)):
+            if others and not (self.recompute_reductions
+                               and self.sources(p_launch) <= self.sources(launch)):
                 return False
             if any(_hoist_point(ld, consumer) is None for ld in loads):
                 _reorder_for_hoist(consumer, loads)
+                forget(consumer)
             for ld in loads:
                 p = _hoist_point(ld, consumer)
                 if p is None or _serial_rows(p, consumer):
@@ -782,11 +795,12 @@ class LoopFusePass(ModulePass):
                 apply_recursively=True,
             ).rewrite_module(op)
         fuse = FuseProducer(self.recompute_reductions, self.inline_concat)
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([EraseDeadLaunch(), fuse], dce_enabled=False),
-            apply_recursively=True,
-            walk_reverse=True,
-        ).rewrite_module(op)
+        with memoized():
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier([EraseDeadLaunch(), fuse], dce_enabled=False),
+                apply_recursively=True,
+                walk_reverse=True,
+            ).rewrite_module(op)
         # drop the uniquing suffix of kernel names that fusion left unique
         kernels = [k for k in op.ops if isinstance(k, loop.KernelOp)]
         bases = [_base(k.sym_name.data) for k in kernels]

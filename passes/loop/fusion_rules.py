@@ -13,6 +13,8 @@ back as a select. The rule itself is written in `fuse.py`'s docstring.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
@@ -87,12 +89,49 @@ def reads_each_element_once_in_place(load: loop.LoadOp, ivs: list[SSAValue]) -> 
 _SYMBOLS: WeakKeyDictionary[Block, dict[str, Operation]] = WeakKeyDictionary()
 
 
-def written_args(kernel: loop.KernelOp) -> set[int]:
+_MEMO: dict | None = None
+
+
+@contextlib.contextmanager
+def memoized():
+    """Within: `written_args` and `producer_nest` of a kernel computed once, until `forget`
+    (loop-fuse changes one kernel at a time, its consumer, and asks them ~10^6 times of the
+    others: an RNN's recurrent chain took minutes)."""
+    global _MEMO
+    saved, _MEMO = _MEMO, {}
+    try:
+        yield
+    finally:
+        _MEMO = saved
+
+
+def forget(kernel: loop.KernelOp) -> None:
+    """`kernel` is about to change: what `memoized` keeps of it goes."""
+    if _MEMO is not None:
+        _MEMO.pop((written_args, kernel), None)
+        _MEMO.pop((producer_nest, kernel), None)
+
+
+def _memo(analysis):
+    @functools.wraps(analysis)
+    def cached(kernel):
+        if _MEMO is None:
+            return analysis(kernel)
+        key = (cached, kernel)
+        if key not in _MEMO:
+            _MEMO[key] = analysis(kernel)
+        return _MEMO[key]
+
+    return cached
+
+
+@_memo
+def written_args(kernel: loop.KernelOp) -> frozenset[int]:
     """Indices of the kernel arguments it stores to (from the arguments' uses: fusion asks
     this ~10^5 times, a walk of the kernel each time took most of its time)."""
-    return {a.index for a in kernel.body.block.args
-            if any(isinstance(u.operation, loop.StoreOp) and u.operation.buffer is a
-                   for u in a.uses)}
+    return frozenset(a.index for a in kernel.body.block.args
+                     if any(isinstance(u.operation, loop.StoreOp) and u.operation.buffer is a
+                            for u in a.uses))
 
 
 @dataclass
@@ -107,6 +146,7 @@ class ProducerNest:
     has_reduction: bool
 
 
+@_memo
 def producer_nest(kernel: loop.KernelOp) -> ProducerNest | None:
     outs = written_args(kernel)
     if len(outs) != 1:
@@ -182,16 +222,24 @@ def readers(t: SSAValue, but: Operation | None = None) -> list[Operation]:
 def sources(launch: loop.LaunchOp) -> set[SSAValue]:
     """The host buffers `launch` reads, looking through buffers written by pointwise kernels
     (which fusion inlines): the global data a kernel reads once its pointwise producers are
-    fused into it."""
+    fused into it. (What each launch writes is asked once a walk: a recurrent state's buffer
+    has a use in every step.)"""
+    written_by = functools.cache(written)
+
+    def writer_of(t: SSAValue) -> loop.LaunchOp | None:
+        ws = [u.operation for u in t.uses
+              if isinstance(u.operation, loop.LaunchOp) and u.index in written_by(u.operation)]
+        return ws[0] if len(ws) == 1 else None
+
     found: set[SSAValue] = set()
-    stack = [v for i, v in enumerate(launch.args) if i not in written(launch)]
+    stack = [v for i, v in enumerate(launch.args) if i not in written_by(launch)]
     seen: set[SSAValue] = set()
     while stack:
         t = stack.pop()
         if t in seen:
             continue
         seen.add(t)
-        w = writer(t) if isinstance(t.owner, memref.AllocOp) else None
+        w = writer_of(t) if isinstance(t.owner, memref.AllocOp) else None
         k = kernel_of(w) if w is not None else None
         nest = producer_nest(k) if isinstance(k, loop.KernelOp) else None
         if nest is None or nest.has_reduction:

@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute, parse_assignment, print_assignment
 from xdsl.ir import (
     Attribute,
+    BlockArgument,
     Block,
     Dialect,
     Operation,
@@ -418,6 +419,7 @@ def verify_access(op: IRDLOperation, buf: SSAValue, indices, amap: AffineMapAttr
             raise VerifyException(
                 f"{op.name}: expected {rank} indices for {mtype}, got {len(indices)}"
             )
+        _verify_in_bounds(op, mtype, indices)
         return
     m = amap.data
     if m.num_dims != len(indices) or m.num_symbols != 0:
@@ -427,6 +429,36 @@ def verify_access(op: IRDLOperation, buf: SSAValue, indices, amap: AffineMapAttr
         )
     if len(m.results) != rank:
         raise VerifyException(f"{op.name}: map {m} gives {len(m.results)} coordinates for {mtype}")
+
+
+def _verify_in_bounds(op: IRDLOperation, mtype: MemRefType, indices) -> None:
+    """A coordinate that is a loop's induction variable stays within its dim: a hand-edited
+    bound (`loop.for %a = 0 to 65` over a dim of 64) would read and write past the buffer in
+    the emitted C. (Only unguarded plain indices: an access under a condition may be meant to
+    run past, and mapped coordinates are the passes' own.)"""
+    if _guarded(op):
+        return
+    for d, (v, n) in enumerate(zip(indices, mtype.get_shape())):
+        f = v.owner.parent_op() if isinstance(v, BlockArgument) else None
+        if not isinstance(f, ForOp) or v is not f.iv or n < 0:
+            continue
+        lb, ub, step = f.lb.data, f.ub.data, f.step.data
+        if ub <= lb or step <= 0:
+            continue
+        last = lb + (ub - lb - 1) // step * step
+        if lb < 0 or last >= n:
+            raise VerifyException(f"{op.name}: index {d} runs over {lb}..{last} (its loop), past "
+                                  f"dim {d} of {mtype} (0..{n - 1})")
+
+
+def _guarded(op: Operation) -> bool:
+    """`op` is inside a condition (scf.if) within its kernel."""
+    p = op.parent_op()
+    while p is not None and not isinstance(p, KernelOp):
+        if p.name == "scf.if":
+            return True
+        p = p.parent_op()
+    return False
 
 
 def _identity_or_none(amap: AffineMap | AffineMapAttr | None, n: int) -> AffineMapAttr | None:

@@ -66,3 +66,16 @@ loop.kernel @bound_past_int(%out: memref<4xf32>) {
   loop.for %i = 0 to 9223372036854775808 free {
   }
 }
+
+// -----
+
+// a loop's index past the dim it indexes (a hand-edited bound) would read past the buffer
+loop.kernel @past_the_dim(%x: memref<4x64xf32>, %out: memref<4x64xf32>) {
+  loop.for %i = 0 to 4 free {
+    loop.for %j = 0 to 65 free {
+      // CHECK: loop.load: index 1 runs over 0..64 (its loop), past dim 1 of memref<4x64xf32> (0..63)
+      %v = loop.load %x[%i, %j] : memref<4x64xf32>
+      loop.store %v, %out[%i, %j] : memref<4x64xf32>
+    }
+  }
+}

@@ -154,6 +154,9 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
             if isinstance(v.type, ShapedType) and str(elt) not in ELEMENT_TYPES:
                 fail(op, f"{op.name}: element type {elt} of {v.type} is not one deplo takes "
                          f"({', '.join(ELEMENT_TYPES)})")
+            if isinstance(v.type, ShapedType) and any(n < 0 for n in v.type.get_shape()):
+                fail(op, f"{op.name}: {v.type} has a dynamic dim (deplo compiles static "
+                         "shapes)")
 
 
 def _verify(op: Operation) -> None:

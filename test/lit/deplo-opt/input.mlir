@@ -62,6 +62,17 @@ func.func @f80(%x: tensor<4xf80>) -> tensor<4xf80> {
 
 // -----
 
+// A dynamic dim: every level has static shapes (loop bounds, buffer sizes), refused where it
+// appears rather than as a loop bound of -2^63 after tir-to-loop.
+// CHECK: input.mlir:[[# @LINE + 1]]:1
+func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %y = torch.relu %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  func.return %y : tensor<?x4xf32>
+}
+// CHECK: func.func: tensor<?x4xf32> has a dynamic dim (deplo compiles static shapes)
+
+// -----
+
 // A semi-affine map (xDSL 0.74 does not implement d0 * d0): a located error.
 // CHECK: input.mlir:[[# @LINE + 2]]:3
 func.func @semi_affine(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -844,25 +844,43 @@ def _per_channel(im: Importer, y: SSAValue, weight, bias, shape: list[int]) -> S
 
 
 def _vector_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """linalg_vector_norm: max|x| (ord inf), min|x| (-inf), the count of nonzeros (0),
-    sum|x| (1), sqrt(sum x^2) (2), else sum(|x|^p)^(1/p); in float32 for f16/bf16."""
+    """linalg_vector_norm, in float32 for f16/bf16 (`_p_norm`)."""
     x = _f32(im, _as_dtype(im, im.value(node.args[0]), rt.element_type))
-    p = float(_arg(node, 1, "ord", 2))
     dims, keep = _dims(node, 2, "dim", _rank(x)), bool(_arg(node, 3, "keepdim", False))
+    return _as_dtype(im, _p_norm(im, x, float(_arg(node, 1, "ord", 2)), dims, keep),
+                     rt.element_type)
+
+
+def _p_norm(im: Importer, x: SSAValue, p: float, dims: list[int], keep: bool) -> SSAValue:
+    """max|x| (p inf), min|x| (-inf), the count of nonzeros (0), sum|x| (1), sqrt(sum x^2) (2),
+    else sum(|x|^p)^(1/p)."""
     a = _ew(im, "abs", x)
     if math.isinf(p):
-        y = _reduce(im, "amax" if p > 0 else "amin", a, dims, keep)
-    elif p == 0:
+        return _reduce(im, "amax" if p > 0 else "amin", a, dims, keep)
+    if p == 0:
         nz = _cmp(im, "ne", x, _scalar(im, 0, x))
-        y = _reduce(im, "sum", im.insert(T.ToOp(nz, x.type), "nonzero"), dims, keep)
-    elif p == 2:
-        y = _ew(im, "sqrt", _reduce(im, "sum", _ew(im, "mul", x, x), dims, keep))
-    elif p == 1:
-        y = _reduce(im, "sum", a, dims, keep)
-    else:
-        y = _reduce(im, "sum", _ew(im, "pow", a, _scalar(im, p, a)), dims, keep)
-        y = _ew(im, "pow", y, _scalar(im, 1 / p, y))
-    return _as_dtype(im, y, rt.element_type)
+        return _reduce(im, "sum", im.insert(T.ToOp(nz, x.type), "nonzero"), dims, keep)
+    if p == 2:
+        return _ew(im, "sqrt", _reduce(im, "sum", _ew(im, "mul", x, x), dims, keep))
+    if p == 1:
+        return _reduce(im, "sum", a, dims, keep)
+    y = _reduce(im, "sum", _ew(im, "pow", a, _scalar(im, p, a)), dims, keep)
+    return _ew(im, "pow", y, _scalar(im, 1 / p, y))
+
+
+def _cdist(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """cdist / _cdist_forward: the p-norm of every row pair's difference ([.., P, 1, M] -
+    [.., 1, R, M], a reduction over M fused with the broadcast: no P x R x M buffer), in float32
+    for f16/bf16. Differences, not PyTorch's |x|^2 + |y|^2 - 2 x.y matmul for p = 2 (its
+    default past 25 rows): exact where rows are close, within its rounding elsewhere."""
+    if 0 in rt.get_shape():
+        return im.insert(T.FullOp(0, rt), "cdist")
+    x1, x2 = (_f32(im, im.value(a)) for a in node.args[:2])
+    p = float(_arg(node, 2, "p", 2.0))
+    a, b = (list(v.type.get_shape()) for v in (x1, x2))
+    d = _ew(im, "sub", _reshape(im, x1, [*a[:-1], 1, a[-1]]),
+            _reshape(im, x2, [*b[:-2], 1, *b[-2:]]))
+    return _as_dtype(im, _p_norm(im, d, p, [_rank(d) - 1], False), rt.element_type)
 
 
 def _group_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -1829,6 +1847,8 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.std.dim: _variance(std=True),
     aten.std.default: _variance(std=True),
     aten.linalg_vector_norm.default: _vector_norm,
+    aten.cdist.default: _cdist,
+    aten._cdist_forward.default: _cdist,
     aten.group_norm.default: _group_norm,
     aten.batch_norm.default: _batch_norm,
     aten.hardtanh.default: _hardtanh,

@@ -191,6 +191,7 @@ COVERAGE: list[Entry] = [
                             f"their {how} (with the place's own value: include_self)", how)
       for how in ("prod", "mean", "amax", "amin")],
     Entry("masked_scatter", "the k-th element the mask picks takes source's k-th: k a cumsum of the mask, read by torch.index"),
+    Entry("cdist", "the p-norm of every row pair's difference (a reduction fused with the broadcast; f32)"),
     Entry("index_put", "integer indices: the indexed dims flattened, an index_copy (index_add with accumulate); a boolean mask: where"),
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"
           " statistics, running ones not updated)"),

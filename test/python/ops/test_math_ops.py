@@ -137,6 +137,9 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "norms": (lambda x: torch.linalg.vector_norm(x, 3, -1) + x.norm(dim=-1)
               + torch.linalg.vector_norm(x, -float("inf"), -1)
               + torch.linalg.vector_norm(x, float("inf"), (0, 2)), [(5, 6, 7)], "torch.pow"),
+    "cdist": (lambda a, b: torch.cdist(a, b) + torch.cdist(a, b, p=1) * 3
+              + torch.cdist(a, b, p=0.5).sum(-1, keepdim=True), [(2, 27, 5), (1, 30, 5)],
+              "torch.sqrt"),
     "amin": (lambda x: x.amin(-1, keepdim=True) * x, [(3, 5, 7)], "torch.amin"),
     "cumsum": (lambda x: torch.cumsum(x, -1) + torch.cumsum(x.transpose(0, 1), 0).transpose(0, 1),
                [(40, 67)], "torch.cumsum"),

@@ -452,6 +452,7 @@ class FuseProducer(RewritePattern):
             return False
         forget(consumer)  # (the one kernel this changes)
         returned = {v for o in host.ops if isinstance(o, func.ReturnOp) for v in o.arguments}
+        order = None  # (the host's launch order, taken once a scan: nothing changes within it)
         for i, t in enumerate(launch.args):
             if i in written_args(consumer) or t in returned:
                 continue
@@ -466,7 +467,9 @@ class FuseProducer(RewritePattern):
             if len(writers) != 1:
                 continue
             p_launch = writers[0]
-            if not _before(p_launch, launch) or _inputs_overwritten(p_launch, launch):
+            if order is None:
+                order = _HostOrder(host)
+            if not order.safe_to_move(p_launch, launch):
                 continue
             pkernel = kernel_of(p_launch)
             nest = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
@@ -661,6 +664,27 @@ def _fuse_concat(launch, consumer, i, p_launch, cat: ConcatNests, rewriter) -> b
     launch.operands = [v for k, v in enumerate(operands) if k != arg.index]
     consumer.body.block.erase_arg(arg)
     return True
+
+
+class _HostOrder:
+    """The host block's order and which launch writes what, for asking of many producers
+    whether they run before a consumer with their inputs untouched in between (`_before` and
+    `_inputs_overwritten` at once, without a walk of the launches between each time: an RNN's
+    producers are hundreds of launches before their consumer)."""
+
+    def __init__(self, host: Block):
+        self.pos = {op: k for k, op in enumerate(host.ops)}
+        self.writes: dict[SSAValue, list[int]] = {}
+        for op, k in self.pos.items():
+            if isinstance(op, loop.LaunchOp) and isinstance(kern := kernel_of(op), loop.KernelOp):
+                for w in written_args(kern):
+                    self.writes.setdefault(op.args[w], []).append(k)
+
+    def safe_to_move(self, p_launch: loop.LaunchOp, c_launch: loop.LaunchOp) -> bool:
+        a, b = self.pos.get(p_launch), self.pos.get(c_launch)
+        if a is None or b is None or a >= b:
+            return False
+        return not any(a < k < b for v in set(p_launch.args) for k in self.writes.get(v, ()))
 
 
 def _before(a: Operation, b: Operation) -> bool:

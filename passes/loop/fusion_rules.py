@@ -219,6 +219,11 @@ def readers(t: SSAValue, but: Operation | None = None) -> list[Operation]:
     return out
 
 
+SOURCES_WALK = 256
+"""Buffers a `sources` walk looks through at most: an RNN's state is a pointwise chain through
+every step, hundreds of kernels long; a transformer's chains are a few kernels."""
+
+
 def sources(launch: loop.LaunchOp) -> set[SSAValue]:
     """The host buffers `launch` reads, looking through buffers written by pointwise kernels
     (which fusion inlines): the global data a kernel reads once its pointwise producers are
@@ -235,6 +240,8 @@ def sources(launch: loop.LaunchOp) -> set[SSAValue]:
     stack = [v for i, v in enumerate(launch.args) if i not in written_by(launch)]
     seen: set[SSAValue] = set()
     while stack:
+        if len(seen) >= SOURCES_WALK:  # (what is left stays unexpanded: a superset of its
+            return found | set(stack)  # own sources, so `a <= b` errs towards no)
         t = stack.pop()
         if t in seen:
             continue

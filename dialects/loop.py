@@ -443,8 +443,8 @@ def _verify_in_bounds(op: IRDLOperation, mtype: MemRefType, indices) -> None:
         if not isinstance(f, ForOp) or v is not f.iv or n < 0:
             continue
         lb, ub, step = f.lb.data, f.ub.data, f.step.data
-        if ub <= lb or step <= 0:
-            continue
+        if ub <= lb or step <= 0 or max(abs(lb), abs(ub)) > 2**31:
+            continue  # (empty, or a bound the loop's own verifier refuses)
         last = lb + (ub - lb - 1) // step * step
         if lb < 0 or last >= n:
             raise VerifyException(f"{op.name}: index {d} runs over {lb}..{last} (its loop), past "

@@ -793,9 +793,9 @@ class MatmulClass(KernelClass):
         if knobs["buffers"] > MAX_BUFFERS:
             bad.append(("buffers", f"expected 1 to {MAX_BUFFERS} buffers, got {knobs['buffers']}"))
         if not bad and (smem := shared_bytes(facts, knobs)) > MAX_SHARED_MEMORY_BYTES:
-            # (blamed on the pad or the buffers where no pad or one buffer would fit)
-            culprit = next((k for k, least in (("pad", 0), ("buffers", 1)) if shared_bytes(
-                facts, {**knobs, k: least}) <= MAX_SHARED_MEMORY_BYTES), "k_chunk")
+            # (blamed on a pad past the chunk it pads where no pad would fit)
+            culprit = "pad" if knobs["pad"] > kc and shared_bytes(
+                facts, {**knobs, "pad": 0}) <= MAX_SHARED_MEMORY_BYTES else "k_chunk"
             bad.append((culprit, f"the staged chunks take {smem} bytes of shared memory, more "
                                    f"than {MAX_SHARED_MEMORY_BYTES} (k_chunk, tile, buffers and "
                                    "pad)"))

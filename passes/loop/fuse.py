@@ -493,11 +493,10 @@ class FuseProducer(RewritePattern):
         if len(loads) != len(list(arg.uses)):
             return False
         points = {}
-        recomputed = any(_recompute_factor(ld) > 1 for ld in loads)
         in_k_loop = any(f.kind.data == loop.LoopKind.REDUCE
                         for ld in loads for f in loop.enclosing_ops(ld, loop.ForOp))
         arithmetic = in_k_loop and not _only_casts(nest)
-        if not nest.has_reduction and recomputed and (
+        if not nest.has_reduction and any(_recompute_factor(ld) > 1 for ld in loads) and (
                 _multiplies_reads(nest, p_launch)
                 or (arithmetic and _is_matmul(consumer) and not _softmax(consumer, p_launch))
                 or (arithmetic and _exp_chain(p_launch) and not _exp_in_k_loop(consumer)

@@ -1025,9 +1025,9 @@ def _ranked(kind: str) -> Converter:
 def _scattered(name: str) -> Converter:
     """scatter (a value, or src: the last write to a place wins, as PyTorch's CPU loop),
     scatter_add, scatter_reduce, and index_fill / index_copy / index_add / index_reduce (a 1-d
-    index along dim: the same with the index broadcast over the other dims). By matching, as the ranking above: a place p
-    along dim is hit by the index entries equal to p; P x J comparisons a row (places x
-    entries), refused beyond RANK_LIMIT^2."""
+    index along dim: the same with the index broadcast over the other dims). By matching, as
+    the ranking above: a place p along dim is hit by the index entries equal to p; P x J
+    comparisons a row (places x entries), refused beyond RANK_LIMIT^2."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         x, d, kind = im.value(node.args[0]), node.args[1], name
@@ -1152,6 +1152,8 @@ def _index_put(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     front = dims[0] if adjacent else 0  # where x[indices] puts the index's dims
     kept = [shape[k] for k in rest]
     read = kept[:front] + list(b) + kept[front:]  # the shape of x[indices]
+    while _rank(values) > len(read) and values.type.get_shape()[0] == 1:  # (as aten: leading
+        values = _reshape(im, values, values.type.get_shape()[1:])  # 1s dropped)
     values = im.insert(T.ExpandOp(values, _t(values, read)), "index_put")
     order = [*range(front, front + len(b)), *range(front), *range(front + len(b), len(read))]
     if order != sorted(order):

@@ -36,12 +36,17 @@ def _nonadjacent(x, i, j, v):
     return y
 
 
+def _leading_one(x, v):
+    y = x.clone()
+    y[T([4, 1])] = v  # (setitem drops v's leading 1s; index_put itself would not)
+    return y
+
+
 CASES = {
     "in_place_module": (InPlace(), lambda: (torch.randn(6, 4), T([0, 3]), torch.randn(2, 4))),
     "repeated_last_wins": (lambda x, v: x.index_put((T([0, 3, 0, -1]),), v),
                            lambda: (torch.randn(6, 4), torch.randn(4, 4))),
-    "values_with_a_leading_one": (lambda x, v: x.index_put((T([4, 1]),), v),
-                                  lambda: (torch.randn(6, 4), torch.randn(1, 2, 4))),
+    "values_with_a_leading_one": (_leading_one, lambda: (torch.randn(6, 4), torch.randn(1, 2, 4))),
     "accumulate_repeated": (lambda x, v: x.index_put((T([0, 3, 0]), T([[1], [2]])), v, True),
                             lambda: (torch.randn(5, 4, 3), torch.randn(2, 3, 3))),
     "nonadjacent_dims": (_nonadjacent,

@@ -45,8 +45,8 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute, parse_assignment, print_assignment
 from xdsl.ir import (
     Attribute,
-    BlockArgument,
     Block,
+    BlockArgument,
     Dialect,
     Operation,
     Region,

@@ -1689,6 +1689,36 @@ def _logcumsumexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue
     return _as_dtype(im, y, rt.element_type)
 
 
+def _adaptive_max_pool(im: Importer, node: torch.fx.Node, rts):
+    """adaptive_max_pool1d/2d/3d: output cell i of a dim of n takes [floor(i n / o),
+    ceil((i + 1) n / o)), i.e. i n < (h + 1) o and h o < (i + 1) n: the masks of the dims
+    anded over [.., *out, *spatial], the values their max and the indices (into the flattened
+    plane) the first of them, an argmax (the first NaN, where PyTorch keeps the last)."""
+    x, out = im.value(node.args[0]), list(node.args[1])
+    k, shape = len(out), list(x.type.get_shape())
+    lead, spatial = shape[:-k], shape[-k:]
+    i64 = mlir_element_type(torch.int64)
+    hits = None
+    for j, (o, n) in enumerate(zip(out, spatial)):
+        i = _reshape(im, im.insert(T.ArangeOp(0, o, 1, TensorType(i64, [o])), "pool"), [o, 1])
+        h = _reshape(im, im.insert(T.ArangeOp(0, n, 1, TensorType(i64, [n])), "pool"), [1, n])
+        c = (lambda v, m: _ew(im, "mul", v, _scalar(im, m, v)))
+        one = _scalar(im, 1, i)
+        m = _cmp(im, "logical_and", _cmp(im, "lt", c(i, n), c(_ew(im, "add", h, one), o)),
+                 _cmp(im, "lt", c(h, o), c(_ew(im, "add", i, one), n)))
+        m = _reshape(im, m, [o if d == j else n if d == k + j else 1 for d in range(2 * k)])
+        hits = m if hits is None else _cmp(im, "logical_and", hits, m)
+    xs = _reshape(im, x, [*lead, *[1] * k, *spatial])
+    masked = im.insert(T.WhereOp(hits, xs, _scalar(im, -math.inf, x), _t(x, [
+        *lead, *out, *spatial])), "adaptive_max_pool")
+    flat = _reshape(im, masked, [*lead, *out, math.prod(spatial)])
+    values = _reduce(im, "amax", flat, [-1], False)
+    last = _rank(flat) - 1
+    idx = im.insert(T.ARG_CLASSES["argmax"](flat, last, False, _t(flat, [*lead, *out], i64)),
+                    "adaptive_max_pool")
+    return values, idx
+
+
 def _arg_reduction(name: str) -> Converter:
     """argmax / argmin; without a dim, of the flattened input (keepdim: every dim kept as 1)."""
 
@@ -1850,6 +1880,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.std.default: _variance(std=True),
     aten.linalg_vector_norm.default: _vector_norm,
     aten.cdist.default: _cdist,
+    **{getattr(aten, f"adaptive_max_pool{n}d").default: _adaptive_max_pool for n in (1, 2, 3)},
     aten._cdist_forward.default: _cdist,
     aten.group_norm.default: _group_norm,
     aten.batch_norm.default: _batch_norm,

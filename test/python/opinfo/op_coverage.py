@@ -287,6 +287,8 @@ COVERAGE: list[Entry] = [
     Entry("nn.functional.interpolate", "PyTorch's decomposition (indexing)", "bicubic"),
     Entry("nn.functional.interpolate", "PyTorch's decomposition (indexing)", "trilinear"),
     Entry("nn.functional.adaptive_avg_pool2d", "PyTorch's decomposition"),
+    *[Entry(f"nn.functional.adaptive_max_pool{n}d", "each cell's window a mask of the plane; "
+            "its max, and its first max's index (an argmax)") for n in (1, 2, 3)],
     Entry("einsum", "PyTorch's decomposition (bmm, permute, view; as_strided)"),
     Entry("copysign", "where(b < 0 or b is -0, -abs(a), abs(a))"),
     Entry("as_strided", "a gather of the flat input at offset + sum(i * stride)",

@@ -137,6 +137,10 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
     "norms": (lambda x: torch.linalg.vector_norm(x, 3, -1) + x.norm(dim=-1)
               + torch.linalg.vector_norm(x, -float("inf"), -1)
               + torch.linalg.vector_norm(x, float("inf"), (0, 2)), [(5, 6, 7)], "torch.pow"),
+    "adaptive_max_pool": (lambda x: F.adaptive_max_pool2d(x, (3, 4), return_indices=True)[1]
+                          + F.adaptive_max_pool2d(x, (3, 4)) + F.adaptive_max_pool1d(
+                              x.flatten(2), 5).sum(-1, keepdim=True).unsqueeze(-1),
+                          [(2, 3, 7, 9)], "torch.argmax"),
     "cdist": (lambda a, b: torch.cdist(a, b) + torch.cdist(a, b, p=1) * 3
               + torch.cdist(a, b, p=0.5).sum(-1, keepdim=True), [(2, 27, 5), (1, 30, 5)],
               "torch.sqrt"),

@@ -12,6 +12,19 @@ func.func @cumsum_bf16(%x: tensor<4x5xbf16>) -> tensor<4x5xbf16> {
 
 // -----
 
+// cummax / cummin (aten.cummax's values) are scans with the max / min combiner; integers scan
+// as they are.
+// CHECK-LABEL: func.func @cummax_cummin
+// CHECK:         tir.scan max %x [0] : tensor<4x5xf32>
+// CHECK:         tir.scan min %i [1] : tensor<4x5xi64>
+func.func @cummax_cummin(%x: tensor<4x5xf32>, %i: tensor<4x5xi64>) -> (tensor<4x5xf32>, tensor<4x5xi64>) {
+  %y = torch.cummax %x {dim = 0 : i64} : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  %z = torch.cummin %i {dim = 1 : i64} : (tensor<4x5xi64>) -> tensor<4x5xi64>
+  func.return %y, %z : tensor<4x5xf32>, tensor<4x5xi64>
+}
+
+// -----
+
 // argmax is a tir.reduce argmax (i64); keepdim re-inserts the dim by an index map.
 // CHECK-LABEL: func.func @argmax_keepdim
 // CHECK:         %[[A:.*]] = tir.reduce argmax %x [1] : tensor<4x5xf32> -> tensor<4xi64>

@@ -133,7 +133,7 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         return (a.float() if a.dtype == torch.bfloat16 else a).numpy()
 
     def run(*args: torch.Tensor):
-        outputs = exe.run([numpy_of(a) for a in args] + weights)
+        outputs = program.as_outputs(exe.run([numpy_of(a) for a in args] + weights))
         return tuple(torch.from_numpy(np.array(o, order="C")).to(torch.bfloat16) if bf else
                      torch.from_numpy(np.array(o, order="C")) for o, bf in zip(outputs, bf16_out))
 

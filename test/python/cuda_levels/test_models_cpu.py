@@ -117,3 +117,10 @@ def test_cli_run_check_on_the_default_target(checkpoints, cpu_target, capsys) ->
     assert main(["run", str(checkpoints / "llama"), "--check"]) == 0
     out = capsys.readouterr().out
     assert "cpu: " in out and "PASS" in out, out
+
+
+def test_torch_compile_returns_uint8_as_uint8(cpu_target) -> None:
+    """uint8 travels in int16 (frontend/dtypes.py); the backend hands it back as uint8."""
+    x = torch.randint(0, 256, (4, 5), dtype=torch.uint8)
+    got = torch.compile(lambda x: (x * 3) ^ 7, backend="deplo")(x)
+    assert got.dtype == torch.uint8 and torch.equal(got, (x * 3) ^ 7)

@@ -664,6 +664,18 @@ def _scalar(im: Importer, value: float, like: SSAValue) -> SSAValue:
     return im.insert(T.FullOp(value, _t(like, [])), "cst")
 
 
+def _positions(im: Importer, n: int, shape=None, hint: str = "arange") -> SSAValue:
+    """0, 1, .., n - 1 (i64), reshaped to `shape` (n along one dim, 1 along the others)."""
+    pos = im.insert(T.ArangeOp(0, n, 1, TensorType(mlir_element_type(torch.int64), [n])), hint)
+    return pos if shape is None else _reshape(im, pos, shape, hint)
+
+
+def _from_end(im: Importer, idx: SSAValue, n: int) -> SSAValue:
+    """An index into a dim of n where a negative entry counts from the end."""
+    return im.insert(T.WhereOp(_cmp(im, "lt", idx, _scalar(im, 0, idx)), _ew(
+        im, "add", idx, _scalar(im, n, idx)), idx, idx.type), "from_end")
+
+
 def _dims(node: torch.fx.Node, i: int, name: str, rank: int) -> list[int]:
     """A dim argument (int, list or None: every dim) as sorted non-negative dims."""
     d = _arg(node, i, name)
@@ -764,8 +776,7 @@ def _triangle(upper: bool) -> Converter:
         k = int(_arg(node, 1, "diagonal", 0))
         m, n = x.type.get_shape()[-2:]
         i64 = mlir_element_type(torch.int64)
-        rows = im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "row")
-        rows = _reshape(im, rows, [m, 1], "row")
+        rows = _positions(im, m, [m, 1], "row")
         cols = im.insert(T.ArangeOp(-k, n - k, 1, TensorType(i64, [n])), "col")
         keep = im.insert((T.GeOp if upper else T.LeOp)(
             cols, rows, TensorType(mlir_element_type(torch.bool), [m, n])), "keep")
@@ -1003,7 +1014,7 @@ def _ranked(kind: str) -> Converter:
             before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a, number_b))
             tie = _cmp(im, "logical_or", tie, _cmp(im, "logical_and", nan_a, nan_b))
         i64 = mlir_element_type(torch.int64)
-        pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "rank") for m in (n, k)]
+        pos = [_positions(im, m, hint="rank") for m in (n, k)]
         earlier = _cmp(im, "lt", _reshape(im, pos[0], [1, n]), _reshape(im, pos[0], [n, 1]))
         before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", tie, earlier))
         place = _reduce(im, "sum", _as_dtype(im, before, i64), [-1], True)  # [.., n, 1]
@@ -1073,9 +1084,7 @@ def _scatter(im: Importer, node: torch.fx.Node, x: SSAValue, d: int, idx: SSAVal
     xshape = list(x.type.get_shape())
     places, entries = xshape[d], idx.type.get_shape()[d]
     i64 = mlir_element_type(torch.int64)
-    idx = _as_dtype(im, idx, i64)  # a negative entry counts from the end (index_fill)
-    idx = im.insert(T.WhereOp(_cmp(im, "lt", idx, _scalar(im, 0, idx)), _ew(
-        im, "add", idx, _scalar(im, places, idx)), idx, idx.type), "scatter")
+    idx = _from_end(im, _as_dtype(im, idx, i64), places)  # (index_fill's may be negative)
     # the places an index shorter than x (off dim) does not reach: entries that match none
     # (src beyond the index is not read: what stands there is never taken)
     shape = [entries if k == d else n for k, n in enumerate(xshape)]
@@ -1089,8 +1098,7 @@ def _scatter(im: Importer, node: torch.fx.Node, x: SSAValue, d: int, idx: SSAVal
     idx, x0 = (im.insert(T.TransposeOp(v, d, last, _swapped(v, d, last)), "scatter")
                if d != last else v for v in (idx, x))
     rows = list(idx.type.get_shape()[:-1])
-    pos = [im.insert(T.ArangeOp(0, m, 1, TensorType(i64, [m])), "scatter")
-           for m in (places, entries)]
+    pos = [_positions(im, m, hint="scatter") for m in (places, entries)]
     hit = _cmp(im, "eq", _reshape(im, idx, [*rows, 1, entries]),
                _reshape(im, pos[0], [places, 1]))  # [.., p, j]
     src = im.insert(T.TransposeOp(src, d, last, _swapped(src, d, last)), "scatter") \
@@ -1163,8 +1171,7 @@ def _index_put(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     values = _reshape(im, values, [entries, *kept])
     flat = None  # each entry's place in the indexed dims, row-major
     for k, v in zip(dims, idxs):
-        v = im.insert(T.WhereOp(_cmp(im, "lt", v, _scalar(im, 0, v)), _ew(
-            im, "add", v, _scalar(im, shape[k], v)), v, v.type), "index_put")
+        v = _from_end(im, v, shape[k])
         flat = v if flat is None else _ew(im, "add", _ew(
             im, "mul", flat, _scalar(im, shape[k], flat)), v)
     flat = im.insert(T.ExpandOp(flat, _t(flat, b)), "index_put")
@@ -1647,8 +1654,7 @@ def _cumulative_extreme(name: str) -> Converter:
         if not isinstance(x.type.element_type, IntegerType):
             set_here = _cmp(im, "logical_or", set_here, _cmp(im, "ne", x, x))
         n = x.type.get_shape()[d]
-        pos = _reshape(im, im.insert(T.ArangeOp(0, n, 1, TensorType(i64, [n])), name),
-                       [n if k == d else 1 for k in range(_rank(x))])
+        pos = _positions(im, n, [n if k == d else 1 for k in range(_rank(x))], name)
         at = im.insert(T.WhereOp(set_here, pos, _scalar(im, 0, pos), _t(x, elt=i64)), name)
         idx = im.insert(T.ALONG_DIM_CLASSES["cummax"](at, d, at.type), name)
         return _as_dtype(im, v, rts[0].element_type), idx
@@ -1678,8 +1684,7 @@ def _logcumsumexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue
     m = im.insert(T.WhereOp(infinite, _scalar(im, 0.0, m), m, m.type), "logcumsumexp")
     terms = _ew(im, "exp", _ew(im, "sub", _reshape(im, xf, [*rows, 1, n]),
                                _reshape(im, m, [*rows, n, 1])))  # [.., i, j]
-    i64 = mlir_element_type(torch.int64)
-    pos = im.insert(T.ArangeOp(0, n, 1, TensorType(i64, [n])), "logcumsumexp")
+    pos = _positions(im, n, hint="logcumsumexp")
     before = _cmp(im, "le", _reshape(im, pos, [1, n]), _reshape(im, pos, [n, 1]))
     total = _reduce(im, "sum", im.insert(T.WhereOp(before, terms, _scalar(im, 0.0, terms),
                                                    terms.type), "logcumsumexp"), [-1], False)
@@ -1700,8 +1705,7 @@ def _adaptive_max_pool(im: Importer, node: torch.fx.Node, rts):
     i64 = mlir_element_type(torch.int64)
     hits = None
     for j, (o, n) in enumerate(zip(out, spatial)):
-        i = _reshape(im, im.insert(T.ArangeOp(0, o, 1, TensorType(i64, [o])), "pool"), [o, 1])
-        h = _reshape(im, im.insert(T.ArangeOp(0, n, 1, TensorType(i64, [n])), "pool"), [1, n])
+        i, h = _positions(im, o, [o, 1], "pool"), _positions(im, n, [1, n], "pool")
         c = (lambda v, m: _ew(im, "mul", v, _scalar(im, m, v)))
         one = _scalar(im, 1, i)
         m = _cmp(im, "logical_and", _cmp(im, "lt", c(i, n), c(_ew(im, "add", h, one), o)),

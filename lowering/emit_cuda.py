@@ -110,8 +110,9 @@ def literal(value: IntegerAttr | FloatAttr) -> str:
         n = value.value.data
         if t.width.data == 1:
             return "true" if n else "false"
-        text = {"long long": f"{n}LL", "unsigned int": f"{n}u", "unsigned long long": f"{n}ull",
-                "signed char": f"(signed char){n}", "short": f"(short){n}"}.get(cuda.C_SCALARS[t], str(n))
+        c = cuda.C_SCALARS[t]  # (a narrow literal cast to its type: `(short)300`)
+        text = {"long long": f"{n}LL", "unsigned int": f"{n}u", "unsigned long long": f"{n}ull"
+                }.get(c, f"({c}){n}" if t.width.data < 32 else str(n))
     else:
         text = _float_text(value.value.data, isinstance(t, Float64Type))
         if t in _HALF_LITERAL:

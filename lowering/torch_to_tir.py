@@ -388,7 +388,8 @@ def _arg_reduction(kind: tir.ReduceKind) -> Decomposition:
 
 
 def _scan(kind: tir.ReduceKind) -> Decomposition:
-    """cumsum / cumprod / cummax / cummin: f16/bf16 accumulate in float32, each prefix rounded once (as aten)."""
+    """cumsum / cumprod / cummax / cummin: f16/bf16 accumulate in float32, each prefix rounded
+    once (as aten)."""
 
     def go(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
         if not rt.get_shape():

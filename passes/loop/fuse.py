@@ -666,10 +666,10 @@ def _fuse_concat(launch, consumer, i, p_launch, cat: ConcatNests, rewriter) -> b
 
 
 class _HostOrder:
-    """The host block's order and which launch writes what, for asking of many producers
-    whether they run before a consumer with their inputs untouched in between (`_before` and
-    `_inputs_overwritten` at once, without a walk of the launches between each time: an RNN's
-    producers are hundreds of launches before their consumer)."""
+    """The host block's order and which launch writes what: whether a producer runs before a
+    consumer with its inputs untouched in between (fusing would read them late). Taken once
+    and asked of many producers, without a walk of the launches between each time: an RNN's
+    producers are hundreds of launches before their consumer."""
 
     def __init__(self, host: Block):
         self.pos = {op: k for k, op in enumerate(host.ops)}
@@ -684,24 +684,6 @@ class _HostOrder:
         if a is None or b is None or a >= b:
             return False
         return not any(a < k < b for v in set(p_launch.args) for k in self.writes.get(v, ()))
-
-
-def _before(a: Operation, b: Operation) -> bool:
-    block = a.parent_block()
-    return block is b.parent_block() and block.get_operation_index(a) < block.get_operation_index(b)
-
-
-def _inputs_overwritten(p_launch: loop.LaunchOp, c_launch: loop.LaunchOp) -> bool:
-    """True if a launch between P and C writes one of P's inputs (fusing would read it late)."""
-    ins = set(p_launch.args)
-    op = p_launch.next_op
-    while op is not None and op is not c_launch:
-        if isinstance(op, loop.LaunchOp):
-            k = kernel_of(op)
-            if any(op.args[w] in ins for w in written_args(k)):
-                return True
-        op = op.next_op
-    return False
 
 
 def _rename(kernel: loop.KernelOp, launch: loop.LaunchOp, name: str) -> None:
@@ -759,9 +741,7 @@ class FuseIntoEpilogue(RewritePattern):
         if not isinstance(t.owner, memref.AllocOp) or len(users) != 1:
             return
         p_launch = users[0]
-        if not isinstance(p_launch, loop.LaunchOp) or not _before(r_launch, p_launch):
-            return
-        if _inputs_overwritten(r_launch, p_launch):
+        if not isinstance(p_launch, loop.LaunchOp):
             return
         pkernel = kernel_of(p_launch)
         pn = producer_nest(pkernel) if isinstance(pkernel, loop.KernelOp) else None
@@ -771,6 +751,8 @@ class FuseIntoEpilogue(RewritePattern):
         uses = list(pkernel.args[at[0]].uses)
         if not all(isinstance(u.operation, loop.LoadOp)
                    and reads_each_element_once_in_place(u.operation, pn.ivs) for u in uses):
+            return
+        if not _HostOrder(host).safe_to_move(r_launch, p_launch):  # (last: it reads the host)
             return
         if FuseProducer()._fuse(p_launch, pkernel, at[0], r_launch, nest, rewriter):
             _cleanup(fn.parent_op(), host, t, r_launch, rkernel, rewriter)

@@ -199,10 +199,11 @@ def written(launch: loop.LaunchOp) -> set[int]:
     return written_args(k) if isinstance(k, loop.KernelOp) else set()
 
 
-def writer(t: SSAValue) -> loop.LaunchOp | None:
-    """The one launch that writes host buffer `t`, or None (an input, or several writers)."""
+def writer(t: SSAValue, written_by=written) -> loop.LaunchOp | None:
+    """The one launch that writes host buffer `t`, or None (an input, or several writers);
+    `written_by` answers what a launch writes (`sources` asks each launch once a walk)."""
     ws = [u.operation for u in t.uses
-          if isinstance(u.operation, loop.LaunchOp) and u.index in written(u.operation)]
+          if isinstance(u.operation, loop.LaunchOp) and u.index in written_by(u.operation)]
     return ws[0] if len(ws) == 1 else None
 
 
@@ -230,12 +231,6 @@ def sources(launch: loop.LaunchOp) -> set[SSAValue]:
     fused into it. (What each launch writes is asked once a walk: a recurrent state's buffer
     has a use in every step.)"""
     written_by = functools.cache(written)
-
-    def writer_of(t: SSAValue) -> loop.LaunchOp | None:
-        ws = [u.operation for u in t.uses
-              if isinstance(u.operation, loop.LaunchOp) and u.index in written_by(u.operation)]
-        return ws[0] if len(ws) == 1 else None
-
     found: set[SSAValue] = set()
     stack = [v for i, v in enumerate(launch.args) if i not in written_by(launch)]
     seen: set[SSAValue] = set()
@@ -246,7 +241,7 @@ def sources(launch: loop.LaunchOp) -> set[SSAValue]:
         if t in seen:
             continue
         seen.add(t)
-        w = writer_of(t) if isinstance(t.owner, memref.AllocOp) else None
+        w = writer(t, written_by) if isinstance(t.owner, memref.AllocOp) else None
         k = kernel_of(w) if w is not None else None
         nest = producer_nest(k) if isinstance(k, loop.KernelOp) else None
         if nest is None or nest.has_reduction:

@@ -166,7 +166,8 @@ COVERAGE: list[Entry] = [
     Entry("cumsum", "torch.cumsum -> tir.scan"),
     Entry("cummax", "torch.cummax -> tir.scan max; the index a max-scan of the positions that set it"),
     Entry("cummin", "torch.cummin -> tir.scan min; the index a max-scan of the positions that set it"),
-    Entry("logcumsumexp", "the running max plus the log of each prefix's sum of exp(x - it): a masked sum, n^2 a row (up to 4096)"),
+    Entry("logcumsumexp", "the running max plus the log of each prefix's sum of exp(x - it): "
+                          "a masked sum, n^2 a row (up to 4096)"),
     Entry("cumprod", "torch.cumprod -> tir.scan"),
     Entry("argmax", "torch.argmax -> tir.reduce argmax"),
     Entry("argmin", "torch.argmin -> tir.reduce argmin"),
@@ -179,18 +180,17 @@ COVERAGE: list[Entry] = [
     Entry("scatter", "matched: a place is hit by the index entries equal to it; the last write "
                      "wins (reduce='add': scatter_add; 'multiply': scatter_reduce's prod)"),
     Entry("scatter_add", "matched: a place is hit by the index entries equal to it; their sum added (f32)"),
-    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their sum (with the place's own value: include_self)", "sum"),
-    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their mean (with the place's own value: include_self)", "mean"),
-    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their prod (with the place's own value: include_self)", "prod"),
-    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their amax (with the place's own value: include_self)", "amax"),
-    Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; their amin (with the place's own value: include_self)", "amin"),
+    *[Entry("scatter_reduce", "matched: a place is hit by the index entries equal to it; "
+                              f"their {how} (with the place's own value: include_self)", how)
+      for how in ("sum", "mean", "prod", "amax", "amin")],
     Entry("index_fill", "matched: a place is hit by the index entries equal to it, every slice alike"),
     Entry("index_copy", "matched: a place is hit by the index entries equal to it, every slice alike; the last write wins"),
     Entry("index_add", "matched: a place is hit by the index entries equal to it, every slice alike; their sum added (f32)"),
     *[Entry("index_reduce", "matched: a place is hit by the index entries equal to it, every slice alike; "
                             f"their {how} (with the place's own value: include_self)", how)
       for how in ("prod", "mean", "amax", "amin")],
-    Entry("masked_scatter", "the k-th element the mask picks takes source's k-th: k a cumsum of the mask, read by torch.index"),
+    Entry("masked_scatter", "the k-th element the mask picks takes source's k-th: k a cumsum "
+                            "of the mask, read by torch.index"),
     Entry("cdist", "the p-norm of every row pair's difference (a reduction fused with the broadcast; f32)"),
     Entry("index_put", "integer indices: the indexed dims flattened, an index_copy (index_add with accumulate); a boolean mask: where"),
     Entry("nn.functional.batch_norm", "sub, rsqrt, mul, add per channel (f32; training: the batch's"

@@ -8,6 +8,7 @@ the graph and imports this module; this module never imports it).
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -1841,6 +1842,52 @@ def _pool(kind: str) -> Converter:
     return convert
 
 
+def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
+    """max_poolNd(return_indices=True): max_pool's values, and the index (into the flattened
+    plane) PyTorch's CPU loop keeps: the first in-bounds window element equal to the max, or
+    the window's last NaN. Window offset j of dim e reads input[o s - pad + j dil]: a strided
+    slice of the input padded with -inf. A window has few offsets; each is one `where` over
+    the output, so the chain fuses into one elementwise kernel."""
+    values = _pool("max_pool")(im, node, rts[0])
+    x = im.value(node.args[0])
+    kernel = _ints(node.args[1], len(node.args[1]) if isinstance(node.args[1], (list, tuple))
+                   else 1)
+    n = len(kernel)
+    stride = _ints(_arg(node, 2, "stride", []) or kernel, n)
+    lo = _ints(_arg(node, 3, "padding", [0]), n)
+    dil = _ints(_arg(node, 4, "dilation", [1]), n)
+    rank, sizes, out = _rank(x), x.type.get_shape()[-n:], rts[0].get_shape()[-n:]
+    padded = x
+    for e in range(n):
+        reach = (out[e] - 1) * stride[e] + (kernel[e] - 1) * dil[e] + 1
+        padded = _pad_dim(im, padded, rank - n + e, lo[e], max(reach - lo[e] - sizes[e], 0),
+                          -math.inf)
+    chain, nan_chain = [], []
+    for offset in itertools.product(*map(range, kernel)):
+        cand, flat, valid = padded, None, None
+        for e, j in enumerate(offset):
+            d, start = rank - n + e, j * dil[e]
+            cand = im.insert(T.SliceOp(cand, d, start, start + (out[e] - 1) * stride[e] + 1,
+                                       stride[e], _t(cand, [*cand.type.get_shape()[:d], out[e],
+                                                            *cand.type.get_shape()[d + 1:]])),
+                             "max_pool")
+            pos = _positions(im, out[e], [out[e] if k == e else 1 for k in range(n)], "max_pool")
+            pos = _ew(im, "add", _ew(im, "mul", pos, _scalar(im, stride[e], pos)),
+                      _scalar(im, start - lo[e], pos))
+            inside = _cmp(im, "logical_and", _cmp(im, "ge", pos, _scalar(im, 0, pos)),
+                          _cmp(im, "lt", pos, _scalar(im, sizes[e], pos)))
+            plane = _ew(im, "mul", pos, _scalar(im, math.prod(sizes[e + 1:]), pos))
+            flat = plane if flat is None else _ew(im, "add", flat, plane)
+            valid = inside if valid is None else _cmp(im, "logical_and", valid, inside)
+        chain.append((_cmp(im, "logical_and", valid, _cmp(im, "eq", cand, values)), flat))
+        nan_chain.append((_cmp(im, "logical_and", valid, _cmp(im, "ne", cand, cand)), flat))
+    idx_t = rts[1]
+    idx = im.insert(T.FullOp(0, idx_t), "max_pool")
+    for hit, flat in [*chain[::-1], *nan_chain]:  # the first equal, then the last NaN
+        idx = im.insert(T.WhereOp(hit, flat, idx, idx_t), "max_pool")
+    return values, idx
+
+
 aten = torch.ops.aten
 COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.true_divide.Tensor: _binary("div"),
@@ -1973,12 +2020,12 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.conv_transpose3d.input: _conv_transpose,
     **{getattr(aten, f"{k}{n}d").default: _pool(k) for k in ("max_pool", "avg_pool")
        for n in (1, 2, 3)},
+    **{getattr(aten, f"max_pool{n}d_with_indices").default: _max_pool_with_indices
+       for n in (1, 2, 3)},
     operator.getitem: lambda im, node, rt: im.values[node.args[0]][node.args[1]],
 }
 
 REFUSED: dict[object, str] = {
-    **{getattr(aten, f"max_pool{n}d_with_indices").default:
-       "the indices of max pooling (return_indices=True) are not computed" for n in (1, 2, 3)},
     aten.embedding_renorm_.default: "embedding's max_norm renormalizes the weight in place",
     **{op: "PyTorch's fused inference fast path of nn.TransformerEncoderLayer / "
            "MultiheadAttention, which Dynamo takes under no_grad; "
@@ -2026,4 +2073,7 @@ ATEN_CONVERTERS: dict[object, Converter] = {
     **COMPOSITE_CONVERTERS,
 }
 
+# special functions and searchsorted live in their own module, built from the helpers above
+from deplo.frontend.special import SPECIAL_CONVERTERS  # noqa: E402
 
+ATEN_CONVERTERS.update(SPECIAL_CONVERTERS)

@@ -136,7 +136,7 @@ def test_counts_follow_the_shapes() -> None:
 
 
 def unsupported_case() -> Case:
-    return Case("tiny", "tiny", "erfinv", 8, "fp32", lambda x: torch.erfinv(x.tanh()),
+    return Case("tiny", "tiny", "polygamma", 8, "fp32", lambda x: torch.polygamma(1, x.tanh()),
                 (Arg("x", (8, 8)),))
 
 
@@ -152,9 +152,9 @@ def test_tiny_suite_end_to_end_json(tmp_path) -> None:
     assert data["gpu_model"] == "H100 SXM5"  # without a GPU: the H100's parameters
     assert data["summary"]["cases"] == len(cases) == 18
     entries = {c["name"]: c for c in data["cases"]}
-    bad = entries["tiny/erfinv/s8/fp32"]
+    bad = entries["tiny/polygamma/s8/fp32"]
     assert bad["status"] == "unsupported" and bad["stage"] == "capture"
-    assert "erfinv" in bad["reason"] and "static" not in bad
+    assert "polygamma" in bad["reason"] and "static" not in bad
     ok = [c for c in data["cases"] if c["status"] == "ok"]
     assert data["summary"]["ok"] == len(ok) and data["summary"]["unsupported"] == len(cases) - len(ok)
     assert len(ok) >= 16  # every tiny kernel compiles today
@@ -168,7 +168,7 @@ def test_tiny_suite_end_to_end_json(tmp_path) -> None:
         assert "gpu" not in c
     assert entries["tiny/sdpa_causal_gqa/s8/bf16"]["static"]["kernels"] >= 1
     table = format_table(report)
-    assert "tiny/erfinv/s8/fp32" in table and "unsupported (capture)" in table
+    assert "tiny/polygamma/s8/fp32" in table and "unsupported (capture)" in table
     assert f"{len(ok)}/18 cases compile" in table
 
 

@@ -162,6 +162,15 @@ COVERAGE: list[Entry] = [
     Entry("abs", "torch.abs"),
     Entry("log", "torch.log"),
     Entry("erf", "torch.erf"),
+    # special functions built from elementwise ops in float64 (frontend/special.py)
+    Entry("erfc", "t exp(-x^2 + t P(t)), a Chebyshev fit (float32-accurate)"),
+    Entry("erfinv", "Giles' polynomial, two Newton steps on erf"),
+    Entry("lgamma", "Stirling's series past 12 (recurrence), reflection below 0"),
+    Entry("digamma", "the asymptotic series past 12 (recurrence), reflection below 0"),
+    *[Entry("mvlgamma", "PyTorch's decomposition (a sum of lgammas)", f"mvlgamma_p_{p}")
+      for p in (1, 3, 5)],
+    Entry("searchsorted", "a count of the sorted entries below each value (a comparison "
+          "with each, summed)"),
     Entry("amin", "torch.amin"),
     Entry("cumsum", "torch.cumsum -> tir.scan"),
     Entry("cummax", "torch.cummax -> tir.scan max; the index a max-scan of the positions that set it"),
@@ -205,8 +214,11 @@ COVERAGE: list[Entry] = [
     Entry("nn.functional.conv_transpose1d", "zeros spread between inputs, a conv of the flipped kernel"),
     Entry("nn.functional.conv_transpose2d", "zeros spread between inputs, a conv of the flipped kernel"),
     Entry("nn.functional.conv_transpose3d", "zeros spread between inputs, a conv of the flipped kernel"),
-    Entry("nn.functional.max_pool2d", "torch.max_pool",
-          refusals={"max_pool2d_with_indices": "return_indices=True (indices not computed)"}),
+    *[Entry(f"nn.functional.max_pool{n}d", "torch.max_pool; its indices: the first window "
+            "element equal to the max (strided slices of the padded input, a where each)")
+      for n in (1, 2, 3)],
+    *[Entry(f"nn.functional.max_unpool{n}d", "PyTorch's decomposition (a scatter of the "
+            "values at their indices)") for n in (1, 2, 3)],
     Entry("nn.functional.avg_pool2d", "torch.avg_pool"),
     # through PyTorch's own decompositions (frontend/decompose.py) or small converters
     Entry("floor", "torch.floor"),
@@ -492,20 +504,18 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
   a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
   as constants lose precision (a constant's value is a float64 attribute).
-- `max_pool*d(return_indices=True)`: the indices output is not computed (refused).
 - Training-mode dropout (random), `embedding(max_norm=...)` (renormalizes the weight in place),
   in-place and `out=` variants: values are immutable here (refused).
 - Integer arithmetic in kernels beyond index arithmetic (add, sub, mul, min, max, abs, sign, and
   fmod / remainder / div / floor_divide: C's `%` and `/`, corrected as aten's): elementwise kinds
   compute on floats; integer and bool tensors are indices, masks and argmax results. int8 and
   int16 are C's `signed char` and `short`; uint8 is carried in int16 (0..255, each uint8 result
-  wrapped to its low 8 bits: `frontend/aten.py` `wrap_uint8`), so a uint8 output comes back as
-  int16 numbers.
+  wrapped to its low 8 bits: `frontend/aten.py` `wrap_uint8`) and returned as uint8.
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
-- Matrix norms (`norm(p="nuc")`, an SVD), `max_pool2d_with_indices`.
+- Matrix norms (`norm(p="nuc")`, an SVD).
 - `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's
-  values do not have; `diagonal` of `x.t()`); `erfinv`, `erfc`, `searchsorted`. An error
+  values do not have; `diagonal` of `x.t()`); `polygamma`, Bessel functions, `zeta`. An error
   names the op and the user's line.
 - Random ops: everything PyTorch tags as drawing from its generator (`randn`, `rand_like`,
   `bernoulli`, `normal`, `multinomial`, ...). A compiled program is deterministic: the error

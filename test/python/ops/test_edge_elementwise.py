@@ -10,11 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import deplo
 
 LEVELS = [("interp", "torch"), ("interp", "tensor"), ("interp", "loop"), ("cpu", None)]
 NAN = float("nan")
+INF = float("inf")
 
 
 def _ints(*shape, lo=-20, hi=20, seed=0):
@@ -74,6 +76,15 @@ CASES = {
                    [_ints(5, 7, lo=0, hi=256).to(torch.uint8), torch.rand(7)]),
     "uint8_image_to_float": (lambda a: a.permute(1, 0).float() / 255 - a.amax() * 0.5,
                              [_ints(5, 7, lo=0, hi=256).to(torch.uint8)]),
+    # max pooling's index: the first of equal maxima, a window's last NaN, and a window of
+    # -inf and padding alone (its first element inside the input, as PyTorch's CPU loop)
+    "max_pool_indices_ties_nan_inf": (
+        lambda x: F.max_pool2d(x, 3, 2, 1, dilation=(1, 2), ceil_mode=True,
+                               return_indices=True)[1],
+        [torch.tensor([[[[1.0, 1.0, NAN, 2.0, 2.0, -INF, -INF],
+                         [NAN, 0.0, 3.0, NAN, 2.0, -INF, -INF],
+                         [5.0, 5.0, 5.0, 5.0, -1.0, -INF, -INF],
+                         [0.0, 0.0, 0.0, 0.0, 0.0, -INF, -INF]]]])]),
 }
 
 

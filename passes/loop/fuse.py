@@ -76,7 +76,7 @@ from math import prod as math_prod
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import FlatSymbolRefAttr, ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -111,6 +111,7 @@ from deplo.passes.loop.fusion_rules import (
     writer,
     written_args,
 )
+from deplo.passes.loop.simplify import is_pure
 
 # ---------------------------------------------------------------------------------------------
 # kernel shape queries
@@ -427,6 +428,8 @@ class FuseProducer(RewritePattern):
     # `sources` of launches as the IR stands, cleared by each fusion: the checks between two
     # fusions ask it again and again (an RNN's recurrent chain: 10^4 walks of ~40 kernels)
     _sources: dict = field(default_factory=dict, repr=False)
+    # (consumer, buffer, load key) -> the value an inlined pointwise producer computed there
+    _inlined: dict = field(default_factory=dict, repr=False)
 
     def sources(self, launch: loop.LaunchOp) -> set[SSAValue]:
         if launch not in self._sources:
@@ -534,13 +537,28 @@ class FuseProducer(RewritePattern):
             exprs = dict(zip(nest.ivs, ld.access_map().results))
             if any(not isinstance(exprs[iv], AffineDimExpr) for iv in direct):
                 return False
+        block = consumer.body.block
+        t = launch.args[i]
+        if not nest.has_reduction:
+            # an element of P inlined here before (P has other readers, and a later fusion
+            # brought T back with a kernel that reads it) serves again: a chain of such
+            # producers would otherwise be inlined anew for every kernel after it
+            for ld in list(loads):
+                earlier = self._inlined.get((consumer, t, (tuple(ld.indices), ld.access_map())))
+                if earlier is not None and _available(earlier, ld, consumer, rewriter):
+                    rewriter.replace(ld, [], [earlier])
+                    loads.remove(ld)
+        if not loads:  # T just leaves the consumer; P's inputs do not come in
+            launch.operands = [v for k, v in enumerate(launch.operands) if k != arg.index]
+            block.erase_arg(arg)
+            return True
         mapper, operands = _adopt_inputs(launch, consumer, i, p_launch, nest.kernel,
                                          nest.out_index, rewriter)
-        block = consumer.body.block
         done: dict[tuple, SSAValue] = {}
         for ld in loads:
             key = (tuple(ld.indices), ld.access_map())
-            if nest.has_reduction and key in done:
+            if key in done and (nest.has_reduction
+                                or _available(done[key], ld, consumer, rewriter)):
                 rewriter.replace(ld, [], [done[key]])
                 continue
             m = ld.access_map()
@@ -552,6 +570,8 @@ class FuseProducer(RewritePattern):
                     local[iv] = ld.indices[e.position]
             value = clone_producer_body(nest, at, subst, local, rewriter)
             done[key] = value
+            if not nest.has_reduction:
+                self._inlined[(consumer, t, key)] = value
             rewriter.replace(ld, [], [value])
         # drop T from the consumer
         launch.operands = [v for k, v in enumerate(operands) if k != arg.index]
@@ -561,6 +581,37 @@ class FuseProducer(RewritePattern):
             if b not in a:
                 _rename(consumer, launch, f"{a}_{b}")
         return True
+
+
+def _available(value: SSAValue, op: Operation, kernel: loop.KernelOp, rewriter) -> bool:
+    """Whether `value`, a live op's result in `kernel`, can serve `op`: it is defined before op
+    in a block enclosing it, or the pure ops it is computed from that follow op there move
+    up in front of op (a later fusion put op's clone before the earlier one)."""
+    if not isinstance(value, OpResult) or value.op.parent_block() is None:
+        return False
+    block = value.op.parent_block()
+    anchor = next((o for o in (op, *loop.enclosing_ops(op, Operation))
+                   if o.parent_block() is block), None)
+    if anchor is None:
+        return False
+    if value.op.is_before_in_block(anchor):
+        return True
+    read_only = {a for i, a in enumerate(kernel.args) if i not in written_args(kernel)}
+    needed, moved = {value}, []
+    o = value.op
+    while o is not anchor:
+        if needed & set(o.results):
+            if not is_pure(o, read_only):
+                return False
+            moved.append(o)
+            needed |= set(o.operands)
+        o = o.prev_op
+    if needed & set(anchor.results):
+        return False
+    for o in reversed(moved):
+        o.detach()
+        rewriter.insert_op(o, InsertPoint.before(anchor))
+    return True
 
 
 def _serial_rows(point: InsertPoint, consumer: loop.KernelOp) -> bool:

@@ -36,7 +36,8 @@ from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import written_args
 
 
-def _is_pure(op: Operation, read_only: set[SSAValue]) -> bool:
+def is_pure(op: Operation, read_only: set[SSAValue]) -> bool:
+    """An arith/math op, or a load of a buffer the kernel never stores to (`read_only`)."""
     if isinstance(op, loop.LoadOp):
         return op.buffer in read_only
     return op.dialect_name() in ("arith", "math") and not op.regions
@@ -75,7 +76,7 @@ def simplify_kernel(kernel: loop.KernelOp, rewriter: PatternRewriter) -> None:
     # 2. hoist loop invariants, innermost loops first (post-order), repeatedly outward
     for f in _post_order_loops(kernel):
         for op in list(f.body.block.ops):
-            if _is_pure(op, read_only) and not any(_defined_inside(v, f) for v in op.operands):
+            if is_pure(op, read_only) and not any(_defined_inside(v, f) for v in op.operands):
                 op.detach()
                 rewriter.insert(op, InsertPoint.before(f))
     # 3. CSE within each block, outer values visible inside
@@ -94,7 +95,7 @@ def _post_order_loops(op: Operation):
 def _cse_block(block: Block, known: dict, read_only: set[SSAValue], rewriter) -> None:
     known = dict(known)
     for op in list(block.ops):
-        if _is_pure(op, read_only) and op.results:
+        if is_pure(op, read_only) and op.results:
             k = _key(op)
             if k in known:
                 rewriter.replace(op, [], known[k])

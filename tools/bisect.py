@@ -94,7 +94,9 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
     tile/kernel-level step runnable when `spec` itself stops short of cuda. `schedule`: the
     plan file tile-plan pins (`Compiled.plan_file()`: the plans the program compiles with;
     not `strict`: it may name other programs' kernels, as a tuning store's does)."""
-    pipeline.parse_passes(spec)  # a bad spec is an error, not a mismatch
+    # a bad spec, or a conversion of a level the IR has not reached, is an error (as in
+    # deplo-opt), not a pass that "matches" because it changed nothing
+    pipeline.plan(spec, pipeline.ir_level(module), module)
     passes = pipeline.split_spec(pipeline.expand_pipeline(spec))
     full = pipeline.split_spec(pipeline.expand_pipeline("to-cuda"))
     result = BisectResult()

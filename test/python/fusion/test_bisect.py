@@ -106,6 +106,16 @@ def test_cli(capsys) -> None:
     assert "loop-online-softmax" in out.err and "PASS" in out.err
 
 
+@pytest.mark.parametrize("spec", ["kernel-to-cuda", "loop-to-tile,tile-plan"])
+def test_cli_refuses_a_conversion_the_ir_has_not_reached(spec, capsys) -> None:
+    """As deplo-opt does: the torch-level program cannot run kernel-to-cuda (it would change
+    nothing and every step would "match")."""
+    assert main(["bisect", "-c", EXPR, "-p", spec]) == 1
+    err = capsys.readouterr().err
+    assert "converts" in err and "the IR is at the torch level there" in err
+    assert "every pass matches" not in err
+
+
 def test_cli_names_the_pass(monkeypatch, capsys) -> None:
     from deplo.passes.loop.fuse import LoopFusePass
 

@@ -982,9 +982,16 @@ def _ranked(kind: str) -> Converter:
 
     def convert(im: Importer, node: torch.fx.Node, rts):
         x = im.value(node.args[0])
+        descending, k = False, None
         if kind == "topk":
             k, d = node.args[1], _arg(node, 2, "dim", -1)
             descending = bool(_arg(node, 3, "largest", True))
+        elif kind == "kthvalue":
+            d = _arg(node, 2, "dim", -1)
+        elif kind in ("median", "nanmedian"):
+            d = _arg(node, 1, "dim", None)
+            if d is None:  # over every element: the value alone
+                x, d = _reshape(im, x, [math.prod(x.type.get_shape())], "rank"), 0
         else:
             stable = kind.endswith("stable")  # (stable: keyword-only, before dim)
             d = node.kwargs.get("dim", -1) if stable else _arg(node, 1, "dim", -1)
@@ -1001,7 +1008,11 @@ def _ranked(kind: str) -> Converter:
             raise FrontendError(
                 f"unsupported '{node.target}' over {n} elements (deplo ranks by counting, n^2 "
                 f"comparisons a row, and takes at most {RANK_LIMIT}) {where_from(node)}")
-        k = n if k is None else k
+        if kind == "kthvalue" and not 1 <= node.args[1] <= n:
+            raise FrontendError(f"'{node.target}': k = {node.args[1]} is out of range for a dim "
+                                f"of {n} elements {where_from(node)}")
+        k = n if k is None else k if kind in ("topk", "sort", "sort.stable", "argsort",
+                                               "argsort.stable") else 1
         if d != last:
             x = im.insert(T.TransposeOp(x, d, last, _swapped(x, d, last)), "rank")
         rows = list(x.type.get_shape()[:-1])
@@ -1015,12 +1026,34 @@ def _ranked(kind: str) -> Converter:
             before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a, number_b))
             tie = _cmp(im, "logical_or", tie, _cmp(im, "logical_and", nan_a, nan_b))
         i64 = mlir_element_type(torch.int64)
-        pos = [_positions(im, m, hint="rank") for m in (n, k)]
-        earlier = _cmp(im, "lt", _reshape(im, pos[0], [1, n]), _reshape(im, pos[0], [n, 1]))
+        pos = _positions(im, n, hint="rank")
+        earlier = _cmp(im, "lt", _reshape(im, pos, [1, n]), _reshape(im, pos, [n, 1]))
         before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", tie, earlier))
         place = _reduce(im, "sum", _as_dtype(im, before, i64), [-1], True)  # [.., n, 1]
-        hot = _as_dtype(im, _cmp(im, "eq", place, pos[1]), i64)  # [.., n, k]
-        idx = _reduce(im, "sum", _ew(im, "mul", hot, _reshape(im, pos[0], [n, 1])), [-2], False)
+        # the places wanted: the first k, or the k-th / the middle one alone
+        nan = _cmp(im, "ne", x, x)
+        if kind == "kthvalue":
+            wanted = _scalar(im, node.args[1] - 1, place)
+        elif kind == "median":
+            wanted = _scalar(im, (n - 1) // 2, place)
+        elif kind == "nanmedian":  # the middle of the numbers (NaN rank last)
+            numbers = _reduce(im, "sum", _as_dtype(im, _cmp(im, "eq", x, x), i64), [-1], True)
+            numbers = im.insert(T.WhereOp(_cmp(im, "eq", numbers, _scalar(im, 0, numbers)),
+                                          _scalar(im, n, numbers), numbers, numbers.type),
+                                "rank")  # (all NaN: the middle of them, as PyTorch)
+            half = _ew(im, "div", _ew(im, "add", numbers, _scalar(im, 1, numbers)),
+                       _scalar(im, 2, numbers))
+            wanted = _reshape(im, _ew(im, "sub", half, _scalar(im, 1, half)), [*rows, 1, 1],
+                              "rank")
+        else:
+            wanted = _positions(im, k, hint="rank")
+        hot = _as_dtype(im, _cmp(im, "eq", place, wanted), i64)  # [.., n, k]
+        idx = _reduce(im, "sum", _ew(im, "mul", hot, _reshape(im, pos, [n, 1])), [-2], False)
+        if kind == "median":  # a row with a NaN: its first NaN
+            nans = _as_dtype(im, nan, mlir_element_type(torch.float32))
+            first_nan = im.insert(T.ARG_CLASSES["argmax"](nans, last, True, idx.type), "rank")
+            some = _cmp(im, "gt", _reduce(im, "amax", nans, [-1], True), _scalar(im, 0, nans))
+            idx = im.insert(T.WhereOp(some, first_nan, idx, idx.type), "rank")
         values = im.insert(T.GatherOp(x, idx, last, _t(x, idx.type.get_shape())), "rank")
         outs = []
         for v in (values, idx):
@@ -1029,6 +1062,8 @@ def _ranked(kind: str) -> Converter:
             outs.append(v)
         if kind.startswith("argsort"):
             return _reshape(im, outs[1], rts.get_shape())
+        if not isinstance(rts, tuple):  # median / nanmedian of every element
+            return _reshape(im, outs[0], rts.get_shape())
         return tuple(_reshape(im, v, rt.get_shape()) for v, rt in zip(outs, rts))
 
     return convert
@@ -1842,6 +1877,70 @@ def _pool(kind: str) -> Converter:
     return convert
 
 
+def _embedding_bag(im: Importer, node: torch.fx.Node, rts):
+    """_embedding_bag (nn.EmbeddingBag, F.embedding_bag): bag b holds the indices at positions
+    [offsets[b], offsets[b + 1]) (the last bag runs to the end unless include_last_offset),
+    less those equal to padding_idx: a [bags, n] mask. sum (times per_sample_weights) / mean
+    (0 for an empty bag) / max (0 for an empty bag) of the rows gathered, masked, over n — in
+    float32 for f16/bf16. The bookkeeping outputs (offset2bag, bag_size, max_indices, for the
+    backward) follow aten's CPU kernel for mean and max and are zeros for sum."""
+    w, idx, offsets = (im.value(a) for a in node.args[:3])
+    mode = _arg(node, 4, "mode", 0)
+    psw = _arg(node, 6, "per_sample_weights")
+    last_included = bool(_arg(node, 7, "include_last_offset", False))
+    padding = _arg(node, 8, "padding_idx", -1)
+    n, bags = idx.type.get_shape()[0], rts[0].get_shape()[0]
+    i64 = mlir_element_type(torch.int64)
+    idx, offsets = _as_dtype(im, idx, i64), _as_dtype(im, offsets, i64)
+    starts = im.insert(T.SliceOp(offsets, 0, 0, bags, 1, _t(offsets, [bags])), "embedding_bag")
+    if last_included:
+        ends = im.insert(T.SliceOp(offsets, 0, 1, bags + 1, 1, _t(offsets, [bags])),
+                         "embedding_bag")
+    else:
+        ends = _pad_dim(im, im.insert(T.SliceOp(offsets, 0, 1, bags, 1, _t(offsets, [bags - 1])),
+                                      "embedding_bag"), 0, 0, 1, n)
+    pos = _positions(im, n, [1, n], "embedding_bag")
+    member = _cmp(im, "logical_and", _cmp(im, "le", _reshape(im, starts, [bags, 1]), pos),
+                  _cmp(im, "lt", pos, _reshape(im, ends, [bags, 1])))
+    if padding is not None and padding >= 0:
+        member = _cmp(im, "logical_and", member, _reshape(im, _cmp(
+            im, "ne", idx, _scalar(im, padding, idx)), [1, n]))
+    rows = _f32(im, im.insert(T.EmbeddingOp(w, idx, _t(w, [n, w.type.get_shape()[1]])),
+                              "embedding_bag"))
+    if psw is not None:
+        rows = _ew(im, "mul", rows, _reshape(im, _f32(im, im.value(psw)), [n, 1]))
+    dim = w.type.get_shape()[1]
+    picked = _reshape(im, member, [bags, n, 1])
+    count = _reduce(im, "sum", _as_dtype(im, member, i64), [1], False)  # [bags]
+    empty = _cmp(im, "eq", _reshape(im, count, [bags, 1]), _scalar(im, 0, count))
+    spread = _reshape(im, rows, [1, n, dim])
+    fill = -math.inf if mode == 2 else 0.0
+    masked = im.insert(T.WhereOp(picked, spread, _scalar(im, fill, rows), _t(rows, [bags, n, dim])),
+                       "embedding_bag")
+    out = _reduce(im, "amax" if mode == 2 else "sum", masked, [1], False)
+    if mode == 1:
+        out = _ew(im, "div", out, _as_dtype(im, _reshape(im, count, [bags, 1]), out.type.element_type))
+    if mode in (1, 2):
+        out = im.insert(T.WhereOp(empty, _scalar(im, 0.0, out), out, out.type), "embedding_bag")
+    out = _as_dtype(im, out, rts[0].element_type)
+    book = []
+    for rt in rts[1:]:
+        book.append(im.insert(T.FullOp(0.0, rt), "embedding_bag"))
+    if mode in (1, 2):
+        bag_of = _reduce(im, "sum", _as_dtype(im, _cmp(im, "le", _reshape(im, starts, [bags, 1]),
+                                                          pos), i64), [0], False)
+        book[0] = _ew(im, "sub", bag_of, _scalar(im, 1, bag_of))
+        book[1] = count
+        book[2] = count
+        if mode == 2:  # the index (a row of w) of each bag's first maximum, per column
+            at = im.insert(T.ARG_CLASSES["argmax"](masked, 1, False, _t(masked, [bags, dim], i64)),
+                           "embedding_bag")
+            rows_at = im.insert(T.IndexOp(idx, [at], [0], _t(idx, [bags, dim])), "embedding_bag")
+            book[2] = im.insert(T.WhereOp(empty, _scalar(im, 0, at), rows_at, at.type),
+                                "embedding_bag")
+    return (out, *book)
+
+
 def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
     """max_poolNd(return_indices=True): max_pool's values, and the index (into the flattened
     plane) PyTorch's CPU loop keeps: the first in-bounds window element equal to the max, or
@@ -2003,6 +2102,9 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.sort.stable: _ranked("sort.stable"),
     aten.argsort.default: _ranked("argsort"),
     aten.argsort.stable: _ranked("argsort.stable"),
+    aten.kthvalue.default: _ranked("kthvalue"),
+    **{op: _ranked(name) for name in ("median", "nanmedian")
+       for op in (getattr(aten, name).default, getattr(aten, name).dim)},
     aten.scatter.value: _scattered("scatter_value"),
     aten.scatter.src: _scattered("scatter_src"),
     aten.scatter.reduce: _scattered("scatter_src"),
@@ -2012,6 +2114,8 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.index_fill.int_Scalar: _scattered("index_fill"),
     aten.index_copy.default: _scattered("index_copy"),
     aten.index_put.default: _index_put,
+    aten._embedding_bag.default: _embedding_bag,
+    aten._embedding_bag_forward_only.default: _embedding_bag,
     aten.masked_scatter.default: _masked_scatter,
     aten.index_add.default: _scattered("index_add"),
     aten.index_reduce.default: _scattered("index_reduce"),

@@ -143,14 +143,20 @@ class _Widened(torch.overrides.TorchFunctionMode):
 
 
 class _StableRanking(torch.overrides.TorchFunctionMode):
-    """sort, argsort and topk as deplo ranks (frontend/aten.py `_ranked`): equal keys in index
-    order. PyTorch leaves their order unspecified (its CPU sort is not stable past 16
-    elements), so a reference with ties would differ in its indices, not in its values."""
+    """sort, argsort, topk, kthvalue and median as deplo ranks (frontend/aten.py `_ranked`):
+    equal keys in index order. PyTorch leaves their order unspecified (its CPU sort is not
+    stable past 16 elements, kthvalue and median partition), so a reference with ties would
+    differ in its indices, not in its values."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in (torch.topk, torch.Tensor.topk):
             return _stable_topk(*args, **kwargs)
+        if func in (torch.kthvalue, torch.Tensor.kthvalue):
+            return _stable_pick(torch.return_types.kthvalue, *args, **kwargs)
+        if func in (torch.median, torch.Tensor.median, torch.nanmedian, torch.Tensor.nanmedian) \
+                and (len(args) > 1 or "dim" in kwargs):
+            return _stable_pick(func, *args, **kwargs)
         if func in (torch.sort, torch.Tensor.sort, torch.argsort, torch.Tensor.argsort):
             # (the overload with `stable` takes dim and descending by keyword only)
             x, *rest = args
@@ -162,6 +168,37 @@ class _StableRanking(torch.overrides.TorchFunctionMode):
 def _stable_topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (topk's own name)
     values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
     return torch.return_types.topk((values.narrow(dim, 0, k), indices.narrow(dim, 0, k)))
+
+
+def _stable_pick(kind, x, *args, dim=-1, keepdim=False, **kwargs):
+    """kthvalue(x, k, dim, keepdim), median / nanmedian(x, dim, keepdim) from a stable sort:
+    the k-th; the middle, or a row's first NaN (median); the middle of the numbers, or of all
+    when a row has none (nanmedian)."""
+    if kind is torch.return_types.kthvalue:
+        k, *args = args
+    args = dict(zip(("dim", "keepdim"), args))
+    dim, keepdim = args.get("dim", dim), args.get("keepdim", keepdim)
+    values, indices = torch.sort(x, dim=dim, stable=True)
+    n = x.shape[dim] if x.dim() else 1
+    nan = x.isnan()
+    if kind is torch.return_types.kthvalue:
+        at = torch.full_like(values.narrow(dim, 0, 1), k - 1, dtype=torch.long)
+    elif kind in (torch.median, torch.Tensor.median):
+        at = torch.full_like(values.narrow(dim, 0, 1), (n - 1) // 2, dtype=torch.long)
+    else:
+        numbers = (~nan).sum(dim, keepdim=True)
+        at = (torch.where(numbers == 0, n, numbers) + 1) // 2 - 1
+    index = indices.gather(dim, at)
+    if kind in (torch.median, torch.Tensor.median):
+        index = torch.where(nan.any(dim, keepdim=True), nan.to(torch.uint8).argmax(dim, True),
+                            index)
+    value = x.gather(dim, index)
+    if not keepdim:
+        value, index = value.squeeze(dim), index.squeeze(dim)
+    out = torch.return_types.kthvalue if kind is torch.return_types.kthvalue else (
+        torch.return_types.median if kind in (torch.median, torch.Tensor.median)
+        else torch.return_types.nanmedian)
+    return out((value, index))
 
 
 @dataclass

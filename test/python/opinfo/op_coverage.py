@@ -118,6 +118,9 @@ COVERAGE: list[Entry] = [
     Entry("cat", "torch.cat"),
     Entry("nn.functional.embedding", "torch.embedding",
           refusals={"embedding_renorm_": "max_norm renormalizes the weight in place"}),
+    Entry("nn.functional.embedding_bag", "each bag a mask of the positions (offsets), the rows "
+          "gathered, masked and summed / averaged / maxed over them",
+          refusals={"max_norm": "embedding's max_norm renormalizes the weight in place"}),
     Entry("contiguous", "(no op)"),
     Entry("clone", "(no op)"),
     # composites (decomposed at import into the torch ops above)
@@ -186,6 +189,12 @@ COVERAGE: list[Entry] = [
     Entry("sort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("argsort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("msort", "sort along dim 0", refusals=RANK_LIMIT, tie_dim=lambda s: 0),
+    Entry("kthvalue", "the element ranked k-th by counting (ties by index)", refusals=RANK_LIMIT,
+          tie_dim=_dim_arg(1)),
+    *[Entry(name, "the element ranked in the middle by counting (ties by index; " + nan + ")",
+            refusals=RANK_LIMIT, tie_dim=_dim_arg(0))
+      for name, nan in (("median", "a row with NaN: its first NaN"),
+                        ("nanmedian", "the middle of the numbers"))],
     Entry("scatter", "matched: a place is hit by the index entries equal to it; the last write "
                      "wins (reduce='add': scatter_add; 'multiply': scatter_reduce's prod)"),
     Entry("scatter_add", "matched: a place is hit by the index entries equal to it; their sum added (f32)"),
@@ -434,7 +443,10 @@ def _read_at_indices(entry: Entry, sample, x: torch.Tensor, outs, refs):
 
     def read(i):
         i = np.asarray(i).astype(np.int64)
-        return np.take_along_axis(x, i.reshape(i.shape or (1,)), dim).reshape(i.shape)
+        shape = i.shape
+        if i.ndim < x.ndim:  # one index a row, the dim dropped (kthvalue, median)
+            i = np.expand_dims(i, dim % x.ndim)
+        return np.take_along_axis(x, i.reshape(i.shape or (1,)), dim).reshape(shape)
 
     pairs = [(read(o), read(r)) if np.issubdtype(np.asarray(r).dtype, np.integer) else (o, r)
              for o, r in zip(outs, refs)]

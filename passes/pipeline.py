@@ -159,13 +159,17 @@ LEVEL_PIPELINE: dict[str, str | None] = {
 
 def split_spec(spec: str) -> list[str]:
     """The comma-separated parts of a pass spec (commas inside `{...}` separate list values)."""
+    return [p.strip() for p in _top_level_parts(spec) if p.strip()]
+
+
+def _top_level_parts(spec: str) -> list[str]:
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(spec):
         depth += {"{": 1, "}": -1}.get(ch, 0)
         if ch == "," and depth == 0:
             parts.append(spec[start:i])
             start = i + 1
-    return [p.strip() for p in [*parts, spec[start:]] if p.strip()]
+    return [*parts, spec[start:]]
 
 
 def expand_pipeline(spec: str, level: str | None = None, module=None) -> str:
@@ -231,6 +235,14 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
     from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
     from xdsl.utils.exceptions import ArgSpecParseError
 
+    body = spec.strip()
+    if body.startswith("builtin.module("):
+        if not body.endswith(")"):
+            raise PipelineError(f"bad pass spec {spec!r}: 'builtin.module(' without its ')'")
+        body = body[len("builtin.module("):-1]
+    if body and any(not p.strip() for p in _top_level_parts(body)):
+        raise PipelineError(f"bad pass spec {spec!r}: an empty pass name (two commas in a row, "
+                            f"or one at an end)")
     try:
         specs = list(parse_pipeline(expand_pipeline(spec)))
     except ArgSpecParseError as e:  # a BaseException in xDSL 0.74

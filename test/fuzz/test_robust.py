@@ -61,6 +61,9 @@ def test_fuzz_ci_run() -> None:
 @pytest.mark.parametrize("spec, needles", [
     ("tile-map-threads{", ["bad pass spec", "Expected argument name"]),  # a BaseException in xDSL
     ("builtin.module(", ["bad pass spec"]),
+    ("builtin.module(loop-fuse", ["'builtin.module(' without its ')'"]),
+    ("loop-fuse,,loop-simplify", ["an empty pass name"]),
+    ("loop-fuse,", ["an empty pass name"]),
     ("loop-fuse{recompute-reductions=0}",
      ["loop-fuse: option 'recompute-reductions' expects type bool, got 0"]),
     ("tile-map-threads{threads=abc}",

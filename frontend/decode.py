@@ -67,7 +67,8 @@ def attention_window(config) -> int | None:
     if types == {"full_attention"}:
         return None
     if types - {"sliding_attention"}:
-        raise FrontendError("layers mix sliding-window and full attention: no KV-cache step")
+        raise FrontendError("its layers mix sliding-window and full attention (one mask "
+                            "serves every layer of the KV-cache step)")
     return getattr(config, "sliding_window", None)  # Mistral: every layer, where set
 
 

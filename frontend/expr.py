@@ -113,8 +113,10 @@ def check_expression(tree: ast.Expression) -> None:
                 if isinstance(value, types.ModuleType) and id(value) not in _MODULES:
                     what = f"module `{ast.unparse(node)}`"
         if what:
+            hint = ("; for float('inf') / float('nan') write math.inf / math.nan"
+                    if what == "`float`" else "")
             raise FrontendError(f"{what} is not part of deplo's expression language (torch, nn, "
-                                "F and math calls, attributes, arithmetic, indexing)")
+                                f"F and math calls, attributes, arithmetic, indexing){hint}")
 
 
 def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:

@@ -232,7 +232,11 @@ def _instantiate(config, source: ModelSource, device: str, dtype: torch.dtype) -
                                                          attn_implementation="eager")
     except ValueError as e:
         first = str(e).splitlines()[0]  # transformers appends every supported class
-        raise FrontendError(f"{source.origin}: unsupported architecture: {first}") from None
+        archs = getattr(config, "architectures", None)
+        named = config.model_type + (f" ({', '.join(archs)})" if archs else "")
+        raise FrontendError(f"{source.origin}: unsupported architecture: {first} (deplo runs "
+                            f"causal language models, AutoModelForCausalLM; this is "
+                            f"{named})") from None
     except KeyError as e:
         value = e.args[0] if e.args else ""
         fields = [k for k, v in config.to_dict().items()

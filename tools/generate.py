@@ -36,6 +36,7 @@ class Generated:
     programs: int = 1  # programs compiled for the whole generation
     stopped_at_eos: bool = False
     kv_cache: bool = False
+    why_padded: str = ""  # why there is no KV-cache step, where there is none
     device: str = ""  # on the GPU: what stayed on the device and what crossed per step
 
     @property
@@ -110,10 +111,12 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
                             f"{context} positions; the model takes at most {limit}")
     out = Generated(list(prompt))
     start = time.perf_counter()
-    if (window := _kv_window(config)) is not False:
+    window = _kv_window(config)
+    if not isinstance(window, str):
         step = _cached_steps(spec, prompt, context, window, target, dtype, seed, verbose,
                              schedule, strict, rank, out)
     else:
+        out.why_padded = window
         _padding_is_harmless(config, context)
         step = _full_context_steps(spec, prompt, context, target, dtype, seed, verbose, schedule,
                                    strict, rank, out)
@@ -141,7 +144,7 @@ def _padding_is_harmless(config, context: int) -> None:
         raise FrontendError(
             f"{config.model_type} with longrope over {context} positions: its rotary factors "
             f"change past {original} positions with the sequence's length, which the padded "
-            f"whole-context step (no KV-cache step for this family yet) cannot follow; use at "
+            f"whole-context step (no KV-cache step here) cannot follow; use at "
             f"most {original} positions (prompt + new tokens - 1)")
 
 
@@ -163,17 +166,17 @@ def _ignores_what_follows(program, prompt: list[int], context: int) -> None:
             "would follow the padding; deplo generate takes causal language models")
 
 
-def _kv_window(config) -> int | None | bool:
-    """The attention window of the KV-cache step (None: the whole past), False where the family
-    has no such step."""
+def _kv_window(config) -> int | None | str:
+    """The attention window of the KV-cache step (None: the whole past), or why there is no
+    such step."""
     from deplo.frontend.decode import attention_window
 
     if config.model_type not in FAMILIES:
-        return False
+        return f"no KV-cache step for {config.model_type} yet"
     try:
         return attention_window(config)
-    except FrontendError:
-        return False
+    except FrontendError as e:
+        return str(e)
 
 
 def _compile(program, target: str, verbose: int, schedule, strict, rank):
@@ -313,7 +316,7 @@ def cmd_generate(args, target: str) -> int:
     if tokenizer is not None:
         print("text: " + repr(tokenizer.decode(out.ids)))
     how = ("a KV-cache decode step; the prompt fed through it" if out.kv_cache else
-           "the whole context, padded, per step: no KV-cache step for this family yet")
+           f"the whole context, padded, per step: {out.why_padded}")
     plural = "" if len(out.new) == 1 else "s"
     print(f"deplo: {len(out.new)} new token{plural} in {out.seconds:.2f} s ({out.tokens_per_s:.1f} "
           f"tokens/s, {target}, {dtype}); {out.programs} program compiled in "

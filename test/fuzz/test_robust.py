@@ -269,6 +269,11 @@ def test_expression_language_refuses_python(expr: str) -> None:
                  "is not part of deplo's expression language")
 
 
+def test_float_of_a_string_points_at_math() -> None:
+    assert_error(deplo("compile", "-c", "torch.randn(3).clamp(max=float('inf'))", "--ir", "torch"),
+                 "write math.inf / math.nan")
+
+
 @pytest.mark.parametrize("expr", [
     "F.gelu(torch.randn(4,8), approximate='tanh') @ torch.randn(8,4)",
     "torch.randn(4,8)[:, 1:3].sum(dim=-1, keepdim=True) * math.pi",

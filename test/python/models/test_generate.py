@@ -51,6 +51,7 @@ def test_ids_equal_transformers_on_the_cpu_runtime(checkpoints, family: str) -> 
     assert got.new == _transformers_ids(checkpoints / family, PROMPT, 8)
     assert got.programs == 1 and len(got.ids) == len(PROMPT) + 8
     assert got.kv_cache == (family != "granite")
+    assert got.why_padded == ("" if got.kv_cache else "no KV-cache step for granite yet")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -133,6 +134,7 @@ def test_checkpoint_variants(tmp_path, variant: str) -> None:
     prompt = [3, 9, 27, 81, 5]
     got = generate(str(tmp_path), prompt, 10, target="cpu")
     assert got.kv_cache == kv
+    assert kv or "mix sliding-window and full attention" in got.why_padded
     assert got.new == _transformers_ids(tmp_path, prompt, 10)
 
 

@@ -175,7 +175,7 @@ def _stable_pick(kind, x, *args, dim=-1, keepdim=False, **kwargs):
     the k-th; the middle, or a row's first NaN (median); the middle of the numbers, or of all
     when a row has none (nanmedian)."""
     if kind is torch.return_types.kthvalue:
-        k, *args = args
+        k, args = (args[0], args[1:]) if args else (kwargs.pop("k"), ())
     args = dict(zip(("dim", "keepdim"), args))
     dim, keepdim = args.get("dim", dim), args.get("keepdim", keepdim)
     values, indices = torch.sort(x, dim=dim, stable=True)

@@ -172,41 +172,41 @@ def _top_level_parts(spec: str) -> list[str]:
     return [*parts, spec[start:]]
 
 
-def expand_pipeline(spec: str, level: str | None = None, module=None) -> str:
+def expand_pipeline(spec: str, level: str | None = None) -> str:
     """Replace named pipelines in a comma-separated pass spec by their passes.
 
     `to-loop,tile-map-grid{x=1}` -> `torch-to-tir,tir-to-loop,loop-fuse,...,tile-map-grid{x=1}`.
     A `builtin.module(...)` wrapper (MLIR's spelling) is accepted and dropped. With `level`, the
     level the input IR is at (`ir_level`), a named pipeline starts where that IR is: the passes
-    of `to-<level>` are done already, so `to-cuda` on loop IR starts at loop-to-tile; on tile
-    IR (with its `module`) after the last step a kernel records as done.
+    of `to-<level>` are done already, so `to-cuda` on loop IR starts at loop-to-tile.
     """
+    return ",".join(p for p, _ in _expanded(spec, level))
+
+
+TILE_STEPS = _TO_TILE[_TO_TILE.index("tile-plan"):]
+"""tile-plan and the passes that carry plans out: a named pipeline on tile IR runs them all
+again, since tile IR may be part-scheduled (`-p loop-to-tile,tile-plan`, steps by hand) and
+each tile pass carries out only what a kernel's plan has not done."""
+
+
+def _expanded(spec: str, level: str | None) -> list[tuple[str, bool]]:
+    """Each pass of `spec`, and whether a named pipeline brought it in."""
     spec = spec.strip()
     if spec.startswith("builtin.module(") and spec.endswith(")"):
         spec = spec[len("builtin.module(") : -1]
-    done = _passes_done(level, module)
-    out: list[str] = []
-    for part in split_spec(spec):
-        out.extend(PIPELINES[part][done:] if part in PIPELINES else [part])
-        name = part.split("{")[0].strip()
-        if name in _TO_CUDA:  # a named pipeline after it goes on from there
-            done = max(done, _TO_CUDA.index(name) + 1)
-    return ",".join(out)
-
-
-def _passes_done(level: str | None, module) -> int:
-    """How many passes of to-cuda IR at `level` has been through: those of to-<level>; tile IR
-    may be part-scheduled (`-p loop-to-tile,tile-plan`, or a plan's first steps by hand), so
-    there the tile passes up to the last step any kernel's plan records as done, or up to
-    tile-plan when none is."""
     done = len(PIPELINES.get(f"to-{level}", []))
-    if level == "tile" and module is not None:
-        from deplo.analysis.nest import tile_kernels
-
-        steps = {s for k in tile_kernels(module) for s in k.done_steps}
-        done = max((_TO_TILE.index(s) + 1 for s in steps if s in _TO_TILE),
-                   default=_TO_TILE.index("tile-plan"))
-    return done
+    if level == "tile":
+        done = _TO_TILE.index("tile-plan")
+    out: list[tuple[str, bool]] = []
+    for part in split_spec(spec):
+        if part in PIPELINES:
+            out.extend((p, True) for p in PIPELINES[part][done:])
+            continue
+        out.append((part, False))
+        name = part.split("{")[0].strip()
+        if name in _TO_CUDA and name not in TILE_STEPS:  # a named pipeline after it goes on
+            done = max(done, _TO_CUDA.index(name) + 1)  # from there (tile steps: see above)
+    return out
 
 
 # The IR levels in pipeline order, named like their dialects, and the conversion between each two.
@@ -277,12 +277,18 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
     return tuple(passes)
 
 
-def plan(spec: str, level: str | None, module=None) -> tuple[ModulePass, ...]:
+def plan(spec: str, level: str | None) -> tuple[ModulePass, ...]:
     """The passes of `spec` to run on IR at `level` (`ir_level`): a named pipeline starts there,
     a conversion the IR is already past is dropped (nothing to convert), one it has not reached
-    yet is an error naming both levels — never a crash inside the pass."""
+    yet is an error naming both levels — never a crash inside the pass. A tile pass a named
+    pipeline brings in `resumes`: it passes over a step a kernel's plan has left behind (a
+    later step of it done by hand) instead of refusing to run out of order."""
     out = []
-    for p in parse_passes(expand_pipeline(spec, level, module)):
+    expanded = _expanded(spec, level)
+    for p, (_, named) in zip(parse_passes(",".join(s for s, _ in expanded)), expanded,
+                             strict=True):
+        if named and hasattr(p, "resumes"):
+            object.__setattr__(p, "resumes", True)
         source = CONVERSIONS.get(p.name)
         if source is not None and level is not None:
             if IR_LEVELS.index(level) > IR_LEVELS.index(source):

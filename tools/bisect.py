@@ -96,7 +96,7 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
     not `strict`: it may name other programs' kernels, as a tuning store's does)."""
     # a bad spec, or a conversion of a level the IR has not reached, is an error (as in
     # deplo-opt), not a pass that "matches" because it changed nothing
-    pipeline.plan(spec, pipeline.ir_level(module), module)
+    pipeline.plan(spec, pipeline.ir_level(module))
     passes = pipeline.split_spec(pipeline.expand_pipeline(spec))
     full = pipeline.split_spec(pipeline.expand_pipeline("to-cuda"))
     result = BisectResult()

@@ -244,7 +244,7 @@ class DeploOptMain(xDSLOptMain):
         self.callback = callback
 
     def apply_passes(self, prog):
-        passes = pipeline.plan(self.spec, pipeline.ir_level(prog), prog)
+        passes = pipeline.plan(self.spec, pipeline.ir_level(prog))
         PassPipeline(passes, self.callback).apply(self.ctx, prog)
 
     def get_input_stream(self):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -34,13 +35,22 @@ from deplo.dialects.tile_plan import KNOBS, Plan, PlanError
 from deplo.passes.tile import planner
 
 
+MAPPING_STEPS = frozenset({"tile-map-2d", "tile-map-grid", "tile-map-threads"})
+"""Steps that give a kernel its blocks and threads."""
+
+
 class PassOptionError(VerifyException):
     """A tile pass's option that cannot be carried out (a user error)."""
 
 
 @dataclass(frozen=True)
 class KernelPass(ModulePass):
-    """Carries out one step of each kernel's plan (`carry_out`); fields are its knobs."""
+    """Carries out one step of each kernel's plan (`carry_out`); fields are its knobs. A step
+    after a later one of its plan is an error — except that a named pipeline's step
+    (`resumes`) that a later one run by hand has passed over is left out, unless it is the
+    one that maps the kernel to threads (the kernel would stay serial)."""
+
+    resumes: ClassVar[bool] = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in tile_kernels(op):
@@ -48,7 +58,10 @@ class KernelPass(ModulePass):
             if plan is None or self.name not in plan.steps() or self.name in kernel.done_steps:
                 continue
             steps = plan.steps()
-            later = [s for s in steps[steps.index(self.name) + 1 :] if s in kernel.done_steps]
+            here = steps.index(self.name)
+            later = [s for s in steps[here + 1 :] if s in kernel.done_steps]
+            if later and self.resumes and self.name not in MAPPING_STEPS:
+                continue  # passed over by hand: the kernel goes on from its own last step
             if later:
                 raise PassOptionError(
                     f"{self.name}: kernel @{kernel.sym_name.data}: runs after {later[0]}, which "

@@ -22,6 +22,7 @@ from xdsl.rewriter import InsertPoint
 
 from deplo import origin
 from deplo.dialects import torch as T
+from deplo.dialects.tir import ReduceKind, reduce_identity
 from deplo.frontend import expr as expr_module
 from deplo.frontend.dtypes import mlir_element_type, rounded, to_numpy
 from deplo.frontend.errors import FrontendError
@@ -1915,6 +1916,11 @@ def _embedding_bag(im: Importer, node: torch.fx.Node, rts):
     empty = _cmp(im, "eq", _reshape(im, count, [bags, 1]), _scalar(im, 0, count))
     spread = _reshape(im, rows, [1, n, dim])
     fill = -math.inf if mode == 2 else 0.0
+    if mode == 2:  # aten keeps a value that is greater: a NaN wins only as a bag's first
+        first = _cmp(im, "eq", pos, _reshape(im, starts, [bags, 1]))
+        number = _cmp(im, "eq", spread, spread)
+        picked = _cmp(im, "logical_and", picked, _cmp(
+            im, "logical_or", number, _reshape(im, first, [bags, n, 1])))
     masked = im.insert(T.WhereOp(picked, spread, _scalar(im, fill, rows), _t(rows, [bags, n, dim])),
                        "embedding_bag")
     out = _reduce(im, "amax" if mode == 2 else "sum", masked, [1], False)
@@ -1956,11 +1962,13 @@ def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
     lo = _ints(_arg(node, 3, "padding", [0]), n)
     dil = _ints(_arg(node, 4, "dilation", [1]), n)
     rank, sizes, out = _rank(x), x.type.get_shape()[-n:], rts[0].get_shape()[-n:]
+    # (what pads is never picked: `valid` masks it off)
+    fill = reduce_identity(ReduceKind.MAX, x.type.element_type)
     padded = x
     for e in range(n):
         reach = (out[e] - 1) * stride[e] + (kernel[e] - 1) * dil[e] + 1
         padded = _pad_dim(im, padded, rank - n + e, lo[e], max(reach - lo[e] - sizes[e], 0),
-                          -math.inf)
+                          fill)
     chain, nan_chain = [], []
     for offset in itertools.product(*map(range, kernel)):
         cand, flat, valid = padded, None, None
@@ -2176,8 +2184,3 @@ ATEN_CONVERTERS: dict[object, Converter] = {
     **MATH_CONVERTERS,
     **COMPOSITE_CONVERTERS,
 }
-
-# special functions and searchsorted live in their own module, built from the helpers above
-from deplo.frontend.special import SPECIAL_CONVERTERS  # noqa: E402
-
-ATEN_CONVERTERS.update(SPECIAL_CONVERTERS)

@@ -2,7 +2,7 @@
 
 The exported program's placeholders become `@main`'s arguments, user inputs first and then the
 parameters and buffers, each named after its module path (`%rmsnorm.weight`). Each ATen call
-becomes one torch op through `ATEN_CONVERTERS`; an ATen op that is not in that table is an error
+becomes one torch op through `CONVERTERS`; an ATen op that is not in that table is an error
 naming the op and the line of the user's code it came from, never a silent fallback.
 """
 
@@ -35,14 +35,19 @@ from deplo.frontend.aten import (
     refusal,
     result_type,
     tensor_type,
-    wrap_uint8,
     where_from,
+    wrap_uint8,
 )
 from deplo.frontend.decompose import decompose_unsupported
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError, UnsupportedOpError
 from deplo.frontend.fold import SDPA, StaticEvaluator, fold_causal_mask
 from deplo.frontend.layers import SCOPE_ATTR, layer_scope, outline_layers
+from deplo.frontend.special import SPECIAL_CONVERTERS
+
+CONVERTERS = {**ATEN_CONVERTERS, **SPECIAL_CONVERTERS}
+"""Every ATen op deplo converts: frontend/aten.py's, and the special functions of
+frontend/special.py (built from aten.py's helpers)."""
 
 
 @dataclass
@@ -283,7 +288,7 @@ def import_exported(
                 continue
             if node.target is SDPA:
                 fold_causal_mask(node, ev)
-            convert = ATEN_CONVERTERS.get(node.target)
+            convert = CONVERTERS.get(node.target)
             if convert is None:
                 why = f" ({reason})" if (reason := refusal(node.target)) else ""
                 raise UnsupportedOpError(
@@ -379,7 +384,7 @@ def import_module(
             # (what a decomposition left, diagonal's as_strided, is named second; with more
             # than one op lacking a converter, the first need not be the one that failed)
             lacking = sorted(str(op) for op in ops
-                             if op not in ATEN_CONVERTERS and "_assert" not in str(op))
+                             if op not in CONVERTERS and "_assert" not in str(op))
             also = f" (no converter of their own: {', '.join(lacking)})" if len(lacking) > 1 else ""
             raise UnsupportedOpError(f"{first}; after PyTorch's decompositions: {again}{also}",
                                      first.op) from None
@@ -415,7 +420,7 @@ def _decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgra
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (torch's own deprecations, printed to the user)
-            return decompose_unsupported(ep, ATEN_CONVERTERS, REFUSED)
+            return decompose_unsupported(ep, CONVERTERS, REFUSED)
     except Exception as e:  # noqa: BLE001 - torch's tracing may raise anything
         first = (str(e).splitlines() or [""])[0]  # (torch's may hold a whole graph)
         raise FrontendError(f"decomposing ops deplo has no converter for failed: "

@@ -8,8 +8,8 @@ GPU Computing Gems, 2010) refined by two Newton steps on erf, as PyTorch's own k
 its first guess; the Chebyshev-fitted erfc of Numerical Recipes (2nd ed., 6.2; fractional
 error below 1.2e-7). They compute in float64 whatever the input's float type: the shift and the
 Newton steps cancel digits a float32 result needs, and erfc's exp(-x^2) would lose 6 digits of
-x^2 past x = 9. erfc's fit is float32's precision, so float64 erfc is refused rather than
-given 7 digits.
+x^2 past x = 9. erfc's fit is float32's precision and erfinv's Newton steps lose a float64's tail, so
+both refuse float64 rather than give 7 digits.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 import torch
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import SSAValue
 
 from deplo.dialects import torch as T
@@ -149,7 +149,11 @@ GILES_TAIL = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.
 def _erfinv(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """erfinv: Giles' polynomial in w = -log(1 - x^2) (central below w = 5, the tail in
     sqrt(w) above), then two Newton steps y -= (erf(y) - x) / (2/sqrt(pi) exp(-y^2)).
-    +-inf at +-1, NaN past them."""
+    +-inf at +-1, NaN past them. Newton on erf cannot resolve 1 - |x| below ~1e-9 (erf is 1
+    there to a double's precision), so float64 erfinv is refused; float32's 1 - |x| is at
+    least 6e-8."""
+    _refuse_float64(node, rt, "erfinv", "float32's (1 - |x| of a float64 past ~1e-9 is "
+                                        "lost in erf's rounding)")
     x = _in(im, node, rt, torch.float64)
     m = _Math(im, x)
     w = m("neg", m("log", m("mul", m("sub", 1.0, x), m("add", x, 1.0))))
@@ -169,9 +173,7 @@ NR_ERFC = [0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.1862
 def _erfc(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """erfc: t exp(-z^2 - 1.26551223 + t P(t)) with t = 1 / (1 + z/2), z = |x|, and 2 minus
     that for x < 0: no cancellation where erfc is tiny (float32's 1 - erf(x) is 0 past 4)."""
-    if str(rt.element_type) == "f64":
-        raise FrontendError(f"'{node.target}' in float64: deplo's erfc is accurate to float32 "
-                            f"(7 digits), not float64 {where_from(node)}")
+    _refuse_float64(node, rt, "erfc", "float32 (7 digits)")
     x = _in(im, node, rt, torch.float64)
     m = _Math(im, x)
     z = m("abs", x)
@@ -182,15 +184,26 @@ def _erfc(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _out(im, m.where(m.cmp("lt", x, 0.0), m("sub", 2.0, tail), tail), rt)
 
 
+def _refuse_float64(node: torch.fx.Node, rt: TensorType, name: str, accuracy: str) -> None:
+    if str(rt.element_type) == "f64":
+        raise FrontendError(f"'{node.target}' in float64: deplo's {name} is accurate to "
+                            f"{accuracy}, not float64 {where_from(node)}")
+
+
 def _searchsorted(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """searchsorted: the number of sorted entries below each value (<= with right=True or
     side='right'): a comparison of every value with every entry of its row, summed. `sorter`
-    sorts the sequence first (a gather); out_int32 gives int32."""
-    seq, values = im.value(node.args[0]), node.args[1]
-    if not isinstance(values, torch.fx.Node):
-        values = im.value(values, TensorType(seq.type.element_type, []))
-    else:
-        values = im.value(values)
+    sorts the sequence first (a gather); out_int32 gives int32. Both in their common type. As
+    PyTorch's binary search: a NaN value goes past the end; NaN entries (sorted last) count as
+    below a value no number reaches (where some number does, PyTorch's answer depends on its
+    search path: deplo's is the count of numbers)."""
+    seq_arg, value_arg = node.args[0], node.args[1]
+    value_meta = value_arg.meta["val"] if isinstance(value_arg, torch.fx.Node) else value_arg
+    common = mlir_element_type(torch.result_type(seq_arg.meta["val"], value_meta)
+                               if not isinstance(value_meta, torch.Tensor) else
+                               torch.promote_types(seq_arg.meta["val"].dtype, value_meta.dtype))
+    seq = _as_dtype(im, im.value(seq_arg), common)
+    values = _as_dtype(im, im.value(value_arg, TensorType(common, [])), common)
     right = bool(_arg(node, 3, "right", False)) or _arg(node, 4, "side") == "right"
     sorter = _arg(node, 5, "sorter")
     if sorter is not None:
@@ -202,9 +215,18 @@ def _searchsorted(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue
     # [*lead, values..., 1] against [*lead, 1, n]: a 1-D sequence serves every value
     v = _reshape(im, values, [*vshape, 1], "searchsorted")
     s = _reshape(im, seq, [*lead, *([1] * (len(vshape) - len(lead))), n], "searchsorted")
-    below = _cmp(im, "le" if right else "lt", s, v)
-    count = _as_dtype(im, below, mlir_element_type(torch.int64))
-    found = _reduce(im, "sum", count, [-1], False)
+    i64 = mlir_element_type(torch.int64)
+
+    def count(cond: SSAValue) -> SSAValue:
+        return _reduce(im, "sum", _as_dtype(im, cond, i64), [-1], False)
+
+    found = count(_cmp(im, "le" if right else "lt", s, v))
+    if not isinstance(common, IntegerType):
+        m = _Math(im, found)
+        none_above = m.cmp("eq", count(_cmp(im, "gt" if right else "ge", s, v)), 0)
+        found = m("add", found, m.where(none_above, count(_cmp(im, "ne", s, s)), 0))
+        v_nan = _reshape(im, _cmp(im, "ne", values, values), vshape, "searchsorted")
+        found = m.where(v_nan, n, found)
     return _as_dtype(im, found, rt.element_type)
 
 

@@ -720,7 +720,8 @@ def pool(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     x = op.input if is_max else _opmath(b, op.input)
     st, lo, hi, dil = op.window()
     kernel = list(op.kernel.get_values())
-    x = pad(b, x, lo, hi, float("-inf") if is_max else 0.0)
+    x = pad(b, x, lo, hi, tir.reduce_identity(tir.ReduceKind.MAX, x.type.element_type)
+            if is_max else 0.0)  # (-inf, or an integer type's least)
     out = list(rt.get_shape())
     lead, n = len(out) - len(kernel), len(kernel)
     space = [*out, math.prod(kernel)]

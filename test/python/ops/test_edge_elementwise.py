@@ -76,6 +76,9 @@ CASES = {
                    [_ints(5, 7, lo=0, hi=256).to(torch.uint8), torch.rand(7)]),
     "uint8_image_to_float": (lambda a: a.permute(1, 0).float() / 255 - a.amax() * 0.5,
                              [_ints(5, 7, lo=0, hi=256).to(torch.uint8)]),
+    "int_max_pool_padded": (  # the padding is the type's least, not -inf
+        lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
+        + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),
     # max pooling's index: the first of equal maxima, a window's last NaN, and a window of
     # -inf and padding alone (its first element inside the input, as PyTorch's CPU loop)
     "max_pool_indices_ties_nan_inf": (

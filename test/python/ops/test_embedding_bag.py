@@ -33,6 +33,10 @@ CASES = {
     "padding_idx_mean": (_bag("mean", padding_idx=2), [torch.tensor([[2, 2, 1], [3, 2, 4]])]),
     "bookkeeping_max": (lambda i, o: torch.ops.aten._embedding_bag(
         W, i, o, False, 2, False, None, False, -1), [IDX, OFFSETS]),
+    "max_nan_wins_only_first": (  # aten keeps a greater value: NaN only as a bag's first
+        lambda i, o: F.embedding_bag(i, torch.where(torch.arange(30).reshape(10, 3) % 7 == 2,
+                                                    float("nan"), W), o, mode="max"),
+        [torch.tensor([1, 2, 4, 0, 4, 3, 2, 9]), torch.tensor([0, 3, 3, 5])]),
     "bookkeeping_mean": (lambda i, o: torch.ops.aten._embedding_bag(
         W, i, o, False, 1, False, None, False, -1), [IDX, OFFSETS]),
 }

@@ -64,10 +64,11 @@ def test_special_functions_in_bf16_compute_in_float(name) -> None:
     np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2, equal_nan=True)
 
 
-def test_float64_erfc_is_refused_with_the_reason() -> None:
-    with pytest.raises(FrontendError, match="erfc.default' in float64: deplo's erfc is accurate "
-                                            "to float32"):
-        deplo.compile(torch.special.erfc, [torch.randn(4, dtype=torch.float64)])
+@pytest.mark.parametrize("name,fn", [("erfc", torch.special.erfc), ("erfinv", torch.erfinv)])
+def test_float64_erfc_erfinv_are_refused_with_the_reason(name, fn) -> None:
+    with pytest.raises(FrontendError, match=f"{name}.default' in float64: deplo's {name} is "
+                                            "accurate to float32"):
+        deplo.compile(fn, [torch.rand(4, dtype=torch.float64)])
 
 
 @pytest.mark.parametrize("name,fn,args", [
@@ -80,6 +81,13 @@ def test_float64_erfc_is_refused_with_the_reason() -> None:
      [torch.tensor([5.0, 1.0, 3.0, 2.0]), torch.tensor([0.5, 2.0, 2.5, 9.0]),
       torch.tensor([1, 3, 2, 0])]),
     ("scalar_value", lambda s: torch.searchsorted(s, 2.5), [torch.arange(6.0)]),
+    ("nan_values_go_last", lambda s, v: torch.searchsorted(s, v) * 10
+     + torch.searchsorted(s, v, right=True), [torch.arange(4.0),
+                                              torch.tensor([NAN, 1.0, 5.0, -1.0, INF])]),
+    ("nan_entries_below_what_no_number_reaches", lambda s, v: torch.searchsorted(s, v),
+     [torch.tensor([0.0, 1.0, NAN]), torch.tensor([5.0, 0.5, INF])]),
+    ("integer_sequence_float_values", lambda s, v: torch.searchsorted(s, v) * 10
+     + torch.searchsorted(s, 3.5), [torch.tensor([1, 3, 3, 7, 9]), torch.tensor([0.5, 3.0, 3.5])]),
 ])
 def test_searchsorted(name, fn, args) -> None:
     c = deplo.compile(fn, args)

@@ -69,6 +69,7 @@ def touches(op: Operation, mem: SSAValue, reads: bool) -> bool:
 def groups(block: Block, kind: type[Access], width: int) -> list[list[Access]]:
     """Runs of V accesses at base + 0 .. V-1, base aligned, in `block` (by address)."""
     by_key: dict[tuple, dict[int, Access]] = {}
+    same = _Same()
     for op in block.ops:
         if not isinstance(op, kind):
             continue
@@ -79,8 +80,8 @@ def groups(block: Block, kind: type[Access], width: int) -> list[list[Access]]:
         terms, c = linear_of(op.indices[-1])
         key = (
             op.memref,
-            tuple(_same(v) for v in op.indices[:-1]),
-            tuple(sorted(((_same(leaf), k) for leaf, k in terms.items()), key=repr)),
+            tuple(same(v) for v in op.indices[:-1]),
+            tuple(sorted((same(leaf), k) for leaf, k in terms.items())),
         )
         by_key.setdefault(key, {}).setdefault(c, op)
     out = []
@@ -97,16 +98,27 @@ def groups(block: Block, kind: type[Access], width: int) -> list[list[Access]]:
     return out
 
 
-def _same(v: SSAValue) -> object:
-    """A key equal for index values computed alike (lowering expands an access's map once per
-    access: two loads of one row recompute its leading indices); a value that is not pure
-    index arithmetic is its own key."""
-    op = v.owner
-    if not isinstance(op, Operation) or op.regions or len(op.results) != 1 or not (
-            is_scalar(op) or isinstance(op, kernel.BlockIdOp | kernel.ThreadIdOp)):
-        return v
-    return (op.name, tuple(_same(o) for o in op.operands), str(op.properties),
-            str(op.attributes), str(v.type))
+class _Same:
+    """A number equal for index values computed alike (lowering expands an access's map once
+    per access: two loads of one row recompute its leading indices); a value that is not pure
+    index arithmetic is its own. Each value is numbered once (hash-consed): an index computed
+    from a long chain of shared ones (a binary search's lo/hi) is not unfolded into a tree."""
+
+    def __init__(self):
+        self.number: dict[object, int] = {}
+        self.seen: dict[SSAValue, int] = {}
+
+    def __call__(self, v: SSAValue) -> int:
+        if v not in self.seen:
+            op = v.owner
+            if not isinstance(op, Operation) or op.regions or len(op.results) != 1 or not (
+                    is_scalar(op) or isinstance(op, kernel.BlockIdOp | kernel.ThreadIdOp)):
+                key = ("value", v)
+            else:
+                key = (op.name, tuple(self(o) for o in op.operands), str(op.properties),
+                       str(op.attributes), str(v.type))
+            self.seen[v] = self.number.setdefault(key, len(self.number))
+        return self.seen[v]
 
 
 def movable(block: Block, group: list[Access]) -> tuple[Operation, Operation] | None:

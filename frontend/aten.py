@@ -1947,16 +1947,27 @@ def _embedding_bag(im: Importer, node: torch.fx.Node, rts):
     return (out, *book)
 
 
+WINDOW_LIMIT = 16
+"""The most window elements max pooling's indices take: the where chain's compile time grows
+with them (on 2 cores, to .cu: 3 x 3, 8 s; 3 x 2 x 3, 34 s; 3 x 3 x 3, 73 s even for a 6 x 6 x 5
+input; an argmax over the gathered window is the better design)."""
+
+
 def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
     """max_poolNd(return_indices=True): max_pool's values, and the index (into the flattened
     plane) PyTorch's CPU loop keeps: the first in-bounds window element equal to the max, or
     the window's last NaN. Window offset j of dim e reads input[o s - pad + j dil]: a strided
     slice of the input padded with -inf. A window has few offsets; each is one `where` over
     the output, so the chain fuses into one elementwise kernel."""
-    values = _pool("max_pool")(im, node, rts[0])
     x = im.value(node.args[0])
     kernel = _ints(node.args[1], len(node.args[1]) if isinstance(node.args[1], (list, tuple))
                    else 1)
+    if math.prod(kernel) > WINDOW_LIMIT:
+        raise FrontendError(
+            f"unsupported '{node.target}' with a window of {math.prod(kernel)} elements (deplo "
+            f"picks the index by a where per window element, at most {WINDOW_LIMIT}; without "
+            f"return_indices any window is fine) {where_from(node)}")
+    values = _pool("max_pool")(im, node, rts[0])
     n = len(kernel)
     stride = _ints(_arg(node, 2, "stride", []) or kernel, n)
     lo = _ints(_arg(node, 3, "padding", [0]), n)

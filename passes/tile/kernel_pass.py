@@ -34,7 +34,6 @@ from deplo.dialects import tile
 from deplo.dialects.tile_plan import KNOBS, Plan, PlanError
 from deplo.passes.tile import planner
 
-
 MAPPING_STEPS = frozenset({"tile-map-2d", "tile-map-grid", "tile-map-threads"})
 """Steps that give a kernel its blocks and threads."""
 

@@ -306,6 +306,14 @@ def test_unsupported_overload_names_the_op() -> None:
         deplo.compile(lambda x: torch.polygamma(2, x), [torch.rand(5, 7)])
 
 
+def test_max_pool_indices_over_a_big_window_are_refused() -> None:
+    from deplo.frontend.errors import FrontendError
+
+    with pytest.raises(FrontendError, match="a window of 49 elements .* at most 16"):
+        deplo.compile(lambda x: F.max_pool2d(x, 7, 1, 3, return_indices=True),
+                      [torch.randn(1, 2, 9, 9)])
+
+
 @pytest.mark.parametrize("conv", [torch.nn.Conv2d(3, 4, 3, bias=False),
                                   torch.nn.ConvTranspose2d(3, 4, 3)])
 def test_a_conv_of_integers_and_float_weights_is_refused(conv) -> None:

@@ -1012,8 +1012,7 @@ def _ranked(kind: str) -> Converter:
         if kind == "kthvalue" and not 1 <= node.args[1] <= n:
             raise FrontendError(f"'{node.target}': k = {node.args[1]} is out of range for a dim "
                                 f"of {n} elements {where_from(node)}")
-        k = n if k is None else k if kind in ("topk", "sort", "sort.stable", "argsort",
-                                               "argsort.stable") else 1
+        k = n if k is None else k
         if d != last:
             x = im.insert(T.TransposeOp(x, d, last, _swapped(x, d, last)), "rank")
         rows = list(x.type.get_shape()[:-1])
@@ -1032,7 +1031,6 @@ def _ranked(kind: str) -> Converter:
         before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", tie, earlier))
         place = _reduce(im, "sum", _as_dtype(im, before, i64), [-1], True)  # [.., n, 1]
         # the places wanted: the first k, or the k-th / the middle one alone
-        nan = _cmp(im, "ne", x, x)
         if kind == "kthvalue":
             wanted = _scalar(im, node.args[1] - 1, place)
         elif kind == "median":
@@ -1051,7 +1049,7 @@ def _ranked(kind: str) -> Converter:
         hot = _as_dtype(im, _cmp(im, "eq", place, wanted), i64)  # [.., n, k]
         idx = _reduce(im, "sum", _ew(im, "mul", hot, _reshape(im, pos, [n, 1])), [-2], False)
         if kind == "median":  # a row with a NaN: its first NaN
-            nans = _as_dtype(im, nan, mlir_element_type(torch.float32))
+            nans = _as_dtype(im, _cmp(im, "ne", x, x), mlir_element_type(torch.float32))
             first_nan = im.insert(T.ARG_CLASSES["argmax"](nans, last, True, idx.type), "rank")
             some = _cmp(im, "gt", _reduce(im, "amax", nans, [-1], True), _scalar(im, 0, nans))
             idx = im.insert(T.WhereOp(some, first_nan, idx, idx.type), "rank")
@@ -1921,30 +1919,28 @@ def _embedding_bag(im: Importer, node: torch.fx.Node, rts):
         number = _cmp(im, "eq", spread, spread)
         picked = _cmp(im, "logical_and", picked, _cmp(
             im, "logical_or", number, _reshape(im, first, [bags, n, 1])))
-    masked = im.insert(T.WhereOp(picked, spread, _scalar(im, fill, rows), _t(rows, [bags, n, dim])),
-                       "embedding_bag")
+    masked = im.insert(T.WhereOp(picked, spread, _scalar(im, fill, rows),
+                                 _t(rows, [bags, n, dim])), "embedding_bag")
     out = _reduce(im, "amax" if mode == 2 else "sum", masked, [1], False)
     if mode == 1:
-        out = _ew(im, "div", out, _as_dtype(im, _reshape(im, count, [bags, 1]), out.type.element_type))
+        out = _ew(im, "div", out, _as_dtype(im, _reshape(im, count, [bags, 1]),
+                                            out.type.element_type))
     if mode in (1, 2):
         out = im.insert(T.WhereOp(empty, _scalar(im, 0.0, out), out, out.type), "embedding_bag")
     out = _as_dtype(im, out, rts[0].element_type)
-    book = []
-    for rt in rts[1:]:
-        book.append(im.insert(T.FullOp(0.0, rt), "embedding_bag"))
-    if mode in (1, 2):
-        bag_of = _reduce(im, "sum", _as_dtype(im, _cmp(im, "le", _reshape(im, starts, [bags, 1]),
-                                                          pos), i64), [0], False)
-        book[0] = _ew(im, "sub", bag_of, _scalar(im, 1, bag_of))
-        book[1] = count
-        book[2] = count
-        if mode == 2:  # the index (a row of w) of each bag's first maximum, per column
-            at = im.insert(T.ARG_CLASSES["argmax"](masked, 1, False, _t(masked, [bags, dim], i64)),
-                           "embedding_bag")
-            rows_at = im.insert(T.IndexOp(idx, [at], [0], _t(idx, [bags, dim])), "embedding_bag")
-            book[2] = im.insert(T.WhereOp(empty, _scalar(im, 0, at), rows_at, at.type),
-                                "embedding_bag")
-    return (out, *book)
+    if mode == 0:
+        return (out, *(im.insert(T.FullOp(0.0, rt), "embedding_bag") for rt in rts[1:]))
+    starts_here = _cmp(im, "le", _reshape(im, starts, [bags, 1]), pos)
+    bag_of = _reduce(im, "sum", _as_dtype(im, starts_here, i64), [0], False)
+    offset2bag = _ew(im, "sub", bag_of, _scalar(im, 1, bag_of))
+    if mode == 1:
+        return out, offset2bag, count, count
+    # the index (a row of w) of each bag's first maximum, per column
+    at = im.insert(T.ARG_CLASSES["argmax"](masked, 1, False, _t(masked, [bags, dim], i64)),
+                   "embedding_bag")
+    rows_at = im.insert(T.IndexOp(idx, [at], [0], _t(idx, [bags, dim])), "embedding_bag")
+    return out, offset2bag, count, im.insert(T.WhereOp(empty, _scalar(im, 0, at), rows_at,
+                                                       at.type), "embedding_bag")
 
 
 WINDOW_LIMIT = 16
@@ -1957,8 +1953,8 @@ def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
     """max_poolNd(return_indices=True): max_pool's values, and the index (into the flattened
     plane) PyTorch's CPU loop keeps: the first in-bounds window element equal to the max, or
     the window's last NaN. Window offset j of dim e reads input[o s - pad + j dil]: a strided
-    slice of the input padded with -inf. A window has few offsets; each is one `where` over
-    the output, so the chain fuses into one elementwise kernel."""
+    slice of the padded input. A window has few offsets (WINDOW_LIMIT); each is one `where`
+    over the output, so the chain fuses into one elementwise kernel."""
     x = im.value(node.args[0])
     kernel = _ints(node.args[1], len(node.args[1]) if isinstance(node.args[1], (list, tuple))
                    else 1)

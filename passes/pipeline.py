@@ -189,11 +189,19 @@ again, since tile IR may be part-scheduled (`-p loop-to-tile,tile-plan`, steps b
 each tile pass carries out only what a kernel's plan has not done."""
 
 
+def _unwrapped(spec: str) -> str:
+    """`spec` without MLIR's `builtin.module(...)` wrapper."""
+    spec = spec.strip()
+    if not spec.startswith("builtin.module("):
+        return spec
+    if not spec.endswith(")"):
+        raise PipelineError(f"bad pass spec {spec!r}: 'builtin.module(' without its ')'")
+    return spec[len("builtin.module(") : -1]
+
+
 def _expanded(spec: str, level: str | None) -> list[tuple[str, bool]]:
     """Each pass of `spec`, and whether a named pipeline brought it in."""
-    spec = spec.strip()
-    if spec.startswith("builtin.module(") and spec.endswith(")"):
-        spec = spec[len("builtin.module(") : -1]
+    spec = _unwrapped(spec)
     done = len(PIPELINES.get(f"to-{level}", []))
     if level == "tile":
         done = _TO_TILE.index("tile-plan")
@@ -235,11 +243,7 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
     from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
     from xdsl.utils.exceptions import ArgSpecParseError
 
-    body = spec.strip()
-    if body.startswith("builtin.module("):
-        if not body.endswith(")"):
-            raise PipelineError(f"bad pass spec {spec!r}: 'builtin.module(' without its ')'")
-        body = body[len("builtin.module("):-1]
+    body = _unwrapped(spec)
     if body and any(not p.strip() for p in _top_level_parts(body)):
         raise PipelineError(f"bad pass spec {spec!r}: an empty pass name (two commas in a row, "
                             f"or one at an end)")

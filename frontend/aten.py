@@ -1943,32 +1943,22 @@ def _embedding_bag(im: Importer, node: torch.fx.Node, rts):
                                                        at.type), "embedding_bag")
 
 
-WINDOW_LIMIT = 16
-"""The most window elements max pooling's indices take: the where chain's compile time grows
-with them (on 2 cores, to .cu: 3 x 3, 8 s; 3 x 2 x 3, 34 s; 3 x 3 x 3, 73 s even for a 6 x 6 x 5
-input; an argmax over the gathered window is the better design)."""
-
-
 def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
     """max_poolNd(return_indices=True): max_pool's values, and the index (into the flattened
     plane) PyTorch's CPU loop keeps: the first in-bounds window element equal to the max, or
-    the window's last NaN. Window offset j of dim e reads input[o s - pad + j dil]: a strided
-    slice of the padded input. A window has few offsets (WINDOW_LIMIT); each is one `where`
-    over the output, so the chain fuses into one elementwise kernel."""
+    the window's last NaN. The windows are gathered from the padded input as [.., *out, w]
+    (window element w of dim e reads padded[o s + j dil]); within a window the flat index
+    grows with w, so one integer amax over w picks it: plane + flat for a NaN (the last
+    wins), plane - 1 - flat for an element equal to the max (the first wins), -1 otherwise."""
     x = im.value(node.args[0])
-    kernel = _ints(node.args[1], len(node.args[1]) if isinstance(node.args[1], (list, tuple))
-                   else 1)
-    if math.prod(kernel) > WINDOW_LIMIT:
-        raise FrontendError(
-            f"unsupported '{node.target}' with a window of {math.prod(kernel)} elements (deplo "
-            f"picks the index by a where per window element, at most {WINDOW_LIMIT}; without "
-            f"return_indices any window is fine) {where_from(node)}")
     values = _pool("max_pool")(im, node, rts[0])
-    n = len(kernel)
+    n = len(node.args[1]) if isinstance(node.args[1], (list, tuple)) else 1
+    kernel = _ints(node.args[1], n)
     stride = _ints(_arg(node, 2, "stride", []) or kernel, n)
     lo = _ints(_arg(node, 3, "padding", [0]), n)
     dil = _ints(_arg(node, 4, "dilation", [1]), n)
     rank, sizes, out = _rank(x), x.type.get_shape()[-n:], rts[0].get_shape()[-n:]
+    lead, window = x.type.get_shape()[:-n], math.prod(kernel)
     # (what pads is never picked: `valid` masks it off)
     fill = reduce_identity(ReduceKind.MAX, x.type.element_type)
     padded = x
@@ -1976,30 +1966,36 @@ def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
         reach = (out[e] - 1) * stride[e] + (kernel[e] - 1) * dil[e] + 1
         padded = _pad_dim(im, padded, rank - n + e, lo[e], max(reach - lo[e] - sizes[e], 0),
                           fill)
-    chain, nan_chain = [], []
-    for offset in itertools.product(*map(range, kernel)):
-        cand, flat, valid = padded, None, None
-        for e, j in enumerate(offset):
-            d, start = rank - n + e, j * dil[e]
-            cand = im.insert(T.SliceOp(cand, d, start, start + (out[e] - 1) * stride[e] + 1,
-                                       stride[e], _t(cand, [*cand.type.get_shape()[:d], out[e],
-                                                            *cand.type.get_shape()[d + 1:]])),
-                             "max_pool")
-            pos = _positions(im, out[e], [out[e] if k == e else 1 for k in range(n)], "max_pool")
-            pos = _ew(im, "add", _ew(im, "mul", pos, _scalar(im, stride[e], pos)),
-                      _scalar(im, start - lo[e], pos))
-            inside = _cmp(im, "logical_and", _cmp(im, "ge", pos, _scalar(im, 0, pos)),
-                          _cmp(im, "lt", pos, _scalar(im, sizes[e], pos)))
-            plane = _ew(im, "mul", pos, _scalar(im, math.prod(sizes[e + 1:]), pos))
-            flat = plane if flat is None else _ew(im, "add", flat, plane)
-            valid = inside if valid is None else _cmp(im, "logical_and", valid, inside)
-        chain.append((_cmp(im, "logical_and", valid, _cmp(im, "eq", cand, values)), flat))
-        nan_chain.append((_cmp(im, "logical_and", valid, _cmp(im, "ne", cand, cand)), flat))
-    idx_t = rts[1]
-    idx = im.insert(T.FullOp(0, idx_t), "max_pool")
-    for hit, flat in [*chain[::-1], *nan_chain]:  # the first equal, then the last NaN
-        idx = im.insert(T.WhereOp(hit, flat, idx, idx_t), "max_pool")
-    return values, idx
+    at, flat, valid = [], None, None
+    for e in range(n):  # over [*out, *kernel]
+        o = _positions(im, out[e], [out[e] if k == e else 1 for k in range(2 * n)], "max_pool")
+        j = _positions(im, kernel[e], [kernel[e] if k == n + e else 1 for k in range(2 * n)],
+                       "max_pool")
+        pos = _ew(im, "add", _ew(im, "mul", o, _scalar(im, stride[e], o)),
+                  _ew(im, "mul", j, _scalar(im, dil[e], j)))
+        at.append(pos)
+        pos = _ew(im, "sub", pos, _scalar(im, lo[e], pos))
+        inside = _cmp(im, "logical_and", _cmp(im, "ge", pos, _scalar(im, 0, pos)),
+                      _cmp(im, "lt", pos, _scalar(im, sizes[e], pos)))
+        plane = _ew(im, "mul", pos, _scalar(im, math.prod(sizes[e + 1:]), pos))
+        flat = plane if flat is None else _ew(im, "add", flat, plane)
+        valid = inside if valid is None else _cmp(im, "logical_and", valid, inside)
+    windows = _reshape(im, im.insert(T.IndexOp(padded, at, list(range(rank - n, rank)), _t(
+        x, [*lead, *out, *kernel])), "max_pool"), [*lead, *out, window], "max_pool")
+    flat = _reshape(im, flat, [*out, window], "max_pool")
+    valid = _reshape(im, valid, [*out, window], "max_pool")
+    size = _scalar(im, math.prod(sizes), flat)
+    key = im.insert(T.WhereOp(_cmp(im, "eq", windows, _reshape(im, values, [
+        *lead, *out, 1])), _ew(im, "sub", _ew(im, "sub", size, _scalar(im, 1, flat)), flat),
+        _scalar(im, -1, flat), _t(flat, [*lead, *out, window])), "max_pool")
+    key = im.insert(T.WhereOp(_cmp(im, "ne", windows, windows), _ew(im, "add", size, flat),
+                              key, key.type), "max_pool")
+    key = im.insert(T.WhereOp(valid, key, _scalar(im, -1, key), key.type), "max_pool")
+    best = _reduce(im, "amax", key, [-1], False)
+    nan = _cmp(im, "ge", best, size)
+    idx = im.insert(T.WhereOp(nan, _ew(im, "sub", best, size), _ew(
+        im, "sub", _ew(im, "sub", size, _scalar(im, 1, best)), best), best.type), "max_pool")
+    return values, _as_dtype(im, idx, rts[1].element_type)
 
 
 aten = torch.ops.aten

@@ -223,9 +223,8 @@ COVERAGE: list[Entry] = [
     Entry("nn.functional.conv_transpose1d", "zeros spread between inputs, a conv of the flipped kernel"),
     Entry("nn.functional.conv_transpose2d", "zeros spread between inputs, a conv of the flipped kernel"),
     Entry("nn.functional.conv_transpose3d", "zeros spread between inputs, a conv of the flipped kernel"),
-    *[Entry(f"nn.functional.max_pool{n}d", "torch.max_pool; its indices: the first window "
-            "element equal to the max (strided slices of the padded input, a where each)",
-            refusals={"at most 16": "indices over a window of more than 16 elements"})
+    *[Entry(f"nn.functional.max_pool{n}d", "torch.max_pool; its indices: the windows gathered, "
+            "one integer amax picking the first element equal to the max (or the last NaN)")
       for n in (1, 2, 3)],
     *[Entry(f"nn.functional.max_unpool{n}d", "PyTorch's decomposition (a scatter of the "
             "values at their indices)") for n in (1, 2, 3)],
@@ -527,8 +526,7 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
 - Matrix norms (`norm(p="nuc")`, an SVD).
-- max pooling's indices over a window of more than 16 elements (a `where` per window element:
-  compile time grows with it); `searchsorted` of a sequence holding NaN where some number
+- `searchsorted` of a sequence holding NaN where some number
   reaches the value (PyTorch's answer then depends on its search path: deplo counts the numbers
   below); float64 `erfc` and `erfinv` (float32-accurate approximations).
 - `as_strided` of a view (a transposed or sliced tensor: the strides refer to a storage deplo's

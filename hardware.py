@@ -128,9 +128,10 @@ H100_SXM = Gpu(
 H200 = Gpu(**{**H100_SXM.__dict__, "name": "H200 SXM",
               "dram_bw": 4.8e12,  # H200 product page: HBM3e 4.8 TB/s
               "dram_efficiency": 0.86,  # BabelStream triad 4.15 TB/s (Azure ND H200 v5)
-              "l2_bw": 10.0e12,  # RRZE gpu-l2-cache h200: 9.7-10.2 TB/s
-              "launch_us": 2.9})  # an empty kernel between two events in one stream, this
-# project's timing on the H200 (2026-11-27): 2.88 us cold, 2.98 warm
+              "l2_bw": 10.0e12})  # RRZE gpu-l2-cache h200: 9.7-10.2 TB/s
+# launch_us stays the H100's: the RRZE figure is the H200's own, and the two share the GH100
+# front end (this project's event timing of an empty kernel on the H200, 2026-11-27, gave 2.88 us
+# cold and 2.98 warm, the events' own cost included)
 GPUS = {"h100": H100_SXM, "h200": H200}
 
 

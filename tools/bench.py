@@ -245,11 +245,16 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
     gpu_model = model_for(gpu_model, use_gpu, device)  # predicted for the card it times on
     t0 = time.perf_counter()
     entries = []
+    interrupted = None
     for i, case in enumerate(cases):
         t = time.perf_counter()
-        e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed,
-                       schedule=schedule, gpu_model=gpu_model, rank=rank,
-                       launch_fusion=launch_fusion)
+        try:
+            e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed,
+                           schedule=schedule, gpu_model=gpu_model, rank=rank,
+                           launch_fusion=launch_fusion)
+        except KeyboardInterrupt:  # Ctrl-C: the cases done so far are still the report
+            interrupted = f"interrupted at case {i + 1} of {len(cases)} ({case.name})"
+            break
         entries.append(e)
         if progress:
             what = e["status"] if e["status"] == "ok" else f"{e['status']} ({e['stage']})"
@@ -269,6 +274,7 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
         "summary": {"cases": len(entries), "ok": n_ok, "unsupported": len(entries) - n_ok,
                     "geomean": _geomeans(entries), "model": _model_geomeans(entries)},
         "cases": entries,
+        **({"interrupted": interrupted} if interrupted else {}),
     }
 
 

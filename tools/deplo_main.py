@@ -359,6 +359,10 @@ def cmd_bench(args) -> int:
     print(format_table(report))
     if args.output:
         print(f"wrote {args.output}")
+    if "interrupted" in report:
+        print(f"deplo: {report['interrupted']}: the table has the cases before it",
+              file=sys.stderr)
+        return 130
     return 0
 
 

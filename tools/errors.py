@@ -55,6 +55,11 @@ def user_errors(tool: str, types: tuple[type[BaseException], ...] | None = None)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the exit's flush)
         status.code = 1
+    except KeyboardInterrupt as e:  # Ctrl-C: what it stopped, not where Python was
+        print(f"{tool}: interrupted", file=sys.stderr)
+        for note in getattr(e, "__notes__", []):
+            print(note, file=sys.stderr)
+        status.code = 130
     except caught as e:
         from xdsl.utils.exceptions import VerifyException
 

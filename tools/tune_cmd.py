@@ -150,6 +150,9 @@ def cmd_tune(args, compile_program) -> int:
                            program_check(compiled, "gpu" if on_gpu else "cpu"),
                            workers=args.workers, progress=progress, seconds=args.time,
                            start_from_choice=args.rank)
+        except KeyboardInterrupt as e:
+            e.add_note(f"every evaluation finished so far is in {path}: a rerun resumes")
+            raise
         finally:
             evaluator.close()
     if not reports:

@@ -185,3 +185,29 @@ def test_plot_without_report_and_a_missing_output_folder_are_clear_errors(tmp_pa
             str(tmp_path / "nodir" / "x.json"))
     assert p.returncode == 2 and "Traceback" not in p.stderr  # (argparse's usage error)
     assert "no directory" in p.stderr and "nodir (create it first)" in p.stderr
+
+
+def test_an_interrupted_tune_keeps_its_evaluations(tmp_path, monkeypatch) -> None:
+    """Ctrl-C during the search: one line saying so (status 130), and what was evaluated stays
+    in the store, so the rerun goes on from it."""
+    import deplo.tuning.tune as tuning
+
+    real = tuning.tune
+
+    def interrupted(*args, progress, **kw):
+        def stop(task, done, best_us):
+            progress(task, done, best_us)
+            if done >= 2:
+                raise KeyboardInterrupt
+        return real(*args, progress=stop, **kw)
+
+    db = str(tmp_path / "t.sqlite")
+    monkeypatch.setattr(tuning, "tune", interrupted)
+    p = run("deplo", "tune", "-c", MM, "--budget", "6", "--db", db)
+    assert p.returncode == 130 and "Traceback" not in p.stderr
+    assert "deplo: interrupted" in p.stderr and f"in {db}: a rerun resumes" in p.stderr
+    kept = len(_rows(db))
+    assert kept >= 2
+    monkeypatch.setattr(tuning, "tune", real)
+    again = run("deplo", "tune", "-c", MM, "--budget", "6", "--db", db)
+    assert again.returncode == 0 and f"{kept} stored" in again.stdout, again.stderr

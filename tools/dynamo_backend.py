@@ -13,6 +13,9 @@ deplo compiles static shapes. A graph Dynamo hands over with symbolic sizes (`dy
 its automatic dynamic shapes once a second shape is seen) is compiled at each call's concrete
 sizes instead, once per distinct set of shapes, dtypes and integer arguments; a Python float
 argument Dynamo stops specializing (a second value seen) is compiled once per value.
+
+With grad enabled and an input that requires it (a parameter in training), the outputs carry
+gradients: PyTorch computes the backward by running the graph again eagerly (`_EagerBackward`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def best_target() -> str:
@@ -33,8 +37,54 @@ def best_target() -> str:
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
     if any(_symbolic(a) for a in example_inputs) or _read_by_item(gm):
-        return _per_shape(gm)
-    return _static(gm, example_inputs)
+        return _differentiable(gm, _per_shape(gm))
+    return _differentiable(gm, _static(gm, example_inputs))
+
+
+def _differentiable(gm: torch.fx.GraphModule, run):
+    """`run`, whose outputs carry gradients where PyTorch's would: a call with grad enabled
+    and an input (a parameter, say) that requires it goes through `_EagerBackward`."""
+
+    def call(*args):
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
+                                           for a in args):
+            return _EagerBackward.apply(run, gm, *args)
+        return run(*args)
+
+    return call
+
+
+class _EagerBackward(torch.autograd.Function):
+    """The forward is deplo's compiled program; the backward is PyTorch's: the graph run again
+    eagerly on the saved inputs (recomputation, as activation checkpointing does), then
+    autograd through it. deplo compiles inference programs, so training steps get correct
+    gradients at the cost of one eager forward more."""
+
+    @staticmethod
+    def forward(ctx, run, gm, *args):
+        ctx.gm, ctx.args = gm, [None if isinstance(a, torch.Tensor) else a for a in args]
+        ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)])
+        outputs = tuple(run(*args))
+        ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
+        return outputs
+
+    @staticmethod
+    @once_differentiable  # (a gradient of the gradient: PyTorch's error, not a wrong zero)
+    def backward(ctx, *grads):
+        saved = iter(ctx.saved_tensors)
+        args = [next(saved).detach() if a is None else a for a in ctx.args]
+        args = [a.requires_grad_(True) if n is None and a.is_floating_point() else a
+                for a, n in zip(args, ctx.args)]
+        wanted = [a for a, n in zip(args, ctx.args) if n is None and a.is_floating_point()]
+        with torch.enable_grad():
+            outputs = [o for o in ctx.gm(*args)]
+        pairs = [(o, g) for o, g in zip(outputs, grads)
+                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+        got = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                                       allow_unused=True) if pairs else [None] * len(wanted))
+        found = {id(a): next(got) for a in wanted}
+        return (None, None, *[found.get(id(a)) if n is None else None
+                              for a, n in zip(args, ctx.args)])
 
 
 def _symbolic(a) -> bool:

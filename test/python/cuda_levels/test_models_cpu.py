@@ -124,3 +124,34 @@ def test_torch_compile_returns_uint8_as_uint8(cpu_target) -> None:
     x = torch.randint(0, 256, (4, 5), dtype=torch.uint8)
     got = torch.compile(lambda x: (x * 3) ^ 7, backend="deplo")(x)
     assert got.dtype == torch.uint8 and torch.equal(got, (x * 3) ^ 7)
+
+
+def test_torch_compile_trains_with_pytorchs_backward(cpu_target) -> None:
+    """With grad enabled the outputs carry gradients (the backward is PyTorch's, recomputing the
+    forward): a training step's gradients equal eager's, for parameters and inputs; an integer
+    output is not differentiable; under no_grad nothing is recorded."""
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.LayerNorm(16),
+                                            torch.nn.GELU(), torch.nn.Linear(16, 6))
+
+        def forward(self, x, rows):
+            y = self.body(x)
+            return y.log_softmax(-1)[rows], y.argmax(-1)
+
+    net, x, rows = Net(), torch.randn(5, 6), torch.tensor([4, 0, 4])
+    grads = []
+    for model in (torch.compile(net, backend="deplo"), net):
+        xg = x.clone().requires_grad_()
+        loss, top = model(xg, rows)
+        assert loss.requires_grad and not top.requires_grad
+        (loss * torch.arange(6.0)).sum().backward()
+        grads.append([xg.grad, *(p.grad.clone() for p in net.parameters())])
+        net.zero_grad()
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        assert not torch.compile(net, backend="deplo")(x, rows)[0].requires_grad

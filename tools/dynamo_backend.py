@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,9 +37,38 @@ def best_target() -> str:
 
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
+    _user_module_paths(gm)
     if any(_symbolic(a) for a in example_inputs) or _read_by_item(gm):
         return _differentiable(gm, _per_shape(gm))
     return _differentiable(gm, _static(gm, example_inputs))
+
+
+_ROOT = re.compile(r"^L\['[^']*'\]\.?")
+
+
+def _user_module_paths(gm: torch.fx.GraphModule) -> None:
+    """Module paths as the user's model names them (`enc.1`): Dynamo's start at the frame's
+    variable (`L['self'].enc.1`), and the compiled module itself is `L['self']`, which export's
+    stack leaves out."""
+    for node in gm.graph.nodes:
+        if stack := node.meta.get("nn_module_stack"):
+            node.meta["nn_module_stack"] = {
+                key: (_ROOT.sub("", path), cls) for key, (path, cls) in stack.items()
+                if _ROOT.sub("", path)}
+
+
+_SOURCE = re.compile(r"L\['([^']*)'\]((?:\._(?:modules|parameters|buffers)\['[^']*'\])*)")
+
+
+def _input_name(place: torch.fx.Node) -> str:
+    """A graph input by the user's name: `x`, `bn.running_mean` (Dynamo's source
+    `L['self']._modules['bn']._buffers['running_mean']`); else Dynamo's own (`L_x_`)."""
+    source = getattr(place.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", None)  # (a property; a method in older PyTorch)
+    name = name() if callable(name) else name
+    if not isinstance(name, str) or not (m := _SOURCE.fullmatch(name)):
+        return place.target
+    return ".".join(re.findall(r"\['([^']*)'\]", m[2])) or m[1]
 
 
 def _differentiable(gm: torch.fx.GraphModule, run):
@@ -165,9 +195,12 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule
 
-    names = None  # Dynamo's own names (L_x_, L_self_modules_bn_buffers_running_mean_)
+    names = None
     if isinstance(gm, torch.fx.GraphModule):
-        names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+        places = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        names = [_input_name(n) for n in places]
+        if len(set(names)) < len(names):  # (`weight`, an input, and a module's: Dynamo's)
+            names = [n.target for n in places]
     program = import_module(gm, list(example_inputs), names)
     target = best_target()
     compiled = Compiled(program, 0, tuned_schedule(None, None))  # the default store's plans

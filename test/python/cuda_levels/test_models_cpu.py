@@ -8,7 +8,10 @@ weights), and every emitted kernel must build with NVRTC for sm_90 without spill
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
 import pytest
 import torch
 from cpu_cases import load_cases
@@ -155,3 +158,38 @@ def test_torch_compile_trains_with_pytorchs_backward(cpu_target) -> None:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     with torch.no_grad():
         assert not torch.compile(net, backend="deplo")(x, rows)[0].requires_grad
+
+
+def test_torch_compile_errors_name_the_users_modules_and_inputs(cpu_target) -> None:
+    """Dynamo's names (`L['self'].enc.1`, `L_self_buffers_acc_`) become the model's own; only a
+    BatchNorm's running statistics suggest model.eval()."""
+    from deplo.frontend.errors import FrontendError
+
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("acc", torch.zeros(4))
+
+        def forward(self, x):
+            self.acc.add_(x.sum(0))
+            return x + self.acc
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+
+        def forward(self, x):
+            return self.enc(x) * 2
+
+    cases = [(Counter(), r"input 1 \('acc'\) in place.*\(return the new value instead\)"),
+             (Outer().train(), r"dropout in training mode .* in module 'enc\.1' at "),
+             (torch.nn.BatchNorm1d(4).train(),
+              r"input 2 \('num_batches_tracked'\) .*call model\.eval\(\)")]
+    for model, message in cases:
+        torch._dynamo.reset()
+        with pytest.raises(Exception) as caught, torch.no_grad():
+            torch.compile(model, backend="deplo")(torch.randn(3, 4))
+        error = getattr(caught.value, "inner_exception", caught.value)  # (Dynamo's wrapper)
+        assert isinstance(error, FrontendError) and re.search(message, str(error)), error
+        assert "L[" not in str(error) and "L_" not in str(error)

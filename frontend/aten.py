@@ -2142,11 +2142,6 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
 
 REFUSED: dict[object, str] = {
     aten.embedding_renorm_.default: "embedding's max_norm renormalizes the weight in place",
-    **{op: "PyTorch's fused inference fast path of nn.TransformerEncoderLayer / "
-           "MultiheadAttention, which Dynamo takes under no_grad; "
-           "torch.backends.mha.set_fastpath_enabled(False) keeps the traceable ops"
-       for op in (aten._transformer_encoder_layer_fwd.default,
-                  aten._native_multi_head_attention.default)},
 }
 RANDOM = "a random op; a compiled program is deterministic: pass the random values as an input"
 

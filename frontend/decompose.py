@@ -6,7 +6,8 @@ through `run_decompositions` with one table: every decomposition PyTorch has for
 does not convert — `torch.export.default_decompositions()` (core ATen decompositions and the
 CompositeImplicitAutograd kernels) first, then `torch._decomp.decomposition_table` (upsampling
 into indexing, reflection padding, adaptive pooling). The table applies recursively while the
-program is traced again, so one run takes `pad` to `reflection_pad2d` to indexing.
+program is traced again, so one run takes `pad` to `reflection_pad2d` to indexing. deplo adds
+its own for the two fused ops PyTorch gives none (frontend/fast_path.py).
 
 Ops deplo converts are left out of the table and stay whole (`linear` keeps its matmul's shape);
 what is still without a converter after the run is the importer's error (frontend/importer.py
@@ -32,4 +33,7 @@ def decompose_unsupported(ep: torch.export.ExportedProgram, converted, refused
         if isinstance(op, torch._ops.OpOverload) and op not in converted and op not in refused \
                 and op not in table and op.namespace == "aten":
             table[op] = fn
+    from deplo.frontend.fast_path import DECOMPOSITIONS
+
+    table.update({op: fn for op, fn in DECOMPOSITIONS.items() if op not in converted})
     return ep.run_decompositions(table)

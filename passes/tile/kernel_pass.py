@@ -21,6 +21,7 @@ Rules, the same for every pass:
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -52,9 +53,14 @@ class KernelPass(ModulePass):
     resumes: ClassVar[bool] = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kinds, taken = [], False
         for kernel in tile_kernels(op):
             plan = self.plan_for(kernel)
-            if plan is None or self.name not in plan.steps() or self.name in kernel.done_steps:
+            kinds.append(f"@{kernel.sym_name.data} {plan.kind if plan else 'unplanned'}")
+            if plan is None or self.name not in plan.steps():
+                continue
+            taken = True  # a kernel the options are for
+            if self.name in kernel.done_steps:
                 continue
             steps = plan.steps()
             here = steps.index(self.name)
@@ -75,6 +81,10 @@ class KernelPass(ModulePass):
                 raise PassOptionError(f"{e} ({missing[0]}, an earlier step of its plan, has not "
                                       "run)") from None
             kernel.mark_done(self.name)
+        if not taken and (given := self.options()):  # a warning: a pipeline may serve others
+            spec = " ".join(f"{k.replace('_', '-')}={_text(v)}" for k, v in given.items())
+            print(f"warning: {self.name}{{{spec}}}: no kernel has this step, so nothing takes "
+                  f"the options ({', '.join(kinds) or 'no tile kernels'})", file=sys.stderr)
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         raise NotImplementedError

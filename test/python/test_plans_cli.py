@@ -191,3 +191,18 @@ def test_a_wrong_kind_names_the_files_field(kind, needles, tmp_path):
     next(iter(data["kernels"].values()))["kind"] = kind
     plans.write_text(json.dumps(data))
     assert_clean_error(run("deplo", "compile", "-c", MM, "--schedule", str(plans)), *needles)
+
+
+def test_options_no_kernel_takes_are_a_warning(tmp_path):
+    """tile-map-2d's knobs on a program without a matmul: the IR is unchanged, and stderr says
+    nothing took them (before, silence)."""
+    loop = tmp_path / "softmax.mlir"
+    assert run("deplo", "compile", "-c", "torch.softmax(torch.randn(64,200),-1)", "--ir", "loop",
+               "-o", str(loop)).returncode == 0
+    plain = run("deplo-opt", str(loop), "-p", "loop-to-tile,tile-plan,tile-map-2d")
+    pinned = run("deplo-opt", str(loop), "-p",
+                 "loop-to-tile,tile-plan,tile-map-2d{threads-m=8 threads-n=16}")
+    assert plain.returncode == pinned.returncode == 0 and plain.stdout == pinned.stdout
+    assert "warning" not in plain.stderr
+    assert "warning: tile-map-2d{threads-m=8 threads-n=16}: no kernel has this step, so nothing " \
+           "takes the options (@softmax row_reduce)" in pinned.stderr

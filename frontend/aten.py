@@ -67,6 +67,7 @@ class Importer:
         self.values: dict[torch.fx.Node, SSAValue] = {}
         self.static = static or StaticEvaluator({})
         self.constants: dict[str, np.ndarray] = {}
+        self.node: torch.fx.Node | None = None  # the node being converted
 
     def value(self, arg, like: TensorType | None = None) -> SSAValue:
         """An SSA value for an FX argument; a Python number becomes a 0-d torch.constant, and a
@@ -78,12 +79,23 @@ class Importer:
         if isinstance(arg, (int, float)) and (like is not None or not isinstance(arg, bool)):
             elt = like.element_type if like is not None else mlir_element_type(torch.float32)
             if isinstance(elt, IntegerType):  # a number in an integer tensor's type (a fill,
-                arg = int(arg)  # a scatter): truncated, as aten casts it
+                arg = self._wrapped(int(arg), elt.width.data)  # a scatter, `x > -1`): as aten
             t = TensorType(elt, [])
             op = T.FullOp(arg, t) if isinstance(elt, IntegerType) \
                 else T.ConstantOp(rounded(arg, elt), t)
             return self.insert(op, "cst")
         raise FrontendError(f"unsupported argument {arg!r}")
+
+    def _wrapped(self, number: int, bits: int) -> int:
+        """An integer as the op's integer type holds it, as aten casts a scalar: modulo 2^bits
+        into the signed range, or into 0..255 where the op's tensors are uint8 (carried in i16:
+        `u8 > -1` compares with 255)."""
+        dtypes = {v.dtype for a in torch.utils._pytree.tree_leaves((self.node.args, self.node.kwargs))
+                  if isinstance(a, torch.fx.Node) and isinstance(v := a.meta.get("val"), torch.Tensor)
+                  } if self.node is not None else set()
+        if torch.uint8 in dtypes and dtypes <= {torch.uint8, torch.bool}:
+            return number % 256
+        return (number + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) if bits > 1 else number
 
     def _constant_arg(self, node: torch.fx.Node) -> SSAValue:
         tensor = self.static.values[node]
@@ -799,7 +811,7 @@ def _log_softmax(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 def _logsumexp(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """log(sum(exp(x - m))) + m, m the max (taken as 0 where infinite, as aten), in float32."""
-    x = _f32(im, im.value(node.args[0]))
+    x = _f32(im, _as_dtype(im, im.value(node.args[0]), rt.element_type))  # (ints: float)
     dims, keep = _dims(node, 1, "dim", _rank(x)), bool(_arg(node, 2, "keepdim", False))
     m = _reduce(im, "amax", x, dims, True)
     inf = im.insert(T.EqOp(_ew(im, "abs", m), _scalar(im, float("inf"), m),
@@ -841,7 +853,16 @@ def _mean_var(im: Importer, x: SSAValue, dims, correction: int, keep: bool
     batch_norm's batch statistics, one way."""
     n = math.prod(x.type.get_shape()[d] for d in dims if d < _rank(x))
     mean = _ew(im, "div", _reduce(im, "sum", x, dims, True), _scalar(im, n, x))
-    dev = _ew(im, "sub", x, mean)
+    # the deviations from the first element's: a float32 sum rounds a large common offset
+    # (1e4 + 1e-3 noise: the variance 12% off), what remains of it is exact
+    first = x
+    for d in dims:
+        if d < _rank(x):
+            first = im.insert(T.SliceOp(first, d, 0, 1, 1, _t(first, [
+                1 if k == d else size for k, size in enumerate(first.type.get_shape())])), "var")
+    shifted = _ew(im, "sub", x, first)
+    dev = _ew(im, "sub", shifted, _ew(im, "div", _reduce(im, "sum", shifted, dims, True),
+                                      _scalar(im, n, x)))
     var = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, keep),
               _scalar(im, max(n - correction, 0), x))
     return mean, dev, var

@@ -302,6 +302,7 @@ def import_exported(
                     f"unsupported PyTorch op '{node.target}' (its result's shape depends on the "
                     f"values of its inputs: boolean-mask indexing, nonzero, repeat_interleave "
                     f"by a tensor) {where_from(node)}", node.target)
+            im.node = node
             try:
                 value = convert(im, node, result_type(node.meta["val"]))
             except FrontendError as e:  # (which op it was about: import_module's fallback)

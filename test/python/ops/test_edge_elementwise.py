@@ -76,6 +76,19 @@ CASES = {
                    [_ints(5, 7, lo=0, hi=256).to(torch.uint8), torch.rand(7)]),
     "uint8_image_to_float": (lambda a: a.permute(1, 0).float() / 255 - a.amax() * 0.5,
                              [_ints(5, 7, lo=0, hi=256).to(torch.uint8)]),
+    # a Python integer takes the integer tensor's type as aten casts it: uint8 wraps to
+    # 0..255 (-1 is 255, 300 is 44), int16 and int8 modulo their width
+    "uint8_scalar_operands_wrap": (
+        lambda a: torch.clamp(a, min=-5) + (a > -1) * 7 + (a < 300) * 11 + (a + 300),
+        [_ints(3, 9, lo=0, hi=256).to(torch.uint8)]),
+    "int16_int8_scalars_wrap": (
+        lambda a: (a.to(torch.int16) + 100000) * 1 + (a.to(torch.int8) == 1000)
+        + (a.to(torch.int8) * 3 - 200), [_ints(3, 9, lo=-100, hi=100)]),
+    "logsumexp_of_ints": (lambda a: torch.logsumexp(a, -1), [_ints(4, 9, lo=0, hi=10)]),
+    # a large common offset: a float32 sum of it rounds away most of the spread
+    "var_of_a_large_offset": (lambda x: torch.var(x * 1e-3 + 1e4, dim=1)
+                              + torch.var_mean(x * 1e-3 - 3e4, 0)[0].sum(),
+                              [torch.randn(8, 32, generator=torch.Generator().manual_seed(0))]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

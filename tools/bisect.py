@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from deplo.passes import pipeline
-from deplo.runtime.check import Comparison, compare
+from deplo.runtime.check import Comparison, check_program, compare
 from deplo.tools.driver import run_passes
 
 RUNTIME_LEVELS = ("tile", "kernel", "cuda")
@@ -88,12 +88,16 @@ def _run(module: ModuleOp, rest: Sequence[str], inputs: list[np.ndarray]) -> tup
 def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.ndarray],
            spec: str = "to-cuda", keep_going: bool = False,
            progress: Callable[[Step], None] | None = None,
-           schedule: str | None = None, strict: bool = True) -> BisectResult:
+           schedule: str | None = None, strict: bool = True,
+           check: Callable[[Sequence[np.ndarray]], Comparison] | None = None) -> BisectResult:
     """Apply the passes of `spec` one at a time to a copy of `module` (Torch IR), run after each
     one, compare with `reference`. The full pipeline to cuda supplies the passes that make a
     tile/kernel-level step runnable when `spec` itself stops short of cuda. `schedule`: the
     plan file tile-plan pins (`Compiled.plan_file()`: the plans the program compiles with;
-    not `strict`: it may name other programs' kernels, as a tuning store's does)."""
+    not `strict`: it may name other programs' kernels, as a tuning store's does). `check`
+    judges a run's outputs (default: `compare` with `reference` by their numpy dtypes, which
+    holds bf16 travelling as float32 to fp32's tolerance); `judged` gives `deplo run --check`'s
+    verdict."""
     # a bad spec, or a conversion of a level the IR has not reached, is an error (as in
     # deplo-opt), not a pass that "matches" because it changed nothing
     pipeline.plan(spec, pipeline.ir_level(module))
@@ -108,7 +112,7 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
             if i:
                 run_passes(current, name, schedule=schedule, strict=strict)
             level, how, outputs = _run(current, rest, inputs)
-            step = Step(name, level, how, compare(outputs, reference))
+            step = Step(name, level, how, (check or (lambda o: compare(o, reference)))(outputs))
         except Exception as e:  # noqa: BLE001 - a crash of any kind is a mismatch: name it
             msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             step = Step(name, module_level(current), "-", None, msg)
@@ -119,6 +123,14 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
         if not step.ok and not keep_going:
             break
     return result
+
+
+def judged(compiled, inputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]):
+    """The check `deplo run --check` makes: each output's own dtype's tolerance, and a float64
+    second opinion past it."""
+    n = len(compiled.program.example_inputs)
+    types = compiled.output_element_types()
+    return lambda outputs: check_program(outputs, compiled.program, inputs[:n], types, reference)
 
 
 def cmd_bisect(args, compiled) -> int:
@@ -133,7 +145,8 @@ def cmd_bisect(args, compiled) -> int:
     spec = compiled.pass_spec(pipeline.expand_pipeline(args.pipeline))
     result = bisect(program.module, inputs, reference, spec, args.all,
                     lambda s: print(f"  {s.line()}", file=sys.stderr),
-                    schedule=compiled.plan_file(), strict=compiled.strict)
+                    schedule=compiled.plan_file(), strict=compiled.strict,
+                    check=judged(compiled, inputs, reference))
     bad = result.first_bad
     if bad is None:
         print(f"deplo bisect: every pass matches ({len(result.steps) - 1} passes)")

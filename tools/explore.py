@@ -113,14 +113,15 @@ def _checks(compiled) -> list[dict]:
     the .cu on the CPU runtime; tools/bisect.py) against PyTorch on the same inputs."""
     from deplo.passes.pipeline import expand_pipeline
     from deplo.tools.api import random_inputs
-    from deplo.tools.bisect import bisect
+    from deplo.tools.bisect import bisect, judged
 
     program = compiled.program
     inputs = random_inputs(program, 0)
     reference = program.reference(inputs[: len(program.example_inputs)])
     steps = bisect(program.module, inputs, reference,
                    compiled.pass_spec(expand_pipeline("to-cuda")), keep_going=True,
-                   schedule=compiled.plan_file(), strict=compiled.strict).steps
+                   schedule=compiled.plan_file(), strict=compiled.strict,
+                   check=judged(compiled, inputs, reference)).steps
     return [{"after": st.after.split("{")[0], "level": st.level, "how": st.how, "ok": st.ok,
              "line": st.comparison.line() if st.comparison else f"ERROR {st.error}",
              "seconds": round(st.seconds, 2)} for st in steps]

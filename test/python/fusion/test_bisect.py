@@ -141,3 +141,13 @@ def test_tiny_model_layer(tmp_path, arch: str) -> None:
     ref = program.reference(inputs[: len(program.example_inputs)])
     result = bisect(program.module, inputs, ref)
     assert result.first_bad is None, [s.line() for s in result.steps if not s.ok]
+
+
+def test_bisect_judges_bf16_as_run_check_does(capsys) -> None:
+    """A bf16 program's outputs travel as float32: bisect holds them to bf16's tolerance, as
+    `deplo run --check` does (before, to fp32's: the captured program itself 'failed')."""
+    expr = ("F.scaled_dot_product_attention(*[torch.randn(1,2,16,32,dtype=torch.bfloat16)]*3,"
+            " is_causal=True)")
+    assert main(["bisect", "-c", expr, "-p", "to-loop"]) == 0
+    err = capsys.readouterr().err
+    assert "(tol 1e-02)  PASS" in err and "FAIL" not in err

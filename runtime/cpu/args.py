@@ -1,9 +1,12 @@
 """Marshal Python arguments for a kernel launch, with canary padding around every buffer.
 
-Why canaries: every pointer argument is copied into the middle of a buffer with 4 KB of 0xFF on
-each side. An out-of-bounds read then sees NaN (f32/f16) or -1 (ints) instead of whatever lies
-next to the array, which makes the result wrong deterministically; an out-of-bounds write changes
-a pad, which the check after the launch reports with the argument's index.
+Why canaries: every pointer argument is copied into the middle of a buffer with 4 KB of canary
+on each side: FF FF BF FF repeated, a float32 signalling NaN (NaN in f16/bf16 too, a negative
+int). An out-of-bounds read then sees NaN instead of whatever lies next to the array, which
+makes the result wrong deterministically; an out-of-bounds write changes a pad, which the check
+after the launch reports with the argument's index. Arithmetic on the signalling NaN gives the
+quiet one (FF FF FF FF), so a NaN computed from a pad and written past an output's end changes
+that pad too (with all-0xFF pads it wrote back the same bytes, unseen).
 """
 
 from __future__ import annotations
@@ -17,11 +20,18 @@ from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type, to_bf16_bits
 
 PAD = 4096
 ALIGN = 256
+CANARY = np.array([0xFF, 0xFF, 0xBF, 0xFF], np.uint8)  # (little-endian 0xFFBFFFFF)
+
+
+def _canary(start: int, n: int) -> np.ndarray:
+    """The canary bytes at offsets start .. start + n of a padded buffer (PAD and ALIGN keep
+    each element's bytes at the same phase)."""
+    return CANARY[(np.arange(start, start + n)) % 4]
 
 
 @dataclass
 class Padded:
-    """One argument's padded copy: `buf` = PAD bytes of 0xFF | data | PAD bytes of 0xFF."""
+    """One argument's padded copy: `buf` = PAD canary bytes | data | PAD canary bytes."""
     array: np.ndarray
     buf: np.ndarray
     index: int
@@ -37,7 +47,7 @@ class Marshalled:
 
 
 def _pad(arr: np.ndarray, pad: int) -> np.ndarray:
-    """A copy of arr's bytes with `pad` bytes of 0xFF on each side; pad=0 gives an exact-size
+    """A copy of arr's bytes with `pad` canary bytes on each side; pad=0 gives an exact-size
     allocation of its own (what ASan needs to see an overflow)."""
     n = arr.nbytes
     if not pad:
@@ -45,8 +55,8 @@ def _pad(arr: np.ndarray, pad: int) -> np.ndarray:
     raw = np.empty(n + 2 * PAD + ALIGN, np.uint8)
     off = (-raw.ctypes.data) % ALIGN
     buf = raw[off:off + n + 2 * PAD]
-    buf[:PAD] = 0xFF
-    buf[PAD + n:] = 0xFF
+    buf[:PAD] = _canary(0, PAD)
+    buf[PAD + n:] = _canary(PAD + n, PAD)
     buf[PAD:PAD + n] = arr.reshape(-1).view(np.uint8)
     return buf
 
@@ -123,8 +133,8 @@ def check_and_copy_back(m: Marshalled) -> list[str]:
     problems = []
     for p in m.padded:
         n, pad = p.array.nbytes, p.pad
-        before = np.flatnonzero(p.buf[:pad] != 0xFF)
-        after = np.flatnonzero(p.buf[pad + n:] != 0xFF)
+        before = np.flatnonzero(p.buf[:pad] != _canary(0, pad))
+        after = np.flatnonzero(p.buf[pad + n:] != _canary(pad + n, pad))
         if before.size:
             problems.append(f"out-of-bounds write next to argument {p.index}: {before.size} bytes "
                             f"changed up to {pad - before.min()} bytes before its start")

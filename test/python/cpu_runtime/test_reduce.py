@@ -117,6 +117,17 @@ def test_out_of_bounds_write_names_the_argument(x):
             run(src, x, s, "reduce_H")
 
 
+def test_a_nan_made_from_the_canary_and_written_past_the_end_is_seen(x):
+    """One block too many reads only the input's pad and writes its NaN sum past the output's
+    end: arithmetic quiets the canary's signalling NaN, so the output's pad changes (an all-0xFF
+    pad got its own bytes back)."""
+    src = variant(("j < min(n, base + 1024)", "j < base + 1024"))
+    out = np.zeros(BLOCKS, np.float32)
+    with pytest.raises(KernelError, match="out-of-bounds write next to argument 1: 1 bytes changed up to 3 bytes past its end"):
+        CpuModule(src, SIG, name="reduce_C").launch("block_sum", (BLOCKS + 1, 1, 1),
+                                                    (256, 1, 1), [x, out, N], schedule="LR-fwd")
+
+
 def test_out_of_bounds_read_is_wrong(x):
     src = variant(("j < min(n, base + 1024)", "j < base + 1024"))
     assert not is_right(run(src, x, "LR-fwd", "reduce_C"), x)  # reads the canary: NaN

@@ -32,11 +32,13 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     FlatSymbolRefAttr,
     IndexType,
     IntAttr,
+    IntegerAttr,
     MemRefType,
     NoneAttr,
     StringAttr,
@@ -49,6 +51,7 @@ from xdsl.ir import (
     BlockArgument,
     Dialect,
     Operation,
+    OpResult,
     Region,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
@@ -432,13 +435,17 @@ def verify_access(op: IRDLOperation, buf: SSAValue, indices, amap: AffineMapAttr
 
 
 def _verify_in_bounds(op: IRDLOperation, mtype: MemRefType, indices) -> None:
-    """A coordinate that is a loop's induction variable stays within its dim: a hand-edited
-    bound (`loop.for %a = 0 to 65` over a dim of 64) would read and write past the buffer in
-    the emitted C. (Only unguarded plain indices: an access under a condition may be meant to
+    """A coordinate that is a constant, or a loop's induction variable, stays within its dim: a
+    hand-edited index (`%c9` into a dim of 4, `loop.for %a = 0 to 65` over a dim of 64) would
+    read and write past the buffer in the emitted C. (Only unguarded plain indices: an access under a condition may be meant to
     run past, and mapped coordinates are the passes' own.)"""
     if _guarded(op):
         return
     for d, (v, n) in enumerate(zip(indices, mtype.get_shape())):
+        if isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) and n >= 0 \
+                and isinstance(c := v.op.value, IntegerAttr) and not 0 <= c.value.data < n:
+            raise VerifyException(f"{op.name}: index {d} is the constant {c.value.data}, past "
+                                  f"dim {d} of {mtype} (0..{n - 1})")
         f = v.owner.parent_op() if isinstance(v, BlockArgument) else None
         if not isinstance(f, ForOp) or v is not f.iv or n < 0:
             continue

@@ -79,3 +79,15 @@ loop.kernel @past_the_dim(%x: memref<4x64xf32>, %out: memref<4x64xf32>) {
     }
   }
 }
+
+// -----
+
+// a constant index past its dim (a hand-edited row) would as well
+loop.kernel @constant_past_the_dim(%x: memref<4x64xf32>, %out: memref<4x64xf32>) {
+  %c9 = arith.constant 9 : index
+  loop.for %j = 0 to 64 free {
+    // CHECK: loop.load: index 0 is the constant 9, past dim 0 of memref<4x64xf32> (0..3)
+    %v = loop.load %x[%c9, %j] : memref<4x64xf32>
+    loop.store %v, %out[%c9, %j] : memref<4x64xf32>
+  }
+}

@@ -104,6 +104,9 @@ def _read_config(path: Path) -> dict:
 def resolve_model(spec: str) -> ModelSource:
     """A directory, a cached id, or a known id; otherwise an error listing what was tried."""
     path = Path(spec)
+    if path.suffix == ".mlir" and path.is_file():
+        raise FrontendError(f"{spec}: an IR file, not a model; deplo-opt {spec} -p to-cuda "
+                            f"lowers it, and deplo compile|run take -c EXPR or a model")
     if path.is_dir():
         cfg = path / "config.json"
         if not cfg.is_file():

@@ -355,3 +355,10 @@ def test_an_unusable_cache_directory_is_one_line(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DEPLO_CACHE_DIR", str(tmp_path / "file"))
     p = run("deplo", "run", "-c", "torch.relu(torch.randn(4))", "--check")
     assert p.returncode == 1 and "cache directory" in p.stderr and "Not a directory" in p.stderr
+
+
+def test_an_ir_file_given_as_the_model_points_at_deplo_opt(tmp_path) -> None:
+    ir = tmp_path / "rms.mlir"
+    assert run("deplo", "compile", "-c", MM, "--ir", "loop", "-o", str(ir)).returncode == 0
+    assert_clean_error(run("deplo", "run", str(ir), "--check"),
+                       f"{ir}: an IR file, not a model; deplo-opt {ir} -p to-cuda lowers it")

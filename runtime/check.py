@@ -5,7 +5,8 @@ elementwise rtol would punish cancellation), fp16/bf16 to 1e-2; past it, a float
 when it is no less accurate than eager against float64 (`check_program`: an ill-conditioned
 program, such as a division by a column sum near zero, amplifies any summation order's
 rounding); integer and bool outputs must be exact.
-NaN and inf must appear exactly where the reference has them.
+NaN and inf must appear exactly where the reference has them, and each output must have the
+reference's dtype (values alone would pass a float64 result of a float32 program).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ TOLERANCE_BY_TYPE = {"f32": 1e-5, "f64": 1e-12, "f16": 1e-2, "bf16": 1e-2}
 
 
 def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray],
-            element_types: Sequence[str] | None = None) -> Comparison:
+            element_types: Sequence[str] | None = None, same_dtype: bool = True) -> Comparison:
     """Max abs / rel error against the reference; `element_types` (e.g. ["bf16"]) sets each
-    output's tolerance, else its numpy dtype does."""
+    output's tolerance, else its numpy dtype does; `same_dtype`: a dtype other than the
+    reference's fails (not against a float64 second opinion)."""
     if len(outputs) != len(reference):
         return Comparison(float("inf"), float("inf"), 0.0, False)
     max_abs = max_rel = 0.0
@@ -59,6 +61,9 @@ def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray],
             this_tol = 0.0
         if np.shape(out) != ref.shape:
             return Comparison(float("inf"), float("inf"), tol, False)
+        if same_dtype and np.asarray(out).dtype != ref.dtype:  # (bf16: float32 on both sides)
+            return Comparison(float("inf"), float("inf"), tol, False,
+                              f"; output {k} is {np.asarray(out).dtype}, PyTorch's {ref.dtype}")
         o = np.asarray(out, dtype=np.float64)
         r = ref.astype(np.float64)
         special = ~np.isfinite(r)  # NaN / inf where PyTorch has them (a mean over nothing)
@@ -94,7 +99,9 @@ def check_program(outputs: Sequence[np.ndarray], program, inputs: Sequence[np.nd
     result = compare(outputs, reference, element_types)
     types = [{"float32": "f32", "float16": "f16"}.get(t, t) for t in
              element_types or [np.asarray(r).dtype.name for r in reference]]
-    if result.ok or not any(t in HALF + FP32 for t in types):
+    wrong_dtype = any(np.asarray(o).dtype != np.asarray(r).dtype
+                      for o, r in zip(outputs, reference))
+    if result.ok or wrong_dtype or not any(t in HALF + FP32 for t in types):
         return result
     try:
         exact = program.reference(inputs, float64=True)
@@ -111,7 +118,7 @@ def check_program(outputs: Sequence[np.ndarray], program, inputs: Sequence[np.nd
             continue
         if t not in HALF + FP32 or np.asarray(ref).dtype.kind in "iub":
             return result  # integers exact; a float output beside them has no say
-        ours, eager = compare([out], [ex], kind), compare([ref], [ex], kind)
+        ours, eager = compare([out], [ex], kind, False), compare([ref], [ex], kind, False)
         notes.append(f"against float64 {ours.max_rel:.3e}, eager's own {eager.max_rel:.3e}")
         if not math.isfinite(eager.max_rel):
             fine = False

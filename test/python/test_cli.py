@@ -362,3 +362,13 @@ def test_an_ir_file_given_as_the_model_points_at_deplo_opt(tmp_path) -> None:
     assert run("deplo", "compile", "-c", MM, "--ir", "loop", "-o", str(ir)).returncode == 0
     assert_clean_error(run("deplo", "run", str(ir), "--check"),
                        f"{ir}: an IR file, not a model; deplo-opt {ir} -p to-cuda lowers it")
+
+
+def test_an_output_of_another_dtype_fails_the_check() -> None:
+    """Values alone would pass: float64 where PyTorch gives float32 is a wrong program."""
+    from deplo.runtime.check import compare
+
+    ref = [np.arange(6, dtype=np.float32)]
+    got = compare([ref[0].astype(np.float64)], ref)
+    assert not got.ok and "output 0 is float64, PyTorch's float32" in got.line()
+    assert compare([ref[0].copy()], ref).ok

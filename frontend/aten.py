@@ -8,7 +8,6 @@ the graph and imports this module; this module never imports it).
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -855,12 +854,14 @@ def _mean_var(im: Importer, x: SSAValue, dims, correction: int, keep: bool
     mean = _ew(im, "div", _reduce(im, "sum", x, dims, True), _scalar(im, n, x))
     # the deviations from the first element's: a float32 sum rounds a large common offset
     # (1e4 + 1e-3 noise: the variance 12% off), what remains of it is exact
+    # (one more slice, subtraction and sum per var or batch norm: accepted; an empty dim has
+    # no first element, and nothing to round)
     first = x
-    for d in dims:
+    for d in dims if n else []:
         if d < _rank(x):
             first = im.insert(T.SliceOp(first, d, 0, 1, 1, _t(first, [
                 1 if k == d else size for k, size in enumerate(first.type.get_shape())])), "var")
-    shifted = _ew(im, "sub", x, first)
+    shifted = _ew(im, "sub", x, first) if n else x
     dev = _ew(im, "sub", shifted, _ew(im, "div", _reduce(im, "sum", shifted, dims, True),
                                       _scalar(im, n, x)))
     var = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, keep),

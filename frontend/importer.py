@@ -308,6 +308,8 @@ def import_exported(
             except FrontendError as e:  # (which op it was about: import_module's fallback)
                 e.op = getattr(e, "op", None) or node.target
                 raise
+            finally:
+                im.node = None
             if getattr(node.meta["val"], "dtype", None) == torch.uint8:
                 value = wrap_uint8(im, value)
             im.values[node] = value

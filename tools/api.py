@@ -244,9 +244,14 @@ class Compiled:
     def check(self, target: str = "cpu", level: str | None = None, seed: int | None = None) -> Comparison:
         """Run on fresh random inputs and compare with PyTorch eager."""
         inputs = random_inputs(self.program, seed)
+        return self.judge(self.run(inputs, target, level), inputs)
+
+    def judge(self, outputs, inputs, reference=None) -> Comparison:
+        """`deplo run --check`'s verdict on outputs of `inputs` (the runtime's arguments): each
+        output's own dtype's tolerance, and a float64 second opinion past it."""
         n = len(self.program.example_inputs)
-        return check_program(self.run(inputs, target, level), self.program, inputs[:n],
-                             self.output_element_types())
+        return check_program(outputs, self.program, inputs[:n], self.output_element_types(),
+                             reference)
 
     def output_element_types(self) -> list[str]:
         """Per @main result, the element type whose tolerance applies: its own, or the lowest

@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from deplo.passes import pipeline
-from deplo.runtime.check import Comparison, check_program, compare
+from deplo.runtime.check import Comparison, compare
 from deplo.tools.driver import run_passes
 
 RUNTIME_LEVELS = ("tile", "kernel", "cuda")
@@ -96,8 +96,8 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
     plan file tile-plan pins (`Compiled.plan_file()`: the plans the program compiles with;
     not `strict`: it may name other programs' kernels, as a tuning store's does). `check`
     judges a run's outputs (default: `compare` with `reference` by their numpy dtypes, which
-    holds bf16 travelling as float32 to fp32's tolerance); `judged` gives `deplo run --check`'s
-    verdict."""
+    holds bf16 travelling as float32 to fp32's tolerance); the commands give `Compiled.judge`,
+    `deplo run --check`'s verdict."""
     # a bad spec, or a conversion of a level the IR has not reached, is an error (as in
     # deplo-opt), not a pass that "matches" because it changed nothing
     pipeline.plan(spec, pipeline.ir_level(module))
@@ -125,14 +125,6 @@ def bisect(module: ModuleOp, inputs: list[np.ndarray], reference: Sequence[np.nd
     return result
 
 
-def judged(compiled, inputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]):
-    """The check `deplo run --check` makes: each output's own dtype's tolerance, and a float64
-    second opinion past it."""
-    n = len(compiled.program.example_inputs)
-    types = compiled.output_element_types()
-    return lambda outputs: check_program(outputs, compiled.program, inputs[:n], types, reference)
-
-
 def cmd_bisect(args, compiled) -> int:
     """The `deplo bisect` subcommand body (argument parsing lives in deplo_main)."""
     from deplo.tools.api import random_inputs
@@ -146,7 +138,7 @@ def cmd_bisect(args, compiled) -> int:
     result = bisect(program.module, inputs, reference, spec, args.all,
                     lambda s: print(f"  {s.line()}", file=sys.stderr),
                     schedule=compiled.plan_file(), strict=compiled.strict,
-                    check=judged(compiled, inputs, reference))
+                    check=lambda outputs: compiled.judge(outputs, inputs, reference))
     bad = result.first_bad
     if bad is None:
         print(f"deplo bisect: every pass matches ({len(result.steps) - 1} passes)")

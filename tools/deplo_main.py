@@ -367,7 +367,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from deplo.runtime.check import check_program
     from deplo.tools.api import random_inputs
 
     if not args.bench and (args.profile or args.output):
@@ -406,8 +405,7 @@ def cmd_run(args) -> int:
         if reference is None:
             print(f"{label}: ran, outputs {shapes}")
             continue
-        result = check_program(outputs, compiled.program, inputs[:n],
-                               compiled.output_element_types(), reference)
+        result = compiled.judge(outputs, inputs, reference)
         print(f"{label}: {result.line()}")
         failed |= not result.ok
     if target != "interp":

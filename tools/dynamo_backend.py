@@ -27,7 +27,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def best_target() -> str:
@@ -99,22 +98,23 @@ class _EagerBackward(torch.autograd.Function):
         return outputs
 
     @staticmethod
-    @once_differentiable  # (a gradient of the gradient: PyTorch's error, not a wrong zero)
     def backward(ctx, *grads):
+        if torch.is_grad_enabled():  # create_graph=True: once_differentiable would return
+            raise RuntimeError(  # first-order gradients that silently lack a graph
+                "torch.compile(backend='deplo') gives first-order gradients only "
+                "(create_graph=True / a gradient of a gradient)")
+        wants = ctx.needs_input_grad[2:]  # (after run and gm)
         saved = iter(ctx.saved_tensors)
-        args = [next(saved).detach() if a is None else a for a in ctx.args]
-        args = [a.requires_grad_(True) if n is None and a.is_floating_point() else a
-                for a, n in zip(args, ctx.args)]
-        wanted = [a for a, n in zip(args, ctx.args) if n is None and a.is_floating_point()]
+        args = [next(saved).detach().requires_grad_(want) if n is None else n
+                for n, want in zip(ctx.args, wants)]
+        wanted = [a for a, want in zip(args, wants) if want]
         with torch.enable_grad():
             outputs = [o for o in ctx.gm(*args)]
         pairs = [(o, g) for o, g in zip(outputs, grads)
                  if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
         got = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
                                        allow_unused=True) if pairs else [None] * len(wanted))
-        found = {id(a): next(got) for a in wanted}
-        return (None, None, *[found.get(id(a)) if n is None else None
-                              for a, n in zip(args, ctx.args)])
+        return (None, None, *[next(got) if want else None for want in wants])
 
 
 def _symbolic(a) -> bool:

@@ -113,7 +113,7 @@ def _checks(compiled) -> list[dict]:
     the .cu on the CPU runtime; tools/bisect.py) against PyTorch on the same inputs."""
     from deplo.passes.pipeline import expand_pipeline
     from deplo.tools.api import random_inputs
-    from deplo.tools.bisect import bisect, judged
+    from deplo.tools.bisect import bisect
 
     program = compiled.program
     inputs = random_inputs(program, 0)
@@ -121,7 +121,7 @@ def _checks(compiled) -> list[dict]:
     steps = bisect(program.module, inputs, reference,
                    compiled.pass_spec(expand_pipeline("to-cuda")), keep_going=True,
                    schedule=compiled.plan_file(), strict=compiled.strict,
-                   check=judged(compiled, inputs, reference)).steps
+                   check=lambda outputs: compiled.judge(outputs, inputs, reference)).steps
     return [{"after": st.after.split("{")[0], "level": st.level, "how": st.how, "ok": st.ok,
              "line": st.comparison.line() if st.comparison else f"ERROR {st.error}",
              "seconds": round(st.seconds, 2)} for st in steps]

@@ -82,9 +82,8 @@ class KernelPass(ModulePass):
                                       "run)") from None
             kernel.mark_done(self.name)
         if not taken and (given := self.options()):  # a warning: a pipeline may serve others
-            spec = " ".join(f"{k.replace('_', '-')}={_text(v)}" for k, v in given.items())
-            print(f"warning: {self.name}{{{spec}}}: no kernel has this step, so nothing takes "
-                  f"the options ({', '.join(kinds) or 'no tile kernels'})", file=sys.stderr)
+            print(f"warning: {self.name}{{{_spec(given)}}}: no kernel has this step, so nothing "
+                  f"takes the options ({', '.join(kinds) or 'no tile kernels'})", file=sys.stderr)
 
     def carry_out(self, kernel: tile.KernelOp, plan: Plan) -> None:
         raise NotImplementedError
@@ -128,10 +127,14 @@ class KernelPass(ModulePass):
             keep = {k: v for k, v in keep.items() if k in names}  # a mode switch drops the rest
             new = planner.complete(name, plan.kind, plan.facts, keep | opts, prefer=set(values))
         except (PlanError, ValueError) as e:
-            spec = " ".join(f"{k.replace('_', '-')}={_text(v)}" for k, v in given.items())
-            raise PassOptionError(f"{self.name}{{{spec}}}: {e}") from None
+            raise PassOptionError(f"{self.name}{{{_spec(given)}}}: {e}") from None
         kernel.set_plan(new)
         return new
+
+
+def _spec(given: dict[str, object]) -> str:
+    """Options as the pass syntax writes them: `threads-m=8 threads-n=16`."""
+    return " ".join(f"{k.replace('_', '-')}={_text(v)}" for k, v in given.items())
 
 
 def _text(v: object) -> str:

@@ -1,12 +1,13 @@
 """Marshal Python arguments for a kernel launch, with canary padding around every buffer.
 
 Why canaries: every pointer argument is copied into the middle of a buffer with 4 KB of canary
-on each side: FF FF BF FF repeated, a float32 signalling NaN (NaN in f16/bf16 too, a negative
-int). An out-of-bounds read then sees NaN instead of whatever lies next to the array, which
-makes the result wrong deterministically; an out-of-bounds write changes a pad, which the check
-after the launch reports with the argument's index. Arithmetic on the signalling NaN gives the
-quiet one (FF FF FF FF), so a NaN computed from a pad and written past an output's end changes
-that pad too (with all-0xFF pads it wrote back the same bytes, unseen).
+on each side: FF FF BF FF FF FF F7 FF repeated, a float64 signalling NaN whose two float32
+halves are NaNs other than the quiet 0xFFFFFFFF, the first a signalling one (every f16/bf16
+half a NaN too; every int negative). An out-of-bounds read then sees NaN instead of whatever
+lies next to the array, which makes the result wrong deterministically; an out-of-bounds write
+changes a pad, which the check after the launch reports with the argument's index. Arithmetic
+quiets a signalling NaN (0xFFFFFFFF), so a NaN computed from a pad and written past an
+output's end changes that pad too (with all-0xFF pads it wrote back the same bytes, unseen).
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type, to_bf16_bits
 
 PAD = 4096
 ALIGN = 256
-CANARY = np.array([0xFF, 0xFF, 0xBF, 0xFF], np.uint8)  # (little-endian 0xFFBFFFFF)
+CANARY = np.array([0xFF, 0xFF, 0xBF, 0xFF, 0xFF, 0xFF, 0xF7, 0xFF], np.uint8)  # 0xFFF7FFFF_FFBFFFFF
 
 
 def _canary(start: int, n: int) -> np.ndarray:
     """The canary bytes at offsets start .. start + n of a padded buffer (PAD and ALIGN keep
     each element's bytes at the same phase)."""
-    return CANARY[(np.arange(start, start + n)) % 4]
+    return CANARY[np.arange(start, start + n) % len(CANARY)]
 
 
 @dataclass

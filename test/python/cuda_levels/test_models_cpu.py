@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-
 import pytest
 import torch
 from cpu_cases import load_cases
@@ -158,6 +157,9 @@ def test_torch_compile_trains_with_pytorchs_backward(cpu_target) -> None:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     with torch.no_grad():
         assert not torch.compile(net, backend="deplo")(x, rows)[0].requires_grad
+    loss = torch.compile(net, backend="deplo")(x.clone().requires_grad_(), rows)[0].sum()
+    with pytest.raises(RuntimeError, match="first-order gradients only"):
+        torch.autograd.grad(loss, net.body[0].weight, create_graph=True)
 
 
 def test_torch_compile_errors_name_the_users_modules_and_inputs(cpu_target) -> None:

@@ -89,6 +89,8 @@ CASES = {
     "var_of_a_large_offset": (lambda x: torch.var(x * 1e-3 + 1e4, dim=1)
                               + torch.var_mean(x * 1e-3 - 3e4, 0)[0].sum(),
                               [torch.randn(8, 32, generator=torch.Generator().manual_seed(0))]),
+    "var_over_an_empty_dim": (lambda x: torch.var(x, 0) + torch.std(x, (0, 1), keepdim=True),
+                              [torch.randn(0, 4)]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

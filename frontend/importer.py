@@ -237,7 +237,8 @@ def _refuse_input_updates(ep: torch.export.ExportedProgram, placeholders: list[s
     if updated:
         at = placeholders.index(updated[0]) if updated[0] in placeholders else None
         which = f"{at + 1} ('{names[at]}')" if at is not None else f"'{updated[0]}'"
-        fix = "call model.eval(): in training mode BatchNorm updates its running statistics" \
+        fix = "training-mode BatchNorm updates its running statistics, which deplo does not " \
+            "support yet; model.eval() runs it as inference" \
             if re.search(r"running_(mean|var)|num_batches_tracked", which) \
             else "return the new value instead"
         raise FrontendError(f"the program updates its input {which} in place; values are "

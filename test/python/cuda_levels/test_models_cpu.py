@@ -187,7 +187,7 @@ def test_torch_compile_errors_name_the_users_modules_and_inputs(cpu_target) -> N
     cases = [(Counter(), r"input 1 \('acc'\) in place.*\(return the new value instead\)"),
              (Outer().train(), r"dropout in training mode .* in module 'enc\.1' at "),
              (torch.nn.BatchNorm1d(4).train(),
-              r"input 2 \('num_batches_tracked'\) .*call model\.eval\(\)")]
+              r"input 2 \('num_batches_tracked'\) .*model\.eval\(\) runs it as inference")]
     for model, message in cases:
         torch._dynamo.reset()
         with pytest.raises(Exception) as caught, torch.no_grad():

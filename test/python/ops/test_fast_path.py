@@ -70,3 +70,20 @@ def test_encoder_layer_and_attention_through_torch_compile(cpu_target) -> None:
             got = torch.compile(model, backend="deplo")(*args, **kw)
             for g, w in zip(*[(t,) if isinstance(t, torch.Tensor) else t for t in (got, want)]):
                 torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_padded_encoder_stack_checks_against_the_traced_ops() -> None:
+    """Under no_grad eager runs nn.TransformerEncoder with a padding mask on nested tensors,
+    zeros at the padded positions; --check's reference runs under a torch function mode, which
+    turns that path off: the traced ops, as deplo (and torch.compile) compute them."""
+    import deplo
+
+    torch.manual_seed(0)
+    x, pad = torch.randn(2, 6, 16), torch.zeros(2, 6, dtype=torch.bool)
+    pad[1, 4:] = True
+    stack = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(
+        16, 4, 32, batch_first=True), 2, enable_nested_tensor=True).eval()
+    c = deplo.compile(lambda a, p: stack(a, src_key_padding_mask=p), [x, pad])
+    inputs = [x.numpy(), pad.numpy()]  # (padding at the end: what the nested path takes)
+    assert c.judge(c.run(inputs + c.program.params), inputs).ok
+    assert torch.backends.mha.get_fastpath_enabled()  # (and back on after)

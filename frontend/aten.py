@@ -165,12 +165,34 @@ def _binary(name: str) -> Converter:
 
 
 def _pow_of_tensor(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """pow with a tensor exponent; on integers aten multiplies (no float pow rounds it, and
-    a negative exponent gives 0, 1 or -1), which deplo does only for a constant exponent."""
-    if isinstance(rt.element_type, IntegerType):
-        raise FrontendError(f"unsupported '{node.target}' on {rt.element_type} tensors (an "
-                            f"integer power with a tensor exponent) {where_from(node)}")
-    return _binary("pow")(im, node, rt)
+    """pow with a tensor exponent. On integers aten multiplies (no float pow rounds it): the
+    base squared once per bit of the type, times where the exponent's bit is set, wrapping as
+    aten's; a negative exponent gives 1 for a base of 1, +-1 by parity for -1, else 0. The
+    chain (6 ops a bit, 63 bits for int64) fuses into one elementwise kernel."""
+    if not isinstance(rt.element_type, IntegerType):
+        return _binary("pow")(im, node, rt)
+    base, e = (_as_dtype(im, im.value(a, rt), rt.element_type) for a in node.args[:2])
+    one, zero, two = (_scalar(im, v, base) for v in (1, 0, 2))
+
+    def pick(c, x, y):
+        shape = T.broadcast_shapes(c.type.get_shape(), T.broadcast_shapes(
+            x.type.get_shape(), y.type.get_shape()))
+        return im.insert(T.WhereOp(c, x, y, _t(x, shape)), "pow")
+
+    def odd(v):
+        return _cmp(im, "ne", _ew(im, "fmod", v, two), zero)
+
+    negative = _cmp(im, "lt", e, zero)
+    rest, result, width = pick(negative, zero, e), one, rt.element_type.width.data
+    for bit in range(width - 1):
+        result = pick(odd(rest), _ew(im, "mul", result, base), result)
+        if bit < width - 2:
+            rest, base = _ew(im, "div", rest, two), _ew(im, "mul", base, base)
+    base = _as_dtype(im, im.value(node.args[0], rt), rt.element_type)
+    minus_one = _scalar(im, -1, base)
+    inverse = pick(_cmp(im, "eq", base, one), one, pick(
+        _cmp(im, "eq", base, minus_one), pick(odd(e), minus_one, one), zero))
+    return pick(negative, inverse, result)
 
 
 def _matmul(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -2077,6 +2099,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.logical_not.default: _is_value("zero"),
     aten.bitwise_not.default: _bitwise_not,
     torch.ops.prims.bitwise_not.default: _bitwise_not,  # (cross_entropy's label smoothing)
+    torch.ops.prims.convert_element_type.default: _to_dtype,  # (decompositions: renorm's)
     **{op: _any_all(name) for name in ("any", "all")
        for op in (getattr(aten, name).default, getattr(aten, name).dim, getattr(aten, name).dims)},
     aten.prod.default: _reduction("prod"),

@@ -42,6 +42,12 @@ def test_a_block_of_decomposed_ops_matches_pytorch() -> None:
     assert c.check(target="interp", level="loop", seed=2).ok
 
 
+def test_a_decomposition_that_converts_with_prims_converts() -> None:
+    """renorm's decomposition casts bf16 to float32 by prims.convert_element_type."""
+    x = torch.randn(5, 4, 3, dtype=torch.bfloat16, generator=torch.Generator().manual_seed(0))
+    assert deplo.compile(lambda x: torch.renorm(x, 2, 1, 0.5), [x]).check(seed=1).ok
+
+
 def test_converted_ops_are_not_decomposed() -> None:
     """linear stays one op beside a decomposed one (its matmul keeps its shape)."""
     c = deplo.compile(lambda x, w: F.softplus(F.linear(x, w)), [torch.randn(3, 8), torch.randn(5, 8)])

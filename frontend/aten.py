@@ -89,9 +89,9 @@ class Importer:
         """An integer as the op's integer type holds it, as aten casts a scalar: modulo 2^bits
         into the signed range, or into 0..255 where the op's tensors are uint8 (carried in i16:
         `u8 > -1` compares with 255)."""
-        dtypes = {v.dtype for a in torch.utils._pytree.tree_leaves((self.node.args, self.node.kwargs))
-                  if isinstance(a, torch.fx.Node) and isinstance(v := a.meta.get("val"), torch.Tensor)
-                  } if self.node is not None else set()
+        args = (self.node.args, self.node.kwargs) if self.node is not None else ()
+        dtypes = {v.dtype for a in torch.utils._pytree.tree_leaves(args) if isinstance(
+            a, torch.fx.Node) and isinstance(v := a.meta.get("val"), torch.Tensor)}
         if torch.uint8 in dtypes and dtypes <= {torch.uint8, torch.bool}:
             return number % 256
         return (number + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) if bits > 1 else number
@@ -171,28 +171,28 @@ def _pow_of_tensor(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValu
     chain (6 ops a bit, 63 bits for int64) fuses into one elementwise kernel."""
     if not isinstance(rt.element_type, IntegerType):
         return _binary("pow")(im, node, rt)
-    base, e = (_as_dtype(im, im.value(a, rt), rt.element_type) for a in node.args[:2])
-    one, zero, two = (_scalar(im, v, base) for v in (1, 0, 2))
-
-    def pick(c, x, y):
-        shape = T.broadcast_shapes(c.type.get_shape(), T.broadcast_shapes(
-            x.type.get_shape(), y.type.get_shape()))
-        return im.insert(T.WhereOp(c, x, y, _t(x, shape)), "pow")
+    x, e = (_as_dtype(im, im.value(a, rt), rt.element_type) for a in node.args[:2])
+    one, zero, two, minus_one = (_scalar(im, v, x) for v in (1, 0, 2, -1))
 
     def odd(v):
         return _cmp(im, "ne", _ew(im, "fmod", v, two), zero)
 
     negative = _cmp(im, "lt", e, zero)
-    rest, result, width = pick(negative, zero, e), one, rt.element_type.width.data
+    rest, result, base, width = _pick(im, negative, zero, e), one, x, rt.element_type.width.data
     for bit in range(width - 1):
-        result = pick(odd(rest), _ew(im, "mul", result, base), result)
+        result = _pick(im, odd(rest), _ew(im, "mul", result, base), result)
         if bit < width - 2:
             rest, base = _ew(im, "div", rest, two), _ew(im, "mul", base, base)
-    base = _as_dtype(im, im.value(node.args[0], rt), rt.element_type)
-    minus_one = _scalar(im, -1, base)
-    inverse = pick(_cmp(im, "eq", base, one), one, pick(
-        _cmp(im, "eq", base, minus_one), pick(odd(e), minus_one, one), zero))
-    return pick(negative, inverse, result)
+    inverse = _pick(im, _cmp(im, "eq", x, one), one, _pick(
+        im, _cmp(im, "eq", x, minus_one), _pick(im, odd(e), minus_one, one), zero))
+    return _pick(im, negative, inverse, result)
+
+
+def _pick(im: Importer, c: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
+    """where(c, x, y), the three broadcast together."""
+    shape = T.broadcast_shapes(c.type.get_shape(), T.broadcast_shapes(x.type.get_shape(),
+                                                                      y.type.get_shape()))
+    return im.insert(T.WhereOp(c, x, y, _t(x, shape)), "where")
 
 
 def _matmul(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -2028,17 +2028,14 @@ def _max_pool_with_indices(im: Importer, node: torch.fx.Node, rts):
         x, [*lead, *out, *kernel])), "max_pool"), [*lead, *out, window], "max_pool")
     flat = _reshape(im, flat, [*out, window], "max_pool")
     valid = _reshape(im, valid, [*out, window], "max_pool")
-    size = _scalar(im, math.prod(sizes), flat)
-    key = im.insert(T.WhereOp(_cmp(im, "eq", windows, _reshape(im, values, [
-        *lead, *out, 1])), _ew(im, "sub", _ew(im, "sub", size, _scalar(im, 1, flat)), flat),
-        _scalar(im, -1, flat), _t(flat, [*lead, *out, window])), "max_pool")
-    key = im.insert(T.WhereOp(_cmp(im, "ne", windows, windows), _ew(im, "add", size, flat),
-                              key, key.type), "max_pool")
-    key = im.insert(T.WhereOp(valid, key, _scalar(im, -1, key), key.type), "max_pool")
-    best = _reduce(im, "amax", key, [-1], False)
-    nan = _cmp(im, "ge", best, size)
-    idx = im.insert(T.WhereOp(nan, _ew(im, "sub", best, size), _ew(
-        im, "sub", _ew(im, "sub", size, _scalar(im, 1, best)), best), best.type), "max_pool")
+    size, none = _scalar(im, math.prod(sizes), flat), _scalar(im, -1, flat)
+    last = _ew(im, "sub", size, _scalar(im, 1, flat))  # plane - 1 - flat: the first max wins
+    is_max = _cmp(im, "eq", windows, _reshape(im, values, [*lead, *out, 1]))
+    key = _pick(im, _cmp(im, "ne", windows, windows), _ew(im, "add", size, flat),
+                _pick(im, is_max, _ew(im, "sub", last, flat), none))
+    best = _reduce(im, "amax", _pick(im, valid, key, none), [-1], False)
+    idx = _pick(im, _cmp(im, "ge", best, size), _ew(im, "sub", best, size),
+                _ew(im, "sub", last, best))
     return values, _as_dtype(im, idx, rts[1].element_type)
 
 

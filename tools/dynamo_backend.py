@@ -109,7 +109,7 @@ class _EagerBackward(torch.autograd.Function):
                 for n, want in zip(ctx.args, wants)]
         wanted = [a for a, want in zip(args, wants) if want]
         with torch.enable_grad():
-            outputs = [o for o in ctx.gm(*args)]
+            outputs = list(ctx.gm(*args))
         pairs = [(o, g) for o, g in zip(outputs, grads)
                  if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
         got = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],

@@ -246,19 +246,21 @@ def run_bench(cases: Sequence[Case], *, arch: str = "sm_90", gpu: bool | None = 
     t0 = time.perf_counter()
     entries = []
     interrupted = None
-    for i, case in enumerate(cases):
-        t = time.perf_counter()
-        try:
+    try:
+        for i, case in enumerate(cases):
+            t = time.perf_counter()
             e = bench_case(case, arch=arch, gpu=use_gpu, warmup=warmup, iters=iters, seed=seed,
                            schedule=schedule, gpu_model=gpu_model, rank=rank,
                            launch_fusion=launch_fusion)
-        except KeyboardInterrupt:  # Ctrl-C: the cases done so far are still the report
-            interrupted = f"interrupted at case {i + 1} of {len(cases)} ({case.name})"
-            break
-        entries.append(e)
-        if progress:
-            what = e["status"] if e["status"] == "ok" else f"{e['status']} ({e['stage']})"
-            progress(f"[{i + 1}/{len(cases)}] {case.name}: {what}, {time.perf_counter() - t:.1f}s")
+            entries.append(e)
+            if progress:
+                what = e["status"] if e["status"] == "ok" else f"{e['status']} ({e['stage']})"
+                progress(f"[{i + 1}/{len(cases)}] {case.name}: {what}, "
+                         f"{time.perf_counter() - t:.1f}s")
+    except KeyboardInterrupt:  # Ctrl-C: the cases done so far are still the report
+        done = len(entries)
+        interrupted = f"interrupted at case {done + 1} of {len(cases)} ({cases[done].name})" \
+            if done < len(cases) else "interrupted after the last case"
     n_ok = sum(e["status"] == "ok" for e in entries)
     return {
         "schema": SCHEMA,

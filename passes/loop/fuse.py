@@ -610,7 +610,7 @@ def _available(value: SSAValue, op: Operation, kernel: loop.KernelOp, rewriter) 
         return False
     for o in reversed(moved):
         o.detach()
-        rewriter.insert_op(o, InsertPoint.before(anchor))
+        rewriter.insert(o, InsertPoint.before(anchor))
     return True
 
 

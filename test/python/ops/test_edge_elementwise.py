@@ -113,7 +113,6 @@ CASES = {
 
 @pytest.mark.parametrize("target,level", LEVELS)
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # (wrapping is meant)
 def test_edges(name, target, level) -> None:
     fn, args = CASES[name]
     c = deplo.compile(fn, args)

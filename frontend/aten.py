@@ -875,15 +875,15 @@ def _mean_var(im: Importer, x: SSAValue, dims, correction: int, keep: bool
     n = math.prod(x.type.get_shape()[d] for d in dims if d < _rank(x))
     mean = _ew(im, "div", _reduce(im, "sum", x, dims, True), _scalar(im, n, x))
     # the deviations from the first element's: a float32 sum rounds a large common offset
-    # (1e4 + 1e-3 noise: the variance 12% off), what remains of it is exact
-    # (one more slice, subtraction and sum per var or batch norm: accepted; an empty dim has
-    # no first element, and nothing to round)
-    first = x
-    for d in dims if n else []:
-        if d < _rank(x):
+    # (1e4 + 1e-3 noise: the variance 12% off), what remains of it is exact (one more slice,
+    # subtraction and sum per var or batch norm: accepted)
+    shifted = x
+    if n:  # (an empty dim has no first element, and nothing to round)
+        first = x
+        for d in (d for d in dims if d < _rank(x)):
             first = im.insert(T.SliceOp(first, d, 0, 1, 1, _t(first, [
                 1 if k == d else size for k, size in enumerate(first.type.get_shape())])), "var")
-    shifted = _ew(im, "sub", x, first) if n else x
+        shifted = _ew(im, "sub", x, first)
     dev = _ew(im, "sub", shifted, _ew(im, "div", _reduce(im, "sum", shifted, dims, True),
                                       _scalar(im, n, x)))
     var = _ew(im, "div", _reduce(im, "sum", _ew(im, "mul", dev, dev), dims, keep),

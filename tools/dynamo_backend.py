@@ -52,8 +52,8 @@ def _user_module_paths(gm: torch.fx.GraphModule) -> None:
     for node in gm.graph.nodes:
         if stack := node.meta.get("nn_module_stack"):
             node.meta["nn_module_stack"] = {
-                key: (_ROOT.sub("", path), cls) for key, (path, cls) in stack.items()
-                if _ROOT.sub("", path)}
+                key: (ours, cls) for key, (path, cls) in stack.items()
+                if (ours := _ROOT.sub("", path))}
 
 
 _SOURCE = re.compile(r"L\['([^']*)'\]((?:\._(?:modules|parameters|buffers)\['[^']*'\])*)")

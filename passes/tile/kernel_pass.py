@@ -53,10 +53,11 @@ class KernelPass(ModulePass):
     resumes: ClassVar[bool] = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        kinds, taken = [], False
+        given, kinds, taken = self.options(), [], False
         for kernel in tile_kernels(op):
             plan = self.plan_for(kernel)
-            kinds.append(f"@{kernel.sym_name.data} {plan.kind if plan else 'unplanned'}")
+            if given:  # (for the warning below)
+                kinds.append(f"@{kernel.sym_name.data} {plan.kind if plan else 'unplanned'}")
             if plan is None or self.name not in plan.steps():
                 continue
             taken = True  # a kernel the options are for
@@ -81,7 +82,7 @@ class KernelPass(ModulePass):
                 raise PassOptionError(f"{e} ({missing[0]}, an earlier step of its plan, has not "
                                       "run)") from None
             kernel.mark_done(self.name)
-        if not taken and (given := self.options()):  # a warning: a pipeline may serve others
+        if given and not taken:  # a warning, not an error: a pipeline may serve other programs
             print(f"warning: {self.name}{{{_spec(given)}}}: no kernel has this step, so nothing "
                   f"takes the options ({', '.join(kinds) or 'no tile kernels'})", file=sys.stderr)
 

@@ -22,12 +22,14 @@ from deplo.runtime.ctypes_map import C_TO_NUMPY, parse_param_type, to_bf16_bits
 PAD = 4096
 ALIGN = 256
 CANARY = np.array([0xFF, 0xFF, 0xBF, 0xFF, 0xFF, 0xFF, 0xF7, 0xFF], np.uint8)  # 0xFFF7FFFF_FFBFFFFF
+_PADDING = np.tile(CANARY, PAD // len(CANARY) + 1)  # (one pad at any phase, made once)
 
 
 def _canary(start: int, n: int) -> np.ndarray:
-    """The canary bytes at offsets start .. start + n of a padded buffer (PAD and ALIGN keep
-    each element's bytes at the same phase)."""
-    return CANARY[np.arange(start, start + n) % len(CANARY)]
+    """The canary bytes at offsets start .. start + n (n <= PAD) of a padded buffer (PAD and
+    ALIGN keep each element's bytes at the same phase): a view, as every launch pads."""
+    phase = start % len(CANARY)
+    return _PADDING[phase:phase + n]
 
 
 @dataclass

@@ -299,6 +299,12 @@ def layer_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, bias: SSAValue | 
     dims = list(range(rank - nd, rank))
     xf = _opmath(b, x)
     back = _keep_map(rank, dims)
+    if math.prod(shape[rank - nd:]):
+        # deviations from the row's first element: a float32 mean rounds a large common offset
+        # (1e4 + noise: half an ulp of 1e4 is 5e-4 of every output), their mean is exact enough
+        first = AffineMap(rank, 0, tuple(AffineExpr.constant(0) if i in dims
+                                         else AffineExpr.dimension(i) for i in range(rank)))
+        xf = b.ew(EK.SUB, xf, b.index_map(xf, first, shape))
     mean = reduction(b, tir.ReduceKind.ADD, xf, dims, keepdim=False, mean=True)
     xc = b.ew(EK.SUB, xf, b.index_map(mean, back, shape))
     var = reduction(b, tir.ReduceKind.ADD, b.ew(EK.MUL, xc, xc), dims, keepdim=False, mean=True)

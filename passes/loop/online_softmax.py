@@ -308,7 +308,7 @@ def rewrite(sm: Softmax, ws: WeightedSum | None, rewriter: PatternRewriter) -> N
     rewriter.replace(mx, [], [new.res[0]])
     for clamp in {u.operation for r in new.res for u in r.uses}:  # the safe softmax's, now unused
         if isinstance(clamp, arith.MaximumfOp) and not clamp.result.uses:
-            rewriter.erase_op(clamp)
+            rewriter.erase(clamp)
 
 
 def _carry_weighted_sum(sm: Softmax, ws: WeightedSum, new: loop.ForOp, alpha: SSAValue,

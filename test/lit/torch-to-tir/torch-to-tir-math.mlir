@@ -86,12 +86,15 @@ func.func @softmax_f16(%x: tensor<4x6xf16>) -> tensor<4x6xf16> {
 
 // -----
 
-// LayerNorm: mean, centered values, biased variance, rsqrt(var + eps), then weight and bias.
+// LayerNorm: deviations from the row's first element (a large common offset rounds no mean),
+// their mean, centered values, biased variance, rsqrt(var + eps), then weight and bias.
 // CHECK-LABEL: func.func @layer_norm
-// CHECK:         %[[S:.*]] = tir.reduce add %x [1] : tensor<4x6xf32> -> tensor<4xf32>
+// CHECK:         %[[X0:.*]] = tir.index_map %x (d0, d1) -> (d0, 0) : tensor<4x6xf32> -> tensor<4x6xf32>
+// CHECK-NEXT:    %[[D:.*]] = tir.elementwise sub(%x, %[[X0]]) : tensor<4x6xf32>
+// CHECK-NEXT:    %[[S:.*]] = tir.reduce add %[[D]] [1] : tensor<4x6xf32> -> tensor<4xf32>
 // CHECK:         %[[MEAN:.*]] = tir.elementwise div(%[[S]], %{{.*}}) : tensor<4xf32>
 // CHECK-NEXT:    %[[MB:.*]] = tir.index_map %[[MEAN]] (d0, d1) -> (d0)
-// CHECK-NEXT:    %[[XC:.*]] = tir.elementwise sub(%x, %[[MB]]) : tensor<4x6xf32>
+// CHECK-NEXT:    %[[XC:.*]] = tir.elementwise sub(%[[D]], %[[MB]]) : tensor<4x6xf32>
 // CHECK-NEXT:    %[[SQ:.*]] = tir.elementwise mul(%[[XC]], %[[XC]]) : tensor<4x6xf32>
 // CHECK-NEXT:    tir.reduce add %[[SQ]] [1]
 // CHECK:         tir.full 1.000000e-05 : tensor<4xf32>

@@ -70,6 +70,13 @@ class Program:
         return [np.asarray(o).astype(np.uint8) if d == torch.uint8 else o
                 for o, d in zip(outs, kinds, strict=False)]
 
+    def torch_outputs(self, outs: Sequence[np.ndarray]) -> list[torch.Tensor]:
+        """A run's results as torch tensors in the program's output dtypes (bf16 comes back from
+        the runtimes as float32, uint8 as int16)."""
+        kinds = self.output_dtypes or [None] * len(outs)
+        tensors = (torch.from_numpy(np.array(o, order="C")) for o in self.as_outputs(outs))
+        return [t if d is None or t.dtype == d else t.to(d) for t, d in zip(tensors, kinds)]
+
     def torch_inputs(self, inputs: Sequence[np.ndarray], float64: bool = False
                      ) -> list[torch.Tensor]:
         """`inputs` as torch tensors in the captured dtypes (bf16 inputs cross as float32);
@@ -123,6 +130,20 @@ def evaluating(module: torch.nn.Module):
             for name, b in module.named_buffers():
                 if name in buffers and b.shape == buffers[name].shape:
                     b.copy_(buffers[name])
+
+
+def _training_dependent(module: torch.nn.Module) -> str:
+    """The submodules in training mode whose output eval mode changes (batch norm, instance norm
+    with running statistics, dropout), named as one phrase; "" when there are none."""
+    norms = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm)
+    names = [name or "the module" for name, m in module.named_modules() if m.training and (
+        isinstance(m, norms) and m.track_running_stats
+        or isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)]
+    if not names:
+        return ""
+    shown = ", ".join(f"'{n}'" if n != "the module" else n for n in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"{shown}{more} {'is' if len(names) == 1 else 'are'}"
 
 
 def _narrow(module: torch.nn.Module, dtypes: dict[str, torch.dtype]) -> None:
@@ -366,6 +387,10 @@ def import_module(
     placed in it."""
     seen: set[int] = set()
     example_inputs = [t.clone() if id(t) in seen or seen.add(id(t)) else t for t in example_inputs]
+    if moded := _training_dependent(module):
+        print(f"deplo: warning: {moded} in training mode; deplo compiles inference (eval "
+              "mode: batch norm's running statistics, no dropout), and --check's reference "
+              "runs so too. Call .eval() first to say so.", file=sys.stderr)
     with evaluating(module):
         ep = export(module, example_inputs)
     if called is not None:

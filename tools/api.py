@@ -5,7 +5,8 @@
     c = deplo.compile("torch.relu(torch.randn(8, 8))")                # or an expression
     print(c.text("loop"))               # IR at any level: torch, tensor, loop, tile, kernel, cuda
     print(c.cuda_source)                # the .cu
-    out = c.run()                       # fresh random inputs, CPU runtime by default
+    y = c(x)                            # as the module: torch tensors in and out (CPU runtime)
+    out = c.run()                       # fresh random inputs (then the weights), as numpy
     cmp = c.check(target="cpu")         # against PyTorch eager
     plans = c.plans()                   # every kernel's plan, as a plan file (a dict)
     c = deplo.compile(m, [x], schedule=plans)   # pinned: a dict, its JSON text or a path
@@ -74,7 +75,7 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
         return import_module(c.module, c.example_inputs, c.input_names)
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
-    given = list(example_inputs)
+    given = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
     tensors = [x for x in given if isinstance(x, torch.Tensor)]
     module = isinstance(program, torch.nn.Module)
     if module and len(tensors) == len(given):
@@ -240,6 +241,14 @@ class Compiled:
             inputs = random_inputs(self.program, seed)
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         return self.program.as_outputs(self.executable(target, level).run(inputs))
+
+    def __call__(self, *inputs: torch.Tensor, target: str = "cpu"):
+        """The program as its module runs: torch tensors in (shaped as the example inputs), the
+        captured weights supplied, torch tensors out in PyTorch's dtypes (one, or a tuple)."""
+        if len(inputs) != (n := len(self.program.example_inputs)):
+            raise TypeError(f"the compiled program takes {n} input(s), got {len(inputs)}")
+        outs = self.program.torch_outputs(self.run([*inputs, *self.program.params], target))
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def check(self, target: str = "cpu", level: str | None = None, seed: int | None = None) -> Comparison:
         """Run on fresh random inputs and compare with PyTorch eager."""

@@ -25,7 +25,6 @@ import os
 import re
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 
 
@@ -192,6 +191,7 @@ def _per_shape(gm: torch.fx.GraphModule):
 def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     """The runner of `gm` compiled at the example inputs' sizes."""
     from deplo.frontend.importer import import_module
+    from deplo.frontend.dtypes import to_numpy
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule
 
@@ -206,18 +206,8 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     compiled = Compiled(program, 0, tuned_schedule(None, None))  # the default store's plans
     exe = compiled.executable(target, level="loop" if target == "interp" else None)
     weights = list(program.params)
-    main = next(f for f in program.module.ops if getattr(f, "sym_name", None)
-                and f.sym_name.data == "main")
-    # bf16 crosses into the runtimes as float32 (numpy has no bf16) and comes back as bf16
-    bf16_out = [str(t.element_type) == "bf16" for t in main.function_type.outputs.data]
-
-    def numpy_of(a: torch.Tensor) -> np.ndarray:
-        a = a.detach().cpu()
-        return (a.float() if a.dtype == torch.bfloat16 else a).numpy()
 
     def run(*args: torch.Tensor):
-        outputs = program.as_outputs(exe.run([numpy_of(a) for a in args] + weights))
-        return tuple(torch.from_numpy(np.array(o, order="C")).to(torch.bfloat16) if bf else
-                     torch.from_numpy(np.array(o, order="C")) for o, bf in zip(outputs, bf16_out))
+        return tuple(program.torch_outputs(exe.run([to_numpy(a) for a in args] + weights)))
 
     return run

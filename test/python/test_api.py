@@ -1,0 +1,59 @@
+"""The Python API as a PyTorch user calls it: a compiled module called like the module."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import deplo
+
+
+def _seeded(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_a_compiled_module_is_called_like_the_module() -> None:
+    """Torch tensors in, the module's outputs in its dtypes out (bf16 crosses the runtime as
+    float32), the weights supplied; a single tensor is taken as the example input."""
+    lin = torch.nn.Linear(16, 8)
+
+    def fn(x):
+        return lin(x).to(torch.bfloat16), x.argmax(-1)
+
+    c = deplo.compile(fn, _seeded(3, 16))
+    x = _seeded(3, 16, seed=1)
+    y, i = c(x)
+    ref_y, ref_i = fn(x)
+    assert y.dtype == torch.bfloat16 and i.dtype == torch.int64
+    torch.testing.assert_close(y, ref_y.detach(), rtol=1e-2, atol=1e-2)
+    assert torch.equal(i, ref_i)
+    with pytest.raises(TypeError, match="takes 1 input"):
+        c(x, x)
+
+
+def test_layer_norm_of_a_large_offset_is_as_accurate_as_float32_allows() -> None:
+    """x = noise + 1e4: a float32 mean of x rounds by up to half an ulp of 1e4, 5e-4 of every
+    output (eager is 1.5e-3 off float64); the deviations from each row's first element are
+    exact, and their mean is not rounded by the offset."""
+    ln = torch.nn.LayerNorm(256)
+    with torch.no_grad():
+        ln.weight.copy_(_seeded(256, seed=1))
+        ln.bias.copy_(_seeded(256, seed=2))
+    x = _seeded(4, 256) + 1e4
+    y = deplo.compile(ln.eval(), [x])(x)
+    exact = F.layer_norm(x.double(), (256,), ln.weight.double(), ln.bias.double())
+    assert (y.double() - exact).abs().max() < 1e-5
+
+
+def test_a_module_in_training_mode_is_compiled_for_inference_and_says_so(capsys) -> None:
+    """Batch norm and dropout are what eval mode changes: they are named; a module whose mode
+    changes nothing (a Linear, a batch norm without running statistics) compiles silently."""
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Dropout())
+    deplo.compile(net, [_seeded(2, 4)])
+    err = capsys.readouterr().err
+    assert "'1', '2' are in training mode" in err and ".eval()" in err
+    assert net.training
+    quiet = torch.nn.Sequential(torch.nn.Linear(4, 4),
+                                torch.nn.BatchNorm1d(4, track_running_stats=False))
+    deplo.compile(quiet, [_seeded(2, 4)])
+    deplo.compile(net.eval(), [_seeded(2, 4)])
+    assert "training mode" not in capsys.readouterr().err

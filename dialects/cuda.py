@@ -92,7 +92,9 @@ from deplo.hardware import MAX_BLOCK_THREADS, WARP
 C_SCALARS: dict[Attribute, str] = {
     Float16Type(): "__half", BFloat16Type(): "__nv_bfloat16", Float32Type(): "float",
     Float64Type(): "double", i1: "bool", IntegerType(8): "signed char", IntegerType(16): "short",
-    i32: "int", i64: "long long", IntegerType(32, Signedness.UNSIGNED): "unsigned int",
+    i32: "int", i64: "long long", IntegerType(8, Signedness.UNSIGNED): "unsigned char",
+    IntegerType(16, Signedness.UNSIGNED): "unsigned short",
+    IntegerType(32, Signedness.UNSIGNED): "unsigned int",
     IntegerType(64, Signedness.UNSIGNED): "unsigned long long",
 }
 HALF_TYPES = (Float16Type(), BFloat16Type())  # computed through float, never with C operators

@@ -59,7 +59,7 @@ from deplo.lowering.legality import ConversionError, check_converted
 
 F32 = Float32Type()
 HALF = (Float16Type(), BFloat16Type())
-UNSIGNED = {32: IntegerType(32, Signedness.UNSIGNED), 64: IntegerType(64, Signedness.UNSIGNED)}
+UNSIGNED = {w: IntegerType(w, Signedness.UNSIGNED) for w in (8, 16, 32, 64)}
 
 # The one table: arith/math op -> (form, C name).
 #   binary/ubinary: cuda.binary (ubinary on unsigned operands); unary: cuda.unary;
@@ -276,7 +276,9 @@ class _Translator:
         return self.cast(v, F32) if v.type in HALF else v
 
     def unsigned(self, v: SSAValue) -> SSAValue:
-        """The same bits as `unsigned int` / `unsigned long long` (bool stays bool)."""
+        """The same bits as an unsigned C type of its width (bool stays bool): C promotes an
+        unsigned char / short to a non-negative int, so division, shifts, compares and widening
+        read the bits as unsigned."""
         w = v.type.width.data
         return self.cast(v, UNSIGNED[w]) if w in UNSIGNED else v
 

@@ -169,6 +169,45 @@ func.func @main(%h: memref<64xf16>, %x: memref<2x64xf32>, %n: index) {
 }
 
 // -----
+// Unsigned forms of i8 and i16 read their operands as unsigned char / short (C promotes those
+// to a non-negative int): division, shifts, compares, widening and uitofp see 255, not -1.
+
+// CHECK-LABEL: cuda.kernel @narrow_unsigned(
+// CHECK:         %[[Q:.*]] = cuda.cast %{{.*}} : f32 to ui8
+// CHECK-NEXT:    %q = cuda.cast %[[Q]] : ui8 to i8
+// CHECK-NEXT:    %[[QU:.*]] = cuda.cast %q : i8 to ui8
+// CHECK-NEXT:    %f = cuda.cast %[[QU]] : ui8 to f32
+// CHECK:         %[[QW:.*]] = cuda.cast %q : i8 to ui8
+// CHECK-NEXT:    %w = cuda.cast %[[QW]] : ui8 to i64
+// CHECK:         cuda.binary shr %{{.*}}, %{{.*}} : ui8
+// CHECK:         %[[S:.*]] = cuda.cast %{{.*}} : i64 to i16
+// CHECK:         cuda.binary div %{{.*}}, %{{.*}} : ui16
+// CHECK:         cuda.compare lt %{{.*}}, %{{.*}} : ui8
+kernel.func @narrow_unsigned(%x: memref<4xf32>, %y: memref<4xf32>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %x[%t] : memref<4xf32>
+  %q = arith.fptoui %v : f32 to i8
+  %f = arith.uitofp %q : i8 to f32
+  %w = arith.extui %q : i8 to i64
+  %c5 = arith.constant 5 : i8
+  %sh = arith.shrui %q, %c5 : i8
+  %s = arith.trunci %w : i64 to i16
+  %c7 = arith.constant 7 : i16
+  %d = arith.divui %s, %c7 : i16
+  %lt = arith.cmpi ult, %q, %c5 : i8
+  %g = arith.uitofp %d : i16 to f32
+  %h = arith.uitofp %sh : i8 to f32
+  %sum = arith.addf %f, %g : f32
+  %sum2 = arith.addf %sum, %h : f32
+  %r = arith.select %lt, %sum2, %v : f32
+  memref.store %r, %y[%t] : memref<4xf32>
+}
+func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) {
+  kernel.launch @narrow_unsigned(%x, %y) : memref<4xf32>, memref<4xf32>
+  func.return
+}
+
+// -----
 // Past 48 KB (what a kernel may declare statically) the shared buffers are parts of the dynamic
 // shared memory, each at a 16-byte boundary (a 36-byte buffer takes 48), and the launch asks
 // for their total: 48 + 32768 + 16384 = 49200 bytes.

@@ -181,10 +181,15 @@ def text(module: Operation, debug_info: bool = False) -> str:
     return out.getvalue()
 
 
+def is_module_dump(note: str) -> bool:
+    """Whether an exception's note is the module xDSL prints with the failing op marked."""
+    return re.search(r"^\s*\^+-*\s*$", note, re.M) is not None
+
+
 def marked_op(e: Exception) -> str:
     """The line of the op xDSL's verifier note marks (`^^^`), as `\n  at: ...`; "" if none.
     The note itself is the whole module in generic form."""
-    lines = next(iter(getattr(e, "__notes__", [])), "").splitlines()
+    lines = next((n for n in getattr(e, "__notes__", []) if is_module_dump(n)), "").splitlines()
     marked = [lines[i - 1].strip() for i in range(1, len(lines))
               if re.fullmatch(r"\s*\^+-*\s*", lines[i])]
     return f"\n  at: {marked[0]}" if marked else ""

@@ -56,7 +56,7 @@ from xdsl.ir import (
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -86,6 +86,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from deplo.dialects.tir import expr_range
 
 INDEX_LIMIT = 2**31
 """Loop bounds and buffer sizes stay below this: the emitted CUDA C indexes with `int`."""
@@ -432,30 +434,61 @@ def verify_access(op: IRDLOperation, buf: SSAValue, indices, amap: AffineMapAttr
         )
     if len(m.results) != rank:
         raise VerifyException(f"{op.name}: map {m} gives {len(m.results)} coordinates for {mtype}")
+    _verify_in_bounds(op, mtype, indices, m)
 
 
-def _verify_in_bounds(op: IRDLOperation, mtype: MemRefType, indices) -> None:
-    """A coordinate that is a constant, or a loop's induction variable, stays within its dim: a
-    hand-edited index (`%c9` into a dim of 4, `loop.for %a = 0 to 65` over a dim of 64) would
-    read and write past the buffer in the emitted C. (Only unguarded plain indices: an access under a condition may be meant to
-    run past, and mapped coordinates are the passes' own.)"""
+def _verify_in_bounds(op: IRDLOperation, mtype: MemRefType, indices,
+                      m: AffineMap | None = None) -> None:
+    """A coordinate made of constants and loops' induction variables (through the access's map,
+    if any) stays within its dim: a hand-edited index (`%c9` into a dim of 4, `loop.for %a = 0
+    to 65` over a dim of 64, a buffer shrunk under a matmul's map) would read and write past the
+    buffer in the emitted C. Only unguarded accesses: one under a condition may be meant to run
+    past; a coordinate that uses any other value (a gathered index) is the program's."""
     if _guarded(op):
         return
-    for d, (v, n) in enumerate(zip(indices, mtype.get_shape())):
-        if isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) and n >= 0 \
-                and isinstance(c := v.op.value, IntegerAttr) and not 0 <= c.value.data < n:
-            raise VerifyException(f"{op.name}: index {d} is the constant {c.value.data}, past "
-                                  f"dim {d} of {mtype} (0..{n - 1})")
-        f = v.owner.parent_op() if isinstance(v, BlockArgument) else None
-        if not isinstance(f, ForOp) or v is not f.iv or n < 0:
+    ranges = [_index_range(v) for v in indices]
+    if any(r is not None and r[1] < r[0] for r in ranges):
+        return  # (inside an empty loop: never runs)
+    exprs = m.results if m is not None else [AffineExpr.dimension(i) for i in range(len(ranges))]
+    for d, (e, n) in enumerate(zip(exprs, mtype.get_shape())):
+        used = _dims_used(e)
+        if n < 0 or any(ranges[i] is None for i in used):
             continue
-        lb, ub, step = f.lb.data, f.ub.data, f.step.data
-        if ub <= lb or step <= 0 or max(abs(lb), abs(ub)) > 2**31:
-            continue  # (empty, or a bound the loop's own verifier refuses)
-        last = lb + (ub - lb - 1) // step * step
-        if lb < 0 or last >= n:
-            raise VerifyException(f"{op.name}: index {d} runs over {lb}..{last} (its loop), past "
-                                  f"dim {d} of {mtype} (0..{n - 1})")
+        try:
+            lo, hi = expr_range(e, [r or (0, 0) for r in ranges])
+        except VerifyException:  # (a map it cannot bound: its own verifier's business)
+            continue
+        if 0 <= lo and hi < n:
+            continue
+        if m is not None:
+            what = f"coordinate {d} ({e}) runs over {lo}..{hi}"
+        elif isinstance(indices[d], OpResult):
+            what = f"index {d} is the constant {lo}"
+        else:
+            what = f"index {d} runs over {lo}..{hi} (its loop)"
+        raise VerifyException(f"{op.name}: {what}, past dim {d} of {mtype} (0..{n - 1})")
+
+
+def _index_range(v: SSAValue) -> tuple[int, int] | None:
+    """[first, last] of an index that is a constant or a loop's induction variable, else None."""
+    if isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) \
+            and isinstance(c := v.op.value, IntegerAttr):
+        return c.value.data, c.value.data
+    f = v.owner.parent_op() if isinstance(v, BlockArgument) else None
+    if not isinstance(f, ForOp) or v is not f.iv:
+        return None
+    lb, ub, step = f.lb.data, f.ub.data, f.step.data
+    if step <= 0 or max(abs(lb), abs(ub)) > 2**31:
+        return None  # (a bound the loop's own verifier refuses)
+    return (lb, lb + (ub - lb - 1) // step * step) if ub > lb else (0, -1)
+
+
+def _dims_used(e: AffineExpr) -> set[int]:
+    if isinstance(e, AffineDimExpr):
+        return {e.position}
+    if isinstance(e, AffineBinaryOpExpr):
+        return _dims_used(e.lhs) | _dims_used(e.rhs)
+    return set()
 
 
 def _guarded(op: Operation) -> bool:

@@ -63,10 +63,11 @@ def user_errors(tool: str, types: tuple[type[BaseException], ...] | None = None)
     except caught as e:
         from xdsl.utils.exceptions import VerifyException
 
-        if isinstance(e, VerifyException):  # the op it is about, not the module xDSL prints
-            print(f"{tool}: error: {e}{origin.marked_op(e)}", file=sys.stderr)
-        else:
-            print(f"{tool}: error: {e}", file=sys.stderr)
-            for note in getattr(e, "__notes__", []):
+        # the op it is about, not the module xDSL prints as a note (a verifier's or a pattern's)
+        notes = getattr(e, "__notes__", [])
+        dumped = isinstance(e, VerifyException) or any(map(origin.is_module_dump, notes))
+        print(f"{tool}: error: {e}{origin.marked_op(e) if dumped else ''}", file=sys.stderr)
+        for note in notes:
+            if not origin.is_module_dump(note):
                 print(note, file=sys.stderr)
         status.code = 1

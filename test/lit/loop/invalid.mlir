@@ -91,3 +91,23 @@ loop.kernel @constant_past_the_dim(%x: memref<4x64xf32>, %out: memref<4x64xf32>)
     loop.store %v, %out[%c9, %j] : memref<4x64xf32>
   }
 }
+
+// -----
+
+// so would a mapped coordinate (a matmul's input shrunk to 16 rows under its 32-row loop)
+loop.kernel @mapped_past_the_dim(%x: memref<16x64xf32>, %w: memref<64x8xf32>, %out: memref<32x8xf32>) {
+  loop.for %i = 0 to 32 free {
+    loop.for %j = 0 to 8 free {
+      %z = arith.constant 0.0 : f32
+      %s = loop.for %k = 0 to 64 reduce iter(%acc = %z) -> f32 {
+        // CHECK: loop.load: coordinate 0 (d0) runs over 0..31, past dim 0 of memref<16x64xf32> (0..15)
+        %a = loop.load %x[%i, %j, %k] map (d0, d1, d2) -> (d0, d2) : memref<16x64xf32>
+        %b = loop.load %w[%i, %j, %k] map (d0, d1, d2) -> (d2, d1) : memref<64x8xf32>
+        %p = arith.mulf %a, %b : f32
+        %n = arith.addf %acc, %p : f32
+        loop.yield %n : f32
+      }
+      loop.store %s, %out[%i, %j] : memref<32x8xf32>
+    }
+  }
+}

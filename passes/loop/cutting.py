@@ -65,25 +65,38 @@ def insert_at_end(block: Block, ops: list[Operation]) -> None:
                        else InsertPoint.at_end(block))
 
 
-def slice_indices(red: loop.ForOp, s: SSAValue, chunk: int, accesses_only: bool = False) -> None:
-    """Each load and store of `red`'s iv reads `s * chunk + iv` instead; an index taken as a
-    value (argmax's) is `s * chunk + iv` too, unless `accesses_only` (loop-chunk-scans: a
-    comparison of positions within the chunk stays one)."""
+def slice_indices(red: loop.ForOp, s: SSAValue | None, chunk: int, accesses_only: bool = False,
+                  start: int = 0) -> None:
+    """Each load and store of `red`'s iv reads `s * chunk + start + iv` instead (no `s`: `start +
+    iv`, a tail past whole slices); an index taken as a value (argmax's) is that too, unless
+    `accesses_only` (loop-chunk-scans: a comparison of positions within the chunk stays one)."""
     iv = red.iv
+
+    def coordinate(dim) -> AffineExpr:
+        at = dim(iv) if s is None else dim(s) * chunk + dim(iv)
+        return at + start if start else at
+
     for access in list(dict.fromkeys(u.operation for u in iv.uses)):
         if accesses_only and not isinstance(access, loop.LoadOp | loop.StoreOp):
             continue
         if isinstance(access, arith.IndexCastOp):
-            size = arith.ConstantOp.from_int_and_width(chunk, INDEX)
-            base = arith.MuliOp(s, size.result)
-            at = arith.AddiOp(base.result, iv)
-            Rewriter.insert_op([size, base, at], InsertPoint.at_start(red.body.block))
-            access.operands = [at.result]
+            ops: list[Operation] = []
+            at = iv
+            if s is not None:
+                size = arith.ConstantOp.from_int_and_width(chunk, INDEX)
+                base = arith.MuliOp(s, size.result)
+                ops += [size, base, add := arith.AddiOp(base.result, at)]
+                at = add.result
+            if start:
+                first = arith.ConstantOp.from_int_and_width(start, INDEX)
+                ops += [first, add := arith.AddiOp(at, first.result)]
+                at = add.result
+            Rewriter.insert_op(ops, InsertPoint.at_start(red.body.block))
+            access.operands = [at]
             continue
         assert isinstance(access, loop.LoadOp | loop.StoreOp)
         old = list(access.indices)
-        reindex(access, iv, old + ([s] if s not in old else []),
-                lambda dim: dim(s) * chunk + dim(iv))
+        reindex(access, iv, old + ([s] if s is not None and s not in old else []), coordinate)
 
 
 def reindex(access: loop.LoadOp | loop.StoreOp, iv: SSAValue, indices: list[SSAValue],

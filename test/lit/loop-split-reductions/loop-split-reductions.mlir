@@ -50,6 +50,39 @@ builtin.module {
 
 // -----
 
+// x.sum() over 40009 floats (prime): 16 slices of 2500 (the most of at least 2048 each), and
+// the 9 elements past them reduced by @sum after the partials, from their total.
+// CHECK-LABEL: loop.kernel @sum_part(%x: memref<40009xf32>, %out: memref<f32>, %part: memref<16xf32>)
+// CHECK:           %{{.*}} = loop.for %r = 0 to 2500 reduce
+// CHECK-NEXT:        loop.load %x[%r, %s] map (d0, d1) -> (((d1 * 2500) + d0)) : memref<40009xf32>
+// CHECK-LABEL: loop.kernel @sum(%x: memref<40009xf32>, %out: memref<f32>, %part: memref<16xf32>)
+// CHECK:         %[[T:.*]] = loop.for %s = 0 to 16 reduce iter(%acc = %{{.*}}) -> f32 {
+// CHECK:         %[[U:.*]] = loop.for %r = 0 to 9 reduce iter(%acc_1 = %[[T]]) -> f32 {
+// CHECK-NEXT:      %[[V:.*]] = loop.load %x[%r] map (d0) -> ((d0 + 40000)) : memref<40009xf32>
+// CHECK-NEXT:      %[[A:.*]] = arith.addf %acc_1, %[[V]] : f32
+// CHECK-NEXT:      loop.yield %[[A]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.store %[[U]], %out[] : memref<f32>
+
+builtin.module {
+  loop.kernel @sum(%x: memref<40009xf32>, %out: memref<f32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    %2 = loop.for %r = 0 to 40009 reduce iter(%acc = %0) -> f32 {
+      %3 = loop.load %x[%r] : memref<40009xf32>
+      %4 = arith.addf %acc, %3 : f32
+      loop.yield %4 : f32
+    }
+    loop.store %2, %out[] : memref<f32>
+  }
+  func.func @main(%x: memref<40009xf32>) -> memref<f32> {
+    %sum = memref.alloc() : memref<f32>
+    loop.launch @sum(%x, %sum) : memref<40009xf32>, memref<f32>
+    func.return %sum : memref<f32>
+  }
+}
+
+// -----
+
 // amax over the rows of [3, 65536]: 3 x 32 rows of partials (2048 each); max starts every
 // slice from the init (it absorbs it).
 // CHECK-LABEL: loop.kernel @amax_part(%x: memref<3x65536xf32>, %out: memref<3xf32>, %part: memref<3x32xf32>)

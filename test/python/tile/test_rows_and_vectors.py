@@ -153,7 +153,8 @@ def test_arg_reductions_are_shared_and_keep_the_first_index(fn, dtype) -> None:
     (lambda x: torch.amax(x, -1), (3, 131072), torch.bfloat16, 64),
     (lambda x: torch.linalg.vector_norm(x), (2, 65536), torch.float32, 64),
     (lambda x: F.mse_loss(x, torch.zeros_like(x)), (128, 512), torch.float16, 32),
-], ids=["sum", "mean-2d", "amax-rows-bf16", "norm", "mse-f16"])
+    (lambda x: x.sum() + 1, (40009,), torch.float32, 16),  # prime: 9 past the slices
+], ids=["sum", "mean-2d", "amax-rows-bf16", "norm", "mse-f16", "sum-prime"])
 def test_long_reductions_over_few_outputs_are_split(fn, shape, dtype, slices) -> None:
     """loop-split-reductions: partials over `slices` rows of 2048+ elements each (a second
     launch reduces them), so a long reduction is not one block's (the model, x.sum() of 4M
@@ -273,6 +274,24 @@ def test_split_arg_reductions_keep_the_first_index(fn, target, level) -> None:
     ref = fn(x)
     for g, r in zip(got, ref if isinstance(ref, tuple) else (ref,), strict=True):
         np.testing.assert_array_equal(g, r.numpy())
+
+
+@pytest.mark.parametrize("target,level", [("cpu", None), ("interp", "loop")])
+def test_the_elements_past_whole_slices_come_last(target, level) -> None:
+    """A row of 65539 (prime): 32 slices of 2048, then 3 elements after the partials. An
+    extreme tied between a slice and the tail keeps the slice's index; a NaN in the tail wins;
+    the tail's own extreme and sum count."""
+    x = torch.randn(3, 65539)
+    x[0, 7] = x[0, 65537] = 9.0
+    x[1, 65538] = float("nan")
+    x[2, 65536] = 50.0
+    c = deplo.compile(lambda x: (x.argmax(-1), x.amax(-1), x.sum(-1)), [x])
+    assert any(k.sym_name.data.endswith("_part") for k in c.module("loop").walk()
+               if isinstance(k, loop.KernelOp))
+    (i, m, total) = c.run([x.numpy()], target=target, level=level)
+    np.testing.assert_array_equal(i, [7, 65538, 65536])
+    np.testing.assert_array_equal(m, x.amax(-1).numpy())
+    np.testing.assert_allclose(total[[0, 2]], x.sum(-1).numpy()[[0, 2]], rtol=1e-5, atol=1e-3)
 
 
 def test_one_input_reduced_over_trailing_dims_is_no_matmul() -> None:

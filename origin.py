@@ -183,7 +183,7 @@ def text(module: Operation, debug_info: bool = False) -> str:
 
 def is_module_dump(note: str) -> bool:
     """Whether an exception's note is the module xDSL prints with the failing op marked."""
-    return re.search(r"^\s*\^+-*\s*$", note, re.M) is not None
+    return re.search(r"^\s*\^+-*\s*$", note, re.MULTILINE) is not None
 
 
 def marked_op(e: Exception) -> str:

@@ -266,7 +266,7 @@ def _one_block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...],
     for a in func.body.block.args:  # the buffers it reads or writes
         if isinstance(a.type, MemRefType) and any(id(u.operation) in inside for u in a.uses):
             n = math.prod(a.type.get_shape())
-            w.touched[_key(a)] = n * max(1, getattr(
+            w.touched[buffer_key(a)] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(body, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
     w.chain_l1, w.chain_l2 = _chains(body, blk)
@@ -384,7 +384,8 @@ def _fused(op: Operation) -> bool:
     return isinstance(op.result.get_user_of_unique_use(), arith.AddfOp | arith.SubfOp)
 
 
-def _key(buf: SSAValue) -> str:
+def buffer_key(buf: SSAValue) -> str:
+    """A kernel argument as Work.touched names it."""
     return f"{buf.index}:{buf.name_hint or ''}" if hasattr(buf, "index") else str(id(buf))
 
 
@@ -422,7 +423,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
                                 // SECTOR)
             if store:
                 w.store_sectors += times * len(sectors)
-                w.written.add(_key(buf))
+                w.written.add(buffer_key(buf))
             else:
                 w.load_sectors += times * len(sectors)
                 first.update(sectors.tolist())
@@ -436,9 +437,9 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     moves = math.prod(_spread(blk, buf, indices, addr, lp, active) for lp in varying
                       if isinstance(lp, Operation))
     if first:
-        entry = w.loads.setdefault((_key(buf), frozenset(first)), [len(first) * moves, 0.0])
+        entry = w.loads.setdefault((buffer_key(buf), frozenset(first)), [len(first) * moves, 0.0])
         entry[1] += most * len(first)
-    key = _key(buf)
+    key = buffer_key(buf)
     had, dims = w.per_buffer.get(key, (0.0, frozenset()))
     w.per_buffer[key] = (had + len(touched) * moves,
                          dims | {d for d in varying if isinstance(d, int)})
@@ -787,14 +788,6 @@ def _streamed_bytes(w: Work, grid, wave: int, gpu: Gpu) -> float:
     return total
 
 
-def roofline_us(min_bytes: float, flops: float, tensor_cores: bool, gpu: Gpu = H100_SXM) -> float:
-    """The physical limit of a case: its algorithm's minimum bytes over DRAM bandwidth or its
-    FLOPs over the peak of the fastest unit its dtype may use (dense tensor peak for f16/bf16,
-    FP32 CUDA cores otherwise), plus one launch."""
-    peak = gpu.dense_tensor_flops if tensor_cores else gpu.fp32_flops
-    return gpu.launch_us + max(min_bytes / gpu.dram_bw, flops / peak) * 1e6
-
-
 def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,
                  w: Work | None = None) -> Prediction:
     """One kernel.func with its ptxas report's registers and shared memory, where there is one
@@ -849,7 +842,7 @@ def l2_resident(module: ModuleOp, works: dict[str, Work], gpu: Gpu = H100_SXM,
         f, w = kernels.get(name), works.get(name)
         if f is None or w is None:
             return
-        keys = [_key(a) for a in f.body.block.args]
+        keys = [buffer_key(a) for a in f.body.block.args]
         here = frozenset(k for k, v in zip(keys, values) if v in moved
                          and moved[v] + w.touched.get(k, 0) <= gpu.l2_bytes
                          and w.touched.get(k, 0) <= gpu.l2_bytes / 2)
@@ -903,7 +896,7 @@ def predict_module(module: ModuleOp, ptxas: dict | None = None,
 
 
 # --------------------------------------------------------------------------------------------
-# programs: launches, the algorithm's FLOPs
+# programs: launches (the algorithm's FLOPs and floors: analysis/roofline.py)
 
 
 def launch_counts(module: ModuleOp, entry: str = "main") -> dict[str, int]:
@@ -924,55 +917,3 @@ def launch_counts(module: ModuleOp, entry: str = "main") -> dict[str, int]:
         return out
 
     return count(entry) if entry in funcs else {}
-
-
-def _shape(v: SSAValue) -> list[int]:
-    return list(v.type.get_shape()) if hasattr(v.type, "get_shape") else []
-
-
-_NO_FLOPS = {"constant", "reshape", "permute", "transpose", "expand", "unsqueeze", "squeeze",
-             "slice", "select", "cat", "embedding", "index", "arange", "full", "to"}
-_PER_ELEMENT = {"rms_norm": 4, "layer_norm": 8, "softmax": 5, "gelu": 8}
-
-
-def torch_op_flops(op: Operation) -> float:
-    """The FLOPs of one Torch IR op as the algorithm needs them: 2MNK for products (a
-    convolution's K: its weight's channels a group times the window), the
-    unmasked part of attention (a causal mask halves it), a few per element for norms and
-    softmax, one per element for the rest; none for views and data movement."""
-    kind = op.name.split(".", 1)[1] if "." in op.name else op.name
-    if kind in _NO_FLOPS or not op.results:
-        return 0.0
-    out = math.prod(_shape(op.results[0]))
-    if kind == "matmul":
-        return 2.0 * out * _shape(op.operands[0])[-1]
-    if kind == "linear":
-        return 2.0 * out * _shape(op.operands[0])[-1] + (out if len(op.operands) > 2 else 0)
-    if kind == "conv":  # each output: its group's channels x the window, multiplied and added
-        window = math.prod(_shape(op.operands[1])[1:])
-        return 2.0 * out * window + (out if len(op.operands) > 2 else 0)
-    if kind == "sdpa":
-        q, k, v = (_shape(o) for o in op.operands[:3])
-        sq, sk = q[-2], k[-2]
-        pairs = sq * sk
-        if "is_causal" in op.properties or "is_causal" in op.attributes:
-            pairs = sum(min(sk, max(0, i + 1 + sk - sq)) for i in range(sq))
-        return 2.0 * math.prod(q[:-2]) * pairs * (q[-1] + v[-1])
-    reduced = max((math.prod(_shape(o)) for o in op.operands), default=out)
-    return float(_PER_ELEMENT.get(kind, 1) * max(out, reduced))
-
-
-def algorithm_flops(torch_module: ModuleOp, entry: str = "main") -> float:
-    """The FLOPs of a Torch IR program per call of `entry` (decoder layers once per call)."""
-    funcs = {f.sym_name.data: f for f in torch_module.ops if isinstance(f, func.FuncOp)}
-
-    def total(name: str) -> float:
-        s = 0.0
-        for op in funcs[name].body.walk():
-            if isinstance(op, func.CallOp) and op.callee.root_reference.data in funcs:
-                s += total(op.callee.root_reference.data)
-            elif op.name.startswith("torch."):
-                s += torch_op_flops(op)
-        return s
-
-    return total(entry) if entry in funcs else 0.0

@@ -5,11 +5,13 @@ and, on a GPU, against PyTorch eager and `torch.compile` on the same inputs.
     report = profile(compiled, gpu="h100")     # {"predicted_us": ..., "kernels": [...], ...}
     print(format_profile(report, rows=True))
 
-JSON: `predicted_us`, `roofline_us`, `min_bytes`, `flops` (the algorithm's, from the Torch IR),
-`measured` (null without a GPU) at the top level; `kernels`: one entry per kernel with `name`,
-`launches`, `grid`, `block`, `registers`, `smem_bytes`, `l2_bytes`, `dram_bytes`, `l2_inputs`
-(arguments an earlier launch left in L2, read without DRAM), `flops`,
-`predicted_us` (one launch), `roofline_us`, `bound`, `measured_us` (GPU only).
+JSON: `predicted_us`, `roofline_us`, `min_bytes`, `flops` and `tensor_flops` (the algorithm's,
+from the Torch IR: analysis/roofline.py), `measured` (null without a GPU) at the top level;
+`kernels`: one entry per kernel with `name`, `launches`, `grid`, `block`, `registers`,
+`smem_bytes`, `l2_bytes`, `dram_bytes`, `l2_inputs` (arguments an earlier launch left in L2,
+read without DRAM), `flops` (what its loops execute), `min_bytes` and `algorithm_flops` (its
+floor: its torch ops' share, without a split's partials), `predicted_us` (one launch),
+`roofline_us`, `bound`, `measured_us` (GPU only).
 """
 
 from __future__ import annotations
@@ -21,14 +23,9 @@ from io import StringIO
 
 from deplo import origin
 from deplo.analysis import cost_model as cm
+from deplo.analysis import roofline as rl
 
 SCHEMA = "deplo-profile/1"
-
-
-def _kernel_roofline(w: cm.Work, pred: cm.Prediction, tensor_cores: bool, gpu: cm.Gpu) -> float:
-    """A kernel's own floor: each buffer it touches moved once (from DRAM, but for what an
-    earlier launch left in L2), its FLOPs at the peak."""
-    return cm.roofline_us(sum(w.touched.values()), pred.flops, tensor_cores, gpu)
 
 
 def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = None) -> dict:
@@ -46,9 +43,10 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
     except Exception:  # noqa: BLE001 - the model then assumes 32 registers a thread
         ptxas = {}
     counts = cm.launch_counts(kmod)
-    half = any(t in ("f16", "bf16") for t in compiled.output_element_types())
     works, in_l2 = cm.program_works(kmod, hw)
     in_c = c_names(kmod)  # (ptxas reports name kernels as the .cu does: exp -> exp_k)
+    torch_mod = compiled.program.module
+    floors = rl.kernel_floors(kmod, torch_mod, works)
     rows = []
     for f in kmod.ops:
         if not isinstance(f, kernel.FuncOp):
@@ -57,7 +55,7 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
         rep = ptxas.get(in_c.get(name, name))
         w = works[name]
         p = cm.predict_func(f, rep, hw, w)
-        roof = _kernel_roofline(w, p, half, hw)
+        roof = rl.roofline_us(*floors[name], hw)
         rows.append({
             "name": name, "modules": weights_read(f.body.block.args),
             "implements": origin.summary(origin.of_op(f)), "origin": origin.of_op(f),
@@ -66,23 +64,24 @@ def profile(compiled, gpu: str = "h100", measured: dict[str, float] | None = Non
             "smem_bytes": cm.block_shared_bytes(f, rep) if rep else None,
             "l2_bytes": p.l2_bytes,
             "dram_bytes": p.dram_bytes, "l2_inputs": sorted(in_l2.get(name, ())),
-            "flops": p.flops, "predicted_us": round(p.us, 3),
+            "flops": p.flops, "min_bytes": floors[name][0],
+            "algorithm_flops": floors[name][1].total, "predicted_us": round(p.us, 3),
             "roofline_us": round(roof, 3), "roofline_pct": round(100 * roof / p.us, 1),
             "bound": p.bound, "blocks_per_sm": p.blocks_per_sm, "waves": p.waves,
             "units_us": {k: round(float(v), 3) for k, v in p.units.items()},
             "measured_us": (measured or {}).get(name),
         })
-    torch_mod = compiled.program.module
-    flops = cm.algorithm_flops(torch_mod)
+    flops = rl.algorithm_flops(torch_mod)
     nbytes = min_bytes(compiled.module("loop"))  # (what the loop nests read: runtime/bench.py)
     predicted = sum(r["predicted_us"] * r["launches"] for r in rows)
     # (a program that launches nothing, an empty tensor or a view, costs nothing: no ratio)
-    roofline = cm.roofline_us(nbytes, flops, half, hw) if rows else 0.0
+    roofline = rl.roofline_us(nbytes, flops, hw) if rows else 0.0
     return {
         "schema": SCHEMA, "gpu_model": hw.name, "predicted_us": round(predicted, 3),
         "roofline_us": round(roofline, 3),
         "predicted_over_roofline": round(predicted / roofline, 3) if rows else None,
-        "min_bytes": nbytes, "flops": flops, "launches": sum(r["launches"] for r in rows),
+        "min_bytes": nbytes, "flops": flops.total, "tensor_flops": flops.tensor,
+        "launches": sum(r["launches"] for r in rows),
         "measured": None, "kernels": rows,
     }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from deplo.analysis import cost_model as cm
+from deplo.analysis import roofline as rl
 from deplo.tuning.validation import (
     check_on_cpu,
     copy_kernel,
@@ -71,7 +72,7 @@ def test_8_against_256_blocks():
 def test_a_prediction_is_never_below_its_roofline():
     for text in (_copy(2048, 2048, 512, 256, False), _reuse(True), _transpose_tile(1)):
         p = _predict(text)
-        floor = cm.roofline_us(p.dram_bytes, p.flops, False)
+        floor = rl.roofline_us(p.dram_bytes, rl.Flops(p.flops))
         assert p.us >= floor * (1 - 1e-9), (p, floor)
 
 

@@ -148,8 +148,8 @@ def model_for(chosen: str | None, on_gpu: bool, device: str) -> str:
 
 
 def add_gpu_model_argument(parser) -> None:
-    """`--gpu-model` of the commands that predict (run, bench, tune, the validation pairs);
-    None unless given: model_for decides."""
+    """`--gpu-model` of the commands that predict or lower for it (compile, run, bench, tune, the
+    validation pairs); None unless given: model_for decides."""
     parser.add_argument("--gpu-model", choices=sorted(GPUS), default=None,
                         help="the parameters of the model's predictions (default: the GPU's, "
                              "else h100)")

@@ -147,14 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--plans", action="store_true",
                    help="print every kernel's plan and how many legal plans each kind it can "
                         "take has, instead of the IR")
+    add_gpu_model_argument(c)
 
     r = add_parser("run", help="run the program, optionally checking it against PyTorch")
     _add_source(r)
     r.add_argument("--target", choices=["cpu", "gpu", "interp"], default=None,
                    help="cpu: the .cu on the CPU shim (default without a GPU); gpu: NVRTC + "
                         "driver; interp: the numpy interpreter of --ir")
-    r.add_argument("--ir", choices=["torch", "tensor", "tir", "loop"], default="loop",
-                   help="the level the interpreter runs (with --target interp)")
+    r.add_argument("--ir", choices=["torch", "tensor", "tir", "loop"], default=None,
+                   help="the level the interpreter runs (with --target interp; default loop)")
     r.add_argument("--check", action="store_true", help="compare with PyTorch eager")
     r.add_argument("--bench", action="store_true",
                    help="how fast it is: measured on a GPU against eager and torch.compile, "
@@ -374,13 +375,16 @@ def cmd_run(args) -> int:
                          "(the profile it writes)")
     if args.bench and args.target == "interp":
         raise UsageError("--bench times the .cu: --target cpu (predicted) or gpu (measured)")
+    if args.ir and args.target != "interp":
+        raise UsageError(f"--ir {args.ir} is the level the interpreter runs: add --target interp "
+                         "(the cpu and gpu targets run the .cu)")
     target = _target(args)
     compiled = _compile(args, runnable=True)
     if args.bench:
         rc = _bench_run(compiled, args, target)
         if not args.check:
             return rc
-    level = "tensor" if args.ir == "tir" else args.ir
+    level = {"tir": "tensor", None: "loop"}.get(args.ir, args.ir)
     inputs = random_inputs(compiled.program, args.seed)
     n = len(compiled.program.example_inputs)
     schedules = [None]

@@ -225,6 +225,8 @@ class DeploOptMain(xDSLOptMain):
     def setup_pipeline(self):
         """Check the pass spec now; the passes are chosen per input (`apply_passes`), where a
         named pipeline starts at the level the IR is at."""
+        if self.args.pass_pipeline and self.args.passes:
+            raise pipeline.PipelineError("give the passes once: -p or --pass-pipeline, not both")
         self.spec = self.args.pass_pipeline or self.args.passes or ""
         pipeline.parse_passes(self.spec)
         self.args.passes = ""

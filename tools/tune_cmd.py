@@ -38,7 +38,7 @@ def add_arguments(p, add_source, int_in, output_path) -> None:
                    help="no search: the heuristic's plan and N-1 random plans of each kernel, "
                         "predicted by the model and measured on the GPU (rank correlation)")
     p.add_argument("-o", "--output", type=output_path, default=None,
-                   help="with --calibrate: write the rows and figures as JSON")
+                   help="with --calibrate or --report: write the rows (and figures) as JSON")
 
 
 def _seconds(text: str) -> float:
@@ -110,6 +110,10 @@ def cmd_tune(args, compile_program) -> int:
         with TuningStore(path) as store:
             rows = report_rows(store)
         print(format_report(rows, path))
+        if args.output:
+            Path(args.output).write_text(json.dumps({"store": str(path), "kernels": rows},
+                                                    indent=1) + "\n")
+            print(f"wrote {args.output}")
         if args.plot:
             plot_report(rows, args.plot)
             print(f"wrote {args.plot}")
@@ -119,7 +123,8 @@ def cmd_tune(args, compile_program) -> int:
     from deplo.tools.errors import UsageError
 
     if args.output and not args.calibrate:
-        raise UsageError("-o goes with --calibrate (the tuner's results go to the store: --db)")
+        raise UsageError("-o goes with --calibrate or --report (the tuner's results go to the "
+                         "store: --db)")
     if args.calibrate and args.ray:
         raise UsageError("--calibrate evaluates here (--workers), not on Ray")
     on_gpu, device = gpu_probe()

@@ -372,3 +372,25 @@ def test_an_output_of_another_dtype_fails_the_check() -> None:
     got = compare([ref[0].astype(np.float64)], ref)
     assert not got.ok and "output 0 is float64, PyTorch's float32" in got.line()
     assert compare([ref[0].copy()], ref).ok
+
+
+def test_options_that_would_be_ignored_are_refused(tmp_path) -> None:
+    """`run --ir` picks the interpreter's level (it was ignored on the cpu target); deplo-opt
+    takes -p or --pass-pipeline (-p was dropped when both were given); an error a pattern
+    raises names the op, not the module in generic form."""
+    assert_clean_error(run("deplo", "run", "-c", "torch.randn(3) + 1", "--ir", "loop"),
+                       "--ir loop is the level the interpreter runs: add --target interp")
+    ir = tmp_path / "k.mlir"
+    ir.write_text("""
+    kernel.func @bad(%x: memref<4xi32>) grid(1, 1, 1) block(4, 1, 1) {
+      %t = kernel.thread_id x
+      %v = memref.load %x[%t] : memref<4xi32>
+      %p = math.ctpop %v : i32
+      memref.store %p, %x[%t] : memref<4xi32>
+    }""")
+    both = run("deplo-opt", str(ir), "-p", "kernel-to-cuda",
+               "--pass-pipeline=builtin.module(kernel-to-cuda)")
+    assert_clean_error(both, "-p or --pass-pipeline, not both")
+    bad = run("deplo-opt", str(ir), "-p", "kernel-to-cuda")
+    assert_clean_error(bad, "no C translation for 'math.ctpop' in @bad", "at: ")
+    assert "Error while applying pattern" not in bad.stderr and len(bad.stderr.splitlines()) == 2

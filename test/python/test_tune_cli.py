@@ -57,10 +57,13 @@ def test_tune_stores_resumes_and_is_used(tmp_path) -> None:
     assert c.returncode == 0, c.stderr
     assert json.loads(plans.read_text())["kernels"][key]["knobs"] == best.knobs
 
-    rep = run("deplo", "tune", "--report", "--db", db, "--plot", str(tmp_path / "t.png"))
+    rep = run("deplo", "tune", "--report", "--db", db, "--plot", str(tmp_path / "t.png"),
+              "-o", str(tmp_path / "r.json"))
     assert rep.returncode == 0, rep.stderr
     assert key in rep.stdout and "speedup" in rep.stdout
     assert (tmp_path / "t.png").stat().st_size > 1000
+    (row,) = json.loads((tmp_path / "r.json").read_text())["kernels"]
+    assert row["key"] == key and row["best_plan"] == best.plan
 
 
 def test_user_schedule_wins_over_the_store(tmp_path) -> None:

@@ -689,7 +689,21 @@ def verify_launch(op: IRDLOperation, callee: SymbolRefAttr, args, kernel_type: t
             f"{op.name} @{name}: expected arguments {[str(t) for t in want]}, "
             f"got {[str(t) for t in got]}"
         )
+    params = kernel.regions[0].block.args
+    for i, v in enumerate(args):
+        if v in args[:i] and (written := _stored(kernel, [params[i], params[list(args).index(v)]])):
+            raise VerifyException(
+                f"{op.name} @{name}: passes one buffer as two arguments, and the kernel writes "
+                f"%{written}: the .cu's parameters are __restrict__ (they may not alias)")
     return kernel
+
+
+def _stored(kernel: Operation, params: list[SSAValue]) -> str | None:
+    """The name of the first of `params` a store in `kernel` writes (its buffer operand)."""
+    for op in kernel.walk():
+        if op.name.endswith("store") and len(op.operands) > 1 and op.operands[1] in params:
+            return op.operands[1].name_hint or "?"
+    return None
 
 
 @irdl_op_definition

@@ -111,3 +111,18 @@ loop.kernel @mapped_past_the_dim(%x: memref<16x64xf32>, %w: memref<64x8xf32>, %o
     }
   }
 }
+
+// -----
+
+// one buffer passed as two arguments, one of them written: the .cu's parameters are restrict
+loop.kernel @copy(%x: memref<4xf32>, %out: memref<4xf32>) {
+  loop.for %i = 0 to 4 free {
+    %v = loop.load %x[%i] : memref<4xf32>
+    loop.store %v, %out[%i] : memref<4xf32>
+  }
+}
+func.func @main(%x: memref<4xf32>) {
+  // CHECK: loop.launch @copy: passes one buffer as two arguments, and the kernel writes %out
+  loop.launch @copy(%x, %x) : memref<4xf32>, memref<4xf32>
+  func.return
+}

@@ -17,6 +17,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,6 +64,7 @@ class Program:
     notes: list[str] = field(default_factory=list)  # one-line facts for the user (weights, ...)
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # bf16 inputs cross as float32
     output_dtypes: list[torch.dtype] = field(default_factory=list)  # uint8 ones come back in int16
+    output_spec: Any = field(default=None, repr=False)  # the module's output structure (pytree)
 
     def as_outputs(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """A run's results with uint8 outputs back in uint8 (carried in int16: dtypes.py)."""
@@ -426,7 +428,7 @@ def import_module(
     return Program(imported.module, imported.input_names,
                    imported.param_names + list(imported.constants), params, inputs, module,
                    input_dtypes=[t.dtype for t in example_inputs],
-                   output_dtypes=imported.output_dtypes)
+                   output_dtypes=imported.output_dtypes, output_spec=ep.call_spec.out_spec)
 
 
 def _place_in(ep: torch.export.ExportedProgram, fn: Callable) -> None:

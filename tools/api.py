@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
 from deplo.frontend.dtypes import to_numpy
@@ -33,13 +34,16 @@ from deplo.tools.driver import LEVELS, passes_to, run_passes
 
 
 class _CallableModule(torch.nn.Module):
-    """A callable as the module export takes, or a module called with numbers among its example
-    inputs (`given`): those are bound, the program's constants; the tensors are its inputs. A
-    module `fn` is a submodule, so its weights stay weights and eval mode reaches it."""
+    """A callable as the module export takes, or a module called with numbers or containers
+    among its example inputs (`given`): the tensors anywhere in them (a dict's, a list's) are
+    the program's inputs, in pytree order; the rest is bound, the program's constants. A module
+    `fn` is a submodule, so its weights stay weights and eval mode reaches it."""
 
     def __init__(self, fn: Callable, given: list | None = None):
         super().__init__()
         self.fn, self.given = fn, given
+        if given is not None:
+            self.leaves, self.spec = pytree.tree_flatten(given)
         if not isinstance(fn, torch.nn.Module):  # a lambda over a model: eval mode, float64
             self.reached = torch.nn.ModuleList(_modules_reached(fn))  # widening reach them
 
@@ -47,7 +51,23 @@ class _CallableModule(torch.nn.Module):
         if self.given is None:
             return self.fn(*xs)
         it = iter(xs)
-        return self.fn(*[next(it) if isinstance(x, torch.Tensor) else x for x in self.given])
+        leaves = [next(it) if isinstance(x, torch.Tensor) else x for x in self.leaves]
+        return self.fn(*pytree.tree_unflatten(leaves, self.spec))
+
+    def tensors_of(self, args: Sequence) -> list:
+        """The tensors of a call's arguments, structured as the example inputs were: the
+        program's inputs. Another structure, or another value where one was bound, is refused
+        (the program holds the example's)."""
+        leaves, spec = pytree.tree_flatten(list(args))
+        if spec != self.spec:
+            raise TypeError("the compiled program takes arguments structured as its example "
+                            "inputs were (the same containers, keys and lengths)")
+        for x, bound in zip(leaves, self.leaves):
+            if not isinstance(bound, torch.Tensor) and (
+                    isinstance(x, torch.Tensor) or not (x is bound or x == bound)):
+                raise TypeError(f"{bound!r} is bound into the compiled program, got {x!r}: "
+                                "compile again for another value")
+        return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
 def _modules_reached(fn: Callable) -> list[torch.nn.Module]:
@@ -76,11 +96,12 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
     given = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
-    tensors = [x for x in given if isinstance(x, torch.Tensor)]
+    flat = all(isinstance(x, torch.Tensor) for x in given)
+    tensors = [x for x in pytree.tree_leaves(given) if isinstance(x, torch.Tensor)]
     module = isinstance(program, torch.nn.Module)
-    if module and len(tensors) == len(given):
+    if module and flat:
         return import_module(program, tensors)
-    bound = given if len(tensors) < len(given) else None  # numbers (a scale, a flag): bound
+    bound = None if flat else given  # numbers (a scale, a flag) bound, containers taken apart
     return import_module(_CallableModule(program, bound), tensors,
                          called=None if module else program)
 
@@ -242,12 +263,20 @@ class Compiled:
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         return self.program.as_outputs(self.executable(target, level).run(inputs))
 
-    def __call__(self, *inputs: torch.Tensor, target: str = "cpu"):
-        """The program as its module runs: torch tensors in (shaped as the example inputs), the
-        captured weights supplied, torch tensors out in PyTorch's dtypes (one, or a tuple)."""
+    def __call__(self, *args, target: str = "cpu"):
+        """The program as its module runs: its arguments structured as the example inputs (the
+        tensors shaped as theirs), the captured weights supplied, torch tensors out in
+        PyTorch's dtypes and in the module's structure (a tuple, a dict, `topk`'s values and
+        indices)."""
+        wrapper = self.program.torch_module
+        inputs = wrapper.tensors_of(args) if getattr(wrapper, "given", None) is not None \
+            else list(args)
         if len(inputs) != (n := len(self.program.example_inputs)):
             raise TypeError(f"the compiled program takes {n} input(s), got {len(inputs)}")
         outs = self.program.torch_outputs(self.run([*inputs, *self.program.params], target))
+        spec = self.program.output_spec
+        if spec is not None and spec.num_leaves == len(outs):
+            return pytree.tree_unflatten(outs, spec)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def check(self, target: str = "cpu", level: str | None = None, seed: int | None = None) -> Comparison:

@@ -57,3 +57,30 @@ def test_a_module_in_training_mode_is_compiled_for_inference_and_says_so(capsys)
     deplo.compile(quiet, [_seeded(2, 4)])
     deplo.compile(net.eval(), [_seeded(2, 4)])
     assert "training mode" not in capsys.readouterr().err
+
+
+def test_tensors_in_containers_are_inputs_and_outputs_keep_their_structure() -> None:
+    """A dict's or a list's tensors are the program's inputs (they were frozen into it as
+    constants); the outputs come back as the module returns them (a dict, topk's values and
+    indices, an LSTM's nested tuple); a bound number or another structure is refused."""
+    lin = torch.nn.Linear(8, 4)
+
+    def fn(d, xs, k):
+        return {"out": lin(d["x"]) + d["y"], "top": torch.topk(xs[0] * xs[1] * k, 2, -1)}
+
+    args = ({"x": _seeded(2, 8), "y": _seeded(2, 4, seed=1)}, [_seeded(3, 5, seed=2),
+                                                             _seeded(3, 5, seed=3)], 2.0)
+    c = deplo.compile(fn, list(args))
+    assert len(c.program.example_inputs) == 4
+    fresh = ({"x": _seeded(2, 8, seed=4), "y": _seeded(2, 4, seed=5)},
+             [_seeded(3, 5, seed=6), _seeded(3, 5, seed=7)], 2.0)
+    got, want = c(*fresh), fn(*fresh)
+    torch.testing.assert_close(got["out"], want["out"].detach())
+    assert torch.equal(got["top"].indices, want["top"].indices)
+    with pytest.raises(TypeError, match="2.0 is bound"):
+        c(*fresh[:2], 3.0)
+    with pytest.raises(TypeError, match="structured as its example inputs"):
+        c(fresh[0], tuple(fresh[1]), 2.0)
+    lstm = torch.nn.LSTM(4, 6, batch_first=True).eval()
+    out, (h, _) = deplo.compile(lstm, [_seeded(1, 3, 4)])(_seeded(1, 3, 4, seed=8))
+    torch.testing.assert_close(h, lstm(_seeded(1, 3, 4, seed=8))[1][0].detach())

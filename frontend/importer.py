@@ -250,13 +250,7 @@ def _refuse_input_updates(ep: torch.export.ExportedProgram, placeholders: list[s
     """An input updated in place (`y.mul_(2)`) is a side effect a compiled program cannot have:
     refused, naming the input (it came back as an extra output). Export records it in the output
     specs once functional, as an in-place op on the input before."""
-    updated = [s.target for s in ep.graph_signature.output_specs
-               if s.kind == OutputKind.USER_INPUT_MUTATION]
-    for n in ep.graph_module.graph.nodes:
-        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
-            updated += [a.name for a, arg in zip(n.args, n.target._schema.arguments)
-                        if isinstance(a, torch.fx.Node) and a.name in placeholders
-                        and arg.alias_info is not None and arg.alias_info.is_write]
+    updated = _written(ep, placeholders, OutputKind.USER_INPUT_MUTATION)
     if updated:
         at = placeholders.index(updated[0]) if updated[0] in placeholders else None
         which = f"{at + 1} ('{names[at]}')" if at is not None else f"'{updated[0]}'"
@@ -266,6 +260,32 @@ def _refuse_input_updates(ep: torch.export.ExportedProgram, placeholders: list[s
             else "return the new value instead"
         raise FrontendError(f"the program updates its input {which} in place; values are "
                             f"immutable here ({fix})")
+
+
+def _written(ep: torch.export.ExportedProgram, placeholders: list[str], kind: OutputKind
+             ) -> list[str]:
+    """The placeholders written in place: recorded in the output specs as `kind` once
+    functional, an in-place op on the placeholder before."""
+    updated = [s.target for s in ep.graph_signature.output_specs if s.kind == kind]
+    for n in ep.graph_module.graph.nodes:
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
+            updated += [a.name for a, arg in zip(n.args, n.target._schema.arguments)
+                        if isinstance(a, torch.fx.Node) and a.name in placeholders
+                        and arg.alias_info is not None and arg.alias_info.is_write]
+    return updated
+
+
+def _say_buffer_updates(ep: torch.export.ExportedProgram) -> None:
+    """A forward that updates a buffer in place (a call counter) compiles without the update:
+    said, naming the buffers."""
+    specs = {s.arg.name: s.target for s in ep.graph_signature.input_specs
+             if s.kind == InputKind.BUFFER}
+    updated = dict.fromkeys(specs.get(n, n) for n in _written(
+        ep, list(specs), OutputKind.BUFFER_MUTATION))
+    if updated:
+        print(f"deplo: warning: the forward updates {', '.join(map(repr, updated))} in place; "
+              "deplo compiles it without the update (each call reads the buffer as it was)",
+              file=sys.stderr)
 
 
 def import_exported(
@@ -285,6 +305,7 @@ def import_exported(
     names = list(input_names) if input_names else [n.name for n in user]
 
     _refuse_input_updates(ep, [n.name for n in user], names)
+    _say_buffer_updates(ep)
     known = dict(buffers or {}) | {
         k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)
     }

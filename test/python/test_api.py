@@ -82,5 +82,22 @@ def test_tensors_in_containers_are_inputs_and_outputs_keep_their_structure() -> 
     with pytest.raises(TypeError, match="structured as its example inputs"):
         c(fresh[0], tuple(fresh[1]), 2.0)
     lstm = torch.nn.LSTM(4, 6, batch_first=True).eval()
-    out, (h, _) = deplo.compile(lstm, [_seeded(1, 3, 4)])(_seeded(1, 3, 4, seed=8))
+    _, (h, _) = deplo.compile(lstm, [_seeded(1, 3, 4)])(_seeded(1, 3, 4, seed=8))
     torch.testing.assert_close(h, lstm(_seeded(1, 3, 4, seed=8))[1][0].detach())
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x):
+        self.calls += 1
+        return x + self.calls
+
+
+def test_a_buffer_the_forward_updates_is_named(capsys) -> None:
+    """The update is compiled away (each call reads the buffer as it was): said, not silent."""
+    c = deplo.compile(_Counter(), [_seeded(3)])
+    assert "updates 'calls' in place" in capsys.readouterr().err
+    torch.testing.assert_close(c(torch.zeros(3)), torch.ones(3))

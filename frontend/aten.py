@@ -2182,8 +2182,12 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     operator.getitem: lambda im, node, rt: im.values[node.args[0]][node.args[1]],
 }
 
+DATA_SHAPED = "its result's shape depends on the values; deplo compiles static shapes"
 REFUSED: dict[object, str] = {
     aten.embedding_renorm_.default: "embedding's max_norm renormalizes the weight in place",
+    **{op: DATA_SHAPED for op in (aten.nonzero.default, aten._unique2.default,
+                                  aten.unique_consecutive.default, aten.unique_dim.default,
+                                  aten.masked_select.default)},
 }
 RANDOM = "a random op; a compiled program is deterministic: pass the random values as an input"
 

@@ -394,3 +394,9 @@ def test_options_that_would_be_ignored_are_refused(tmp_path) -> None:
     bad = run("deplo-opt", str(ir), "-p", "kernel-to-cuda")
     assert_clean_error(bad, "no C translation for 'math.ctpop' in @bad", "at: ")
     assert "Error while applying pattern" not in bad.stderr and len(bad.stderr.splitlines()) == 2
+
+
+@pytest.mark.parametrize("expr", ["torch.nonzero(torch.randn(5))", "torch.unique(torch.randn(5))",
+                                  "torch.masked_select(torch.randn(5), torch.randn(5) > 0)"])
+def test_ops_of_data_dependent_shape_say_why(expr: str) -> None:
+    assert_clean_error(run("deplo", "run", "-c", expr), "shape depends on the values")

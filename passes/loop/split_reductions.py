@@ -188,9 +188,11 @@ def _feeds(values: list[SSAValue], block) -> set[Operation]:
     return out
 
 
-def _slices(extent: int, outputs: int) -> int:
+def _slices(extent: int, outputs: int, exact: bool) -> int:
+    """S; `exact`: dividing E (a row with epilogue loops splits them over whole slices)."""
     s = 1
-    while extent // (2 * s) >= MIN_SLICE and outputs * 2 * s <= MAX_ROWS:
+    while extent // (2 * s) >= MIN_SLICE and outputs * 2 * s <= MAX_ROWS \
+            and (not exact or extent % (2 * s) == 0):
         s *= 2
     return s
 
@@ -324,7 +326,9 @@ def _splittable(red: loop.ForOp, kernel: loop.KernelOp, weigh: bool = True
         slices = _column_slices(red.ub.data, outputs, element_bytes)
         if slices > 1:
             return path, slices, True
-    slices = _slices(red.ub.data, outputs)
+    row_loops = any(isinstance(o, loop.ForOp) and o.kind.data != loop.LoopKind.REDUCE
+                    and not is_unit(o) for o in red.parent_block().ops)
+    slices = _slices(red.ub.data, outputs, exact=row_loops)
     if outputs > MAX_OUTPUTS or slices < 4 or weigh and not _one_block_slower(red, kernel, outputs):
         return None
     return path, slices, False

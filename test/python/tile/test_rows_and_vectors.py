@@ -181,8 +181,10 @@ def test_long_reductions_over_few_outputs_are_split(fn, shape, dtype, slices) ->
     # the scaling a nest over [64, 32, 32], flattened to one loop the slices cut
     (lambda x: F.layer_norm(x, (64, 32, 32)), (3, 64, 32, 32), torch.float32, 4),
     (lambda x: F.layer_norm(x, (64, 64, 64)), (2, 64, 64, 64), torch.bfloat16, 4),
+    # 16 x 6151: whole slices for the normalization (32 would leave a tail it cannot take)
+    (lambda x: torch.softmax(x, -1), (2, 98416), torch.float32, 2),
 ], ids=["logsumexp", "softmax", "log-softmax-bf16", "layer-norm", "rms-norm-f16", "var",
-        "cosine-two-sums", "layer-norm-3d", "layer-norm-3d-bf16"])
+        "cosine-two-sums", "layer-norm-3d", "layer-norm-3d-bf16", "softmax-16-slices"])
 def test_long_rows_of_dependent_reductions_are_split(fn, shape, dtype, launches) -> None:
     """A long row with a max then a sum of exp (logsumexp), a mean then squares (var), an
     online softmax pair, or a loop over the row after them (softmax's normalization, a norm's

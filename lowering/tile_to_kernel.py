@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     NoneAttr,
@@ -678,6 +679,16 @@ class _KernelLowering:
             k = self.emit(arith.DivSIOp(k, self.const(lp.step.data)))
         return self.emit(arith.RemSIOp(k, self.const(n)))
 
+    def shuffle_xor(self, v: SSAValue, off: int, width: int, mask: int | None) -> SSAValue:
+        """v from lane ^ off; an integer narrower than 32 bits (uint8 carried in i16, int8)
+        crosses as i32, as shfl.sync moves 32-bit registers."""
+        t = v.type
+        narrow = isinstance(t, IntegerType) and t.width.data < 32
+        if narrow:
+            v = self.emit(arith.ExtSIOp(v, IntegerType(32)))
+        other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width, mask))
+        return self.emit(arith.TruncIOp(other, t)) if narrow else other
+
     def lower_combine(self, op: tile.CombineOp) -> None:
         kind = op.kind.data
         v = self.vmap[op.value]
@@ -688,7 +699,7 @@ class _KernelLowering:
         mask = (1 << lanes) - 1 if lanes < hw.WARP else None
         off, stride = width // 2, op.stride.value.data if op.stride is not None else 1
         while off >= stride:
-            other = self.emit(kernel.ShuffleOp(kernel.ShuffleMode.XOR, v, off, width, mask))
+            other = self.shuffle_xor(v, off, width, mask)
             v = self.combine(kind, v, other)
             off //= 2
         if bx > hw.WARP and group is None:  # (a strided combine stays in a warp: verifier)

@@ -90,6 +90,12 @@ CASES = {
         lambda a, b: a ** b + 2 ** b.clamp(0, 70) * 3 + (a.to(torch.int8) ** b.to(torch.int8)),
         [_ints(4, 9, lo=-3, hi=4), _ints(4, 9, lo=-3, hi=41, seed=1)]),
     "logsumexp_of_ints": (lambda a: torch.logsumexp(a, -1), [_ints(4, 9, lo=0, hi=10)]),
+    # rows a block's threads share: uint8 (carried in i16) and int8 cross the warp shuffles as
+    # i32 (a shuffle of i16 did not verify)
+    "narrow_int_rows_shared": (
+        lambda a: a.to(torch.uint8).amax(-1).to(torch.int64) * 1000
+        + a.to(torch.int8).amin(-1) + a.to(torch.int16).sum(-1),
+        [_ints(4, 600, lo=-128, hi=128)]),
     # a large common offset: a float32 sum of it rounds away most of the spread
     "var_of_a_large_offset": (lambda x: torch.var(x * 1e-3 + 1e4, dim=1)
                               + torch.var_mean(x * 1e-3 - 3e4, 0)[0].sum(),

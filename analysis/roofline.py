@@ -69,8 +69,8 @@ def op_flops(op: Operation) -> Flops:
             _element(v) in _FLOATS for v in (*op.operands, *op.results)):
         return Flops()
     out = math.prod(_shape(op.results[0]))
-    if out == 0:
-        return Flops()
+    if out == 0 or any(_shape(o) and not math.prod(_shape(o)) for o in op.operands):
+        return Flops()  # (nothing computed: an empty output, or a sum over an empty dim)
     if kind == "matmul":
         n = 2.0 * out * _shape(op.operands[0])[-1]
     elif kind == "linear":

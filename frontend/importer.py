@@ -138,9 +138,11 @@ def _training_dependent(module: torch.nn.Module) -> str:
     """The submodules in training mode whose output eval mode changes (batch norm, instance norm
     with running statistics, dropout), named as one phrase; "" when there are none."""
     norms = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm)
-    names = [name or "the module" for name, m in module.named_modules() if m.training and (
-        isinstance(m, norms) and m.track_running_stats
-        or isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)]
+    # (a callable's wrapper, tools/api.py, holds the user's module as `fn` or `reached.N`)
+    names = [re.sub(r"^(fn|reached\.\d+)(\.|$)", "", name) or "the module"
+             for name, m in module.named_modules() if m.training and (
+                 isinstance(m, norms) and m.track_running_stats
+                 or isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)]
     if not names:
         return ""
     shown = ", ".join(f"'{n}'" if n != "the module" else n for n in names[:3])

@@ -58,16 +58,27 @@ class _CallableModule(torch.nn.Module):
         """The tensors of a call's arguments, structured as the example inputs were: the
         program's inputs. Another structure, or another value where one was bound, is refused
         (the program holds the example's)."""
-        leaves, spec = pytree.tree_flatten(list(args))
+        leaves, spec = pytree.tree_flatten(_ordered_like(list(args), self.given))
         if spec != self.spec:
             raise TypeError("the compiled program takes arguments structured as its example "
                             "inputs were (the same containers, keys and lengths)")
         for x, bound in zip(leaves, self.leaves):
             if not isinstance(bound, torch.Tensor) and (
-                    isinstance(x, torch.Tensor) or not (x is bound or x == bound)):
+                    type(x) is not type(bound) or not (x is bound or x == bound)):
                 raise TypeError(f"{bound!r} is bound into the compiled program, got {x!r}: "
                                 "compile again for another value")
         return [x for x in leaves if isinstance(x, torch.Tensor)]
+
+
+def _ordered_like(x, example):
+    """`x` with each dict's keys in the order of the example's (a dict's key order is no part
+    of its structure to the module)."""
+    if isinstance(x, dict) and isinstance(example, dict) and x.keys() == example.keys():
+        return type(x)((k, _ordered_like(x[k], example[k])) for k in example)
+    if isinstance(x, list | tuple) and isinstance(example, list | tuple) \
+            and len(x) == len(example) and not hasattr(x, "_fields"):
+        return type(x)(_ordered_like(a, b) for a, b in zip(x, example))
+    return x
 
 
 def _modules_reached(fn: Callable) -> list[torch.nn.Module]:

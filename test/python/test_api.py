@@ -57,6 +57,9 @@ def test_a_module_in_training_mode_is_compiled_for_inference_and_says_so(capsys)
     deplo.compile(quiet, [_seeded(2, 4)])
     deplo.compile(net.eval(), [_seeded(2, 4)])
     assert "training mode" not in capsys.readouterr().err
+    net.train()
+    deplo.compile(lambda x: net(x) * 2, [_seeded(2, 4)])  # named as the user's, not our wrapper's
+    assert "'1', '2' are in training mode" in capsys.readouterr().err
 
 
 def test_tensors_in_containers_are_inputs_and_outputs_keep_their_structure() -> None:
@@ -77,8 +80,12 @@ def test_tensors_in_containers_are_inputs_and_outputs_keep_their_structure() -> 
     got, want = c(*fresh), fn(*fresh)
     torch.testing.assert_close(got["out"], want["out"].detach())
     assert torch.equal(got["top"].indices, want["top"].indices)
+    reordered = {"y": fresh[0]["y"], "x": fresh[0]["x"]}  # a dict's key order is no structure
+    torch.testing.assert_close(c(reordered, *fresh[1:])["out"], got["out"])
     with pytest.raises(TypeError, match="2.0 is bound"):
         c(*fresh[:2], 3.0)
+    with pytest.raises(TypeError, match="2.0 is bound"):
+        c(*fresh[:2], 2)  # (an int where a float was bound: another program)
     with pytest.raises(TypeError, match="structured as its example inputs"):
         c(fresh[0], tuple(fresh[1]), 2.0)
     lstm = torch.nn.LSTM(4, 6, batch_first=True).eval()

@@ -190,8 +190,8 @@ def _per_shape(gm: torch.fx.GraphModule):
 
 def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     """The runner of `gm` compiled at the example inputs' sizes."""
-    from deplo.frontend.importer import import_module
     from deplo.frontend.dtypes import to_numpy
+    from deplo.frontend.importer import import_module
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule
 

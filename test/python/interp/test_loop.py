@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from xdsl.utils.exceptions import InterpretationError, VerifyException
+from xdsl.utils.exceptions import VerifyException
 
 from deplo.runtime.interp import InterpExecutable, detect_level, run_module
 

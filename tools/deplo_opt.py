@@ -250,8 +250,9 @@ class DeploOptMain(xDSLOptMain):
         PassPipeline(passes, self.callback).apply(self.ctx, prog)
 
     def get_input_stream(self):
-        """The input file whatever its extension (as mlir-opt); unreadable: a user error."""
-        if self.args.input_file is None:
+        """The input file whatever its extension (as mlir-opt), `-` or none for stdin;
+        unreadable: a user error."""
+        if self.args.input_file in (None, "-"):
             return sys.stdin.buffer, "mlir"
         try:
             return open(self.args.input_file, "rb"), "mlir"

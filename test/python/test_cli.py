@@ -56,9 +56,10 @@ def assert_clean_error(p: subprocess.CompletedProcess, *needles: str) -> None:
 def test_compile_prints_parseable_ir(level: str) -> None:
     p = run("deplo", "compile", "-c", MM, "--ir", level)
     assert p.returncode == 0, p.stderr
-    again = run("deplo-opt", stdin=p.stdout)
-    assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == p.stdout.strip()
+    for named in ([], ["-"]):  # stdin, unnamed or as `-`
+        again = run("deplo-opt", *named, stdin=p.stdout)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.strip() == p.stdout.strip()
 
 
 def test_compile_cuda_and_output_file(tmp_path) -> None:

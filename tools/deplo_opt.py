@@ -13,6 +13,7 @@ diagnostics (exit 1) rather than tracebacks.
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import sys
 from collections.abc import Sequence
@@ -255,7 +256,9 @@ class DeploOptMain(xDSLOptMain):
         if self.args.input_file in (None, "-"):
             return sys.stdin.buffer, "mlir"
         try:
-            return open(self.args.input_file, "rb"), "mlir"
+            with open(self.args.input_file, "rb") as f:
+                data = f.read()
+            return io.BytesIO(data.removeprefix(b"\xef\xbb\xbf")), "mlir"  # (an editor's BOM)
         except OSError as e:
             raise UsageError(f"cannot read {self.args.input_file}: {e.strerror}") from None
 

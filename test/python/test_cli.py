@@ -401,3 +401,11 @@ def test_options_that_would_be_ignored_are_refused(tmp_path) -> None:
                                   "torch.masked_select(torch.randn(5), torch.randn(5) > 0)"])
 def test_ops_of_data_dependent_shape_say_why(expr: str) -> None:
     assert_clean_error(run("deplo", "run", "-c", expr), "shape depends on the values")
+
+
+def test_deplo_opt_skips_an_editors_byte_order_mark(tmp_path) -> None:
+    p = run("deplo", "compile", "-c", MM, "--ir", "loop")
+    f = tmp_path / "bom.mlir"
+    f.write_bytes(b"\xef\xbb\xbf" + p.stdout.encode())
+    again = run("deplo-opt", str(f))
+    assert again.returncode == 0 and again.stdout.strip() == p.stdout.strip(), again.stderr

@@ -24,7 +24,7 @@ from deplo.dialects import torch as T
 from deplo.dialects.tir import ReduceKind, reduce_identity
 from deplo.frontend import expr as expr_module
 from deplo.frontend.dtypes import mlir_element_type, rounded, to_numpy
-from deplo.frontend.errors import FrontendError
+from deplo.frontend.errors import FrontendError, UnsupportedOpError
 from deplo.frontend.fold import StaticEvaluator, draws_random
 
 
@@ -33,11 +33,12 @@ def tensor_type(value) -> TensorType:
     return TensorType(mlir_element_type(value.dtype), list(value.shape))
 
 
-def result_type(val) -> TensorType | tuple[TensorType, ...]:
-    """The type of a node's result, or a tuple of them (split, chunk, unbind)."""
+def result_type(val) -> TensorType | tuple[TensorType, ...] | None:
+    """The type of a node's result, or a tuple of them (split, chunk, unbind); None for a
+    number (item's)."""
     if isinstance(val, (tuple, list)):
         return tuple(tensor_type(v) for v in val)
-    return tensor_type(val)
+    return tensor_type(val) if hasattr(val, "shape") else None
 
 
 def where_from(node: torch.fx.Node) -> str:
@@ -297,7 +298,25 @@ def _slice(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 def _select(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     x = im.value(node.args[0])
-    return im.insert(T.SelectOp(x, _norm(node.args[1], _rank(x)), node.args[2], rt), "select")
+    dim = _norm(node.args[1], _rank(x))
+    if isinstance(node.args[2], torch.fx.Node):  # x[:, i] of a 0-d tensor i: a gather (_item)
+        return im.insert(T.IndexOp(x, [im.value(node.args[2])], [dim], rt), "select")
+    return im.insert(T.SelectOp(x, dim, node.args[2], rt), "select")
+
+
+def _item(im: Importer, node: torch.fx.Node, rt) -> SSAValue:
+    """A 0-d integer tensor's value as select's index (`x[:, i]` with `i` a tensor input: export
+    reads it with item): the tensor itself, which select gathers by. A value read out of a
+    tensor for anything else (a size, a loop count, a Python branch) is data a static program
+    cannot depend on."""
+    i = node.args[0]
+    if node.users and all(u.target is aten.select.int and u.args[2] is node
+                          and len(u.args[0].meta["val"].shape) for u in node.users) \
+            and not i.meta["val"].is_floating_point():
+        return im.value(i)
+    raise UnsupportedOpError(
+        f"unsupported '{node.target}': a value read out of a tensor, used as a number (a size, a "
+        f"count, a branch) makes the program depend on the data {where_from(node)}", node.target)
 
 
 def _cat(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
@@ -380,6 +399,7 @@ SHAPE_CONVERTERS: dict[object, Converter] = {
     torch.ops.aten.squeeze.dims: _squeeze,
     torch.ops.aten.slice.Tensor: _slice,
     torch.ops.aten.select.int: _select,
+    torch.ops.aten.item.default: _item,
     torch.ops.aten.cat.default: _cat,
     torch.ops.aten.embedding.default: _embedding,
     torch.ops.aten.index.Tensor: _index,

@@ -90,6 +90,11 @@ CASES = {
         lambda a, b: a ** b + 2 ** b.clamp(0, 70) * 3 + (a.to(torch.int8) ** b.to(torch.int8)),
         [_ints(4, 9, lo=-3, hi=4), _ints(4, 9, lo=-3, hi=41, seed=1)]),
     "logsumexp_of_ints": (lambda a: torch.logsumexp(a, -1), [_ints(4, 9, lo=0, hi=10)]),
+    # x[:, i] by a 0-d tensor input (a decode step's position): export reads it with item, the
+    # select gathers by the tensor (a negative one wraps); it was refused
+    "select_by_a_tensor_index": (lambda a, i: a[:, i] * 2 + a[i, 1:],
+                                 [torch.randn(5, 6, generator=torch.Generator().manual_seed(3)),
+                                  torch.tensor(-2)]),
     # rows a block's threads share: uint8 (carried in i16) and int8 cross the warp shuffles as
     # i32 (a shuffle of i16 did not verify)
     "narrow_int_rows_shared": (

@@ -738,7 +738,8 @@ def _row_threads(head_dim: int, rows: int) -> int:
 
 def pointwise_knobs(f: dict, fixed: dict) -> dict:
     """256 threads; a long innermost loop is split over blocks, each thread taking up to 4
-    elements while the grid still gives every SM two blocks. An input read across its rows
+    elements while the grid still gives every SM two blocks; a short 1-D loop is one block of
+    the warps it needs. An input read across its rows
     (fact `crossed`) gets a 2-D tile when the loops outside fit on block.z: a thread a column
     of the fewest rows whose elements fill a sector of that input, the columns in chunks of
     whole warps that divide them (a ragged tile's clamped index is no window to stage), where
@@ -757,7 +758,11 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
                     "tile_rows": rows, "threads": threads, "stage_inputs": "crossed",
                     "copy": "sync", "unroll": 32} | fixed
     chunk = 0
-    if f["leaf"] and chain[-1] > threads:
+    short = f["leaf"] and len(chain) == 1 and chain[-1] <= threads
+    if short and not {"threads", "chunk"} & set(fixed):
+        # a short 1-D loop: one block of the warps it needs (relu of 7 was 7 blocks of 1)
+        threads = chunk = -(-chain[-1] // hw.WARP) * hw.WARP
+    elif f["leaf"] and chain[-1] > threads:
         outer = math.prod(e for e in chain[:-1])
         per = 4
         while per > 1 and outer * -(-chain[-1] // (threads * per)) < 2 * SMS:

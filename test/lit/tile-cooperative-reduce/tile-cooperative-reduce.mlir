@@ -80,9 +80,9 @@ builtin.module {
 // V1-NEXT:         %[[P:.*]] = tile.for %a1 = %[[T]] to 100 step 128 bind(serial) iter(%acc = %[[ID]]) -> f32 {
 // T64-LABEL:   tile.kernel @row_sum_plus_one({{.*}}) grid(4, 1, 1) block(64, 1, 1)
 
-// Too short a reduction for a block of threads (under 64): planned pointwise, a thread a row, so
-// tile-cooperative-reduce has no step in its plan.
-// CHECK-LABEL: tile.kernel @negative_short_reduce({{.*}}) grid(4, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [4], leaf = true) {{.*}} done ["tile-map-grid"] {
+// Too short a reduction for a block of threads (under 64): planned pointwise, a thread a row
+// (one block of a warp for the 4 rows), so tile-cooperative-reduce has no step in its plan.
+// CHECK-LABEL: tile.kernel @negative_short_reduce({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "{{.*}}" plan pointwise(chain = [4], leaf = true) {{.*}}chunk = 32{{.*}}threads = 32{{.*}} done ["tile-map-grid"] {
 // CHECK-NOT:     tile.combine
 
 builtin.module {

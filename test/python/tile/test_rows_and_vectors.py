@@ -350,3 +350,16 @@ def test_rows_are_read_in_16_byte_steps(fn, shape, dtype, width) -> None:
     assert plans and all(p["knobs"]["vector"] == 16 // x.element_size() for p in plans), plans
     assert width in c.cuda_source
     assert c.check(seed=12).ok
+
+
+@pytest.mark.parametrize("expr,block", [("torch.relu(torch.randn(7))", 32),
+                                        ("torch.randn(4, 48).sum(-1) + 1", 32),
+                                        ("torch.relu(torch.randn(200))", 224)])
+def test_a_short_1d_loop_is_one_block_of_the_warps_it_needs(expr: str, block: int) -> None:
+    """relu of 7 elements was 7 blocks of one thread; 4 short rows 4 blocks of one."""
+    from deplo.dialects import kernel
+
+    c = deplo.compile(expr)
+    (f,) = [f for f in c.module("kernel").ops if isinstance(f, kernel.FuncOp)]
+    assert (f.grid_dims, f.block_dims) == ((1, 1, 1), (block, 1, 1))
+    assert c.check(seed=1).ok

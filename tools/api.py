@@ -168,7 +168,7 @@ class Compiled:
     launch_fusion: bool = True  # kernel-horizontal-fuse runs (the cost model's call)
     _levels: dict[str, ModuleOp] = field(default_factory=dict)
     _plan_file: list = field(default_factory=list)  # [the plan file tile-plan pins], once known
-    _callers: dict = field(default_factory=dict)  # target -> the executable `c(x)` runs
+    _callers: dict = field(default_factory=dict)  # target -> its executable (runner)
 
     def module(self, level: str = "cuda") -> ModuleOp:
         """The program lowered to `level` (cached; each level is lowered from Torch IR)."""
@@ -275,6 +275,20 @@ class Compiled:
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         return self.program.as_outputs(self.executable(target, level).run(inputs))
 
+    def torch_run(self, inputs: Sequence, target: str = "cpu") -> list[torch.Tensor]:
+        """The program on the user's inputs (torch tensors or numpy) and its weights, torch
+        tensors out in PyTorch's dtypes, flat: `c(x)`'s and the torch.compile backend's. The
+        executable is built once per target (`runner`: a call is a launch, not a build)."""
+        numpy_in = [to_numpy(x) if isinstance(x, torch.Tensor) else np.asarray(x)
+                    for x in inputs] + list(self.program.params)
+        return self.program.torch_outputs(self.runner(target).run(numpy_in))
+
+    def runner(self, target: str = "cpu"):
+        """`executable(target)`, built on the first call and kept."""
+        if target not in self._callers:
+            self._callers[target] = self.executable(target)
+        return self._callers[target]
+
     def __call__(self, *args, target: str = "cpu"):
         """The program as its module runs: its arguments structured as the example inputs (the
         tensors shaped as theirs), the captured weights supplied, torch tensors out in
@@ -285,11 +299,7 @@ class Compiled:
             else list(args)
         if len(inputs) != (n := len(self.program.example_inputs)):
             raise TypeError(f"the compiled program takes {n} input(s), got {len(inputs)}")
-        if target not in self._callers:  # (built once: a call is a launch, not a build)
-            self._callers[target] = self.executable(target)
-        numpy_in = [to_numpy(x) if isinstance(x, torch.Tensor) else np.asarray(x)
-                    for x in inputs] + list(self.program.params)
-        outs = self.program.torch_outputs(self._callers[target].run(numpy_in))
+        outs = self.torch_run(inputs, target)
         spec = self.program.output_spec
         if spec is not None and spec.num_leaves == len(outs):
             return pytree.tree_unflatten(outs, spec)

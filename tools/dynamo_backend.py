@@ -190,7 +190,6 @@ def _per_shape(gm: torch.fx.GraphModule):
 
 def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     """The runner of `gm` compiled at the example inputs' sizes."""
-    from deplo.frontend.dtypes import to_numpy
     from deplo.frontend.importer import import_module
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule
@@ -204,10 +203,9 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     program = import_module(gm, list(example_inputs), names)
     target = best_target()
     compiled = Compiled(program, 0, tuned_schedule(None, None))  # the default store's plans
-    exe = compiled.executable(target, level="loop" if target == "interp" else None)
-    weights = list(program.params)
+    compiled.runner(target)  # (built now: a compile error surfaces here)
 
     def run(*args: torch.Tensor):
-        return tuple(program.torch_outputs(exe.run([to_numpy(a) for a in args] + weights)))
+        return tuple(compiled.torch_run(args, target))
 
     return run

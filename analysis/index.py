@@ -211,14 +211,6 @@ def by_constant(e: AffineExpr, kind: AffineBinaryOpKind, c: int | None = None) -
         and isinstance(e.rhs, AffineConstantExpr) and (c is None or e.rhs.value == c)
 
 
-def dims_used(e: AffineExpr) -> set[int]:
-    """The positions of the dims an affine expression reads."""
-    if isinstance(e, AffineDimExpr):
-        return {e.position}
-    return set().union(*(dims_used(c) for c in (getattr(e, "lhs", None), getattr(e, "rhs", None))
-                         if c is not None))
-
-
 def linear_expr(e: AffineExpr) -> tuple[dict[int, int], int] | None:
     """An affine expression as {dim: coeff}, constant; None if it is not linear."""
     if isinstance(e, AffineDimExpr):

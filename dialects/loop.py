@@ -56,7 +56,7 @@ from xdsl.ir import (
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -451,7 +451,7 @@ def _verify_in_bounds(op: IRDLOperation, mtype: MemRefType, indices,
         return  # (inside an empty loop: never runs)
     exprs = m.results if m is not None else [AffineExpr.dimension(i) for i in range(len(ranges))]
     for d, (e, n) in enumerate(zip(exprs, mtype.get_shape())):
-        used = _dims_used(e)
+        used = e.used_dims()
         if n < 0 or any(ranges[i] is None for i in used):
             continue
         try:
@@ -481,14 +481,6 @@ def _index_range(v: SSAValue) -> tuple[int, int] | None:
     if step <= 0 or max(abs(lb), abs(ub)) > 2**31:
         return None  # (a bound the loop's own verifier refuses)
     return (lb, lb + (ub - lb - 1) // step * step) if ub > lb else (0, -1)
-
-
-def _dims_used(e: AffineExpr) -> set[int]:
-    if isinstance(e, AffineDimExpr):
-        return {e.position}
-    if isinstance(e, AffineBinaryOpExpr):
-        return _dims_used(e.lhs) | _dims_used(e.rhs)
-    return set()
 
 
 def _guarded(op: Operation) -> bool:

@@ -139,13 +139,13 @@ def _training_dependent(module: torch.nn.Module) -> str:
     with running statistics, dropout), named as one phrase; "" when there are none."""
     norms = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm)
     # (a callable's wrapper, tools/api.py, holds the user's module as `fn` or `reached.N`)
-    names = [re.sub(r"^(fn|reached\.\d+)(\.|$)", "", name) or "the module"
+    names = [re.sub(r"^(fn|reached\.\d+)(\.|$)", "", name)
              for name, m in module.named_modules() if m.training and (
                  isinstance(m, norms) and m.track_running_stats
                  or isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)]
     if not names:
         return ""
-    shown = ", ".join(f"'{n}'" if n != "the module" else n for n in names[:3])
+    shown = ", ".join(f"'{n}'" if n else "the module" for n in names[:3])
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return f"{shown}{more} {'is' if len(names) == 1 else 'are'}"
 

@@ -89,7 +89,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo import origin
-from deplo.analysis.index import dims_used, index_value
+from deplo.analysis.index import index_value
 from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import (
     ConcatNests,
@@ -152,7 +152,7 @@ def substitute_access(
     for v in indices:
         if v in subst:
             operands, e = subst[v]
-            used = dims_used(e)
+            used = e.used_dims()
             dims = [dim_of(o) if k in used else AffineExpr.constant(0) for k, o in enumerate(operands)]
             exprs.append(e.replace_dims_and_symbols(dims, []))
         else:
@@ -195,7 +195,7 @@ def _recompute_factor(load: loop.LoadOp) -> int:
     extents of the enclosing loops the access does not index that enclose the innermost loop it
     does index (loop-simplify hoists it out of the unused loops inside that one)."""
     m = load.access_map()
-    used = {load.indices[d] for e in m.results for d in dims_used(e)}
+    used = {load.indices[d] for d in m.used_dims()}
     loops = list(loop.enclosing_ops(load, loop.ForOp))  # innermost first
     if any(not any(v is f.iv for f in loops) for v in used):
         return 1  # indexed by a loaded value: no hoisting analysis, assume no recompute
@@ -284,7 +284,7 @@ def _through_writer(ld: loop.LoadOp, launch, rename: dict):
     if nest is None or nest.has_reduction:
         return None
     results = ld.access_map().results
-    inner = {iv: set().union(*(rename.get(ld.indices[d], set()) for d in dims_used(e)))
+    inner = {iv: set().union(*(rename.get(ld.indices[d], set()) for d in e.used_dims()))
              for iv, e in zip(nest.ivs, results)}
     return nest.stored, w, inner
 
@@ -306,7 +306,7 @@ def _matmul_reduces(kernel: loop.KernelOp) -> tuple[list[loop.ForOp], set[SSAVal
 
 def _used_dims(ld: loop.LoadOp) -> list[bool]:
     """Per index of a load, whether its map reads it."""
-    dims = set().union(*(dims_used(e) for e in ld.access_map().results))
+    dims = ld.access_map().used_dims()
     return [k in dims for k in range(len(ld.indices))]
 
 

@@ -50,7 +50,7 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from deplo.analysis.index import by_constant, dims_used
+from deplo.analysis.index import by_constant
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import index_only
 from deplo.passes.loop.fuse import substitute_access
@@ -62,7 +62,7 @@ def _reads(red: loop.ForOp, ivs: list[SSAValue]) -> list[set[SSAValue]]:
     out = []
     for ld in red.body.walk():
         if isinstance(ld, loop.LoadOp):
-            used = {ld.indices[d] for e in ld.access_map().results for d in dims_used(e)}
+            used = {ld.indices[d] for d in ld.access_map().used_dims()}
             out.append({v for v in ivs if v in used})
     return out
 

@@ -39,6 +39,7 @@ from deplo.frontend.aten import (
     where_from,
     wrap_uint8,
 )
+from deplo.frontend.bounds import check_indices, index_bounds
 from deplo.frontend.decompose import decompose_unsupported
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError, UnsupportedOpError
@@ -65,6 +66,14 @@ class Program:
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # bf16 inputs cross as float32
     output_dtypes: list[torch.dtype] = field(default_factory=list)  # uint8 ones come back in int16
     output_spec: Any = field(default=None, repr=False)  # the module's output structure (pytree)
+    _bounds: list | None = field(default=None, repr=False)  # index_bounds, on the first call
+
+    def check_indices(self, inputs: Sequence) -> None:
+        """eager's IndexError for an index input past its table, before a run that would read
+        past it (frontend/bounds.py)."""
+        if self._bounds is None:
+            self._bounds = index_bounds(self.module, len(self.input_names))
+        check_indices(self._bounds, inputs, self.input_names)
 
     def as_outputs(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """A run's results with uint8 outputs back in uint8 (carried in int16: dtypes.py)."""
@@ -120,14 +129,22 @@ def evaluating(module: torch.nn.Module):
     """`module` in eval mode, what deplo compiles (dropout off, batch norm's running
     statistics), and back in the user's mode and buffers after: a forward that updates a buffer
     (a call counter) would otherwise move with every export and eager run, each reference a
-    different program (deplo compiles the update away)."""
+    different program (deplo compiles the update away). A Hugging Face model's `use_cache` is
+    off meanwhile: its forward would return a KV cache object, not tensors (`deplo generate`
+    compiles the decode step with its cache as tensors)."""
     training = module.training
     buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
+    configs = {id(c): c for m in module.modules()
+               if getattr(c := getattr(m, "config", None), "use_cache", None) is True}
     module.eval()
+    for c in configs.values():
+        c.use_cache = False
     try:
         yield module
     finally:
         module.train(training)
+        for c in configs.values():
+            c.use_cache = True
         with torch.no_grad():
             for name, b in module.named_buffers():
                 if name in buffers and b.shape == buffers[name].shape:

@@ -273,6 +273,7 @@ class Compiled:
         if inputs is None:
             inputs = random_inputs(self.program, seed)
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        self.program.check_indices(inputs)
         return self.program.as_outputs(self.executable(target, level).run(inputs))
 
     def torch_run(self, inputs: Sequence, target: str = "cpu") -> list[torch.Tensor]:
@@ -281,6 +282,7 @@ class Compiled:
         executable is built once per target (`runner`: a call is a launch, not a build)."""
         numpy_in = [to_numpy(x) if isinstance(x, torch.Tensor) else np.asarray(x)
                     for x in inputs] + list(self.program.params)
+        self.program.check_indices(numpy_in)
         return self.program.torch_outputs(self.runner(target).run(numpy_in))
 
     def runner(self, target: str = "cpu"):

@@ -108,3 +108,24 @@ def test_a_buffer_the_forward_updates_is_named(capsys) -> None:
     c = deplo.compile(_Counter(), [_seeded(3)])
     assert "updates 'calls' in place" in capsys.readouterr().err
     torch.testing.assert_close(c(torch.zeros(3)), torch.ones(3))
+
+
+def test_an_index_input_past_its_table_raises_index_error_before_a_run() -> None:
+    """The kernels read a table at the index as given (no device-side check): an embedding's ids,
+    `x[i]`'s and torch.gather's index that are inputs are checked on the host, as eager raises;
+    a negative `x[i]` counts from the end, a negative gather index is an error, as in eager."""
+    emb = torch.nn.Embedding(10, 4)
+    ids = torch.tensor([[1, 9, 0]])
+    c = deplo.compile(emb, ids)
+    torch.testing.assert_close(c(ids), emb(ids).detach())
+    for bad in (10, -1):
+        with pytest.raises(IndexError, match=rf"index {bad} in input 0 .*aten.embedding.*valid 0\.\.9"):
+            c(torch.tensor([[1, bad, 0]]))
+    x = _seeded(5, 3)
+    c = deplo.compile(lambda x, i: x[i.int()], (x, torch.tensor([0, 4])))
+    torch.testing.assert_close(c(x, torch.tensor([-5, 4])), x[[-5, 4]])
+    with pytest.raises(IndexError, match=r"index 5 in input 1 .*aten.index.*valid -5\.\.4"):
+        c(x, torch.tensor([5, 0]))
+    c = deplo.compile(lambda x, i: torch.gather(x, 1, i), (x, torch.zeros(5, 2, dtype=torch.long)))
+    with pytest.raises(IndexError, match=r"index -1 .*aten.gather.*valid 0\.\.2"):
+        c.run([x, torch.full((5, 2), -1)])

@@ -286,3 +286,22 @@ def test_the_float64_second_opinion_leaves_the_model_as_it_was(tmp_path) -> None
     assert exact[0].dtype == np.float64 and 0 < np.abs(exact[0] - eager[0]).max() < 0.1
     assert dtypes == {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())}
     assert np.array_equal(program.reference(ids)[0], eager[0])
+
+
+def test_a_causal_lm_compiles_as_given_and_checks_its_ids(checkpoints) -> None:
+    """`deplo.compile(hf_model, ids)` as a user writes it: the forward would return a KV cache
+    object (not tensors), so use_cache is off while deplo exports and runs the reference (and
+    on again after); the logits come back in the model's output class, and an id past the
+    vocabulary is eager's IndexError, naming the embedding, not a read past the table."""
+    import deplo
+    from transformers import AutoModelForCausalLM
+
+    hf = AutoModelForCausalLM.from_pretrained(checkpoints / "llama").eval()
+    ids = torch.randint(0, SMALL["vocab_size"], (1, 5), generator=torch.Generator().manual_seed(2))
+    c = deplo.compile(hf, ids)
+    assert hf.config.use_cache is True
+    with torch.no_grad():
+        want = hf(input_ids=ids, use_cache=False).logits
+    torch.testing.assert_close(c(ids).logits, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(IndexError, match=r"index 96 .*model\.embed_tokens.*valid 0\.\.95"):
+        c(torch.tensor([[1, 2, 96, 3, 4]]))

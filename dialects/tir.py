@@ -132,7 +132,8 @@ ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
 }
 
 LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
-"""The kinds on i1 tensors (and integers, bitwise); every other kind computes on numbers."""
+"""The kinds on i1 tensors (and integers, bitwise); max and min (False < True) too, every other
+kind computes on numbers."""
 
 BIT_KINDS = (*LOGICAL_KINDS, ElementwiseKind.XOR, ElementwiseKind.SHL, ElementwiseKind.SHR)
 """The kinds on integers only (bitwise; and/or on i1 too)."""
@@ -169,6 +170,8 @@ def reduce_identity(kind: ReduceKind, elt: Attribute) -> float:
     """The combiner's identity in element type `elt`: a reduction's initial value (an arg
     kind's best value so far) and its result over nothing; +-inf is an integer's extreme."""
     v = REDUCE_IDENTITY[kind]
+    if isinstance(elt, IntegerType) and elt.width.data == 1 and v in (float("inf"), float("-inf")):
+        return 1 if v > 0 else 0  # a bool: False < True
     if isinstance(elt, IntegerType) and v in (float("inf"), float("-inf")):
         half = 2 ** (elt.width.data - 1)
         return half - 1 if v > 0 else -half
@@ -269,7 +272,7 @@ class ElementwiseOp(IRDLOperation):
                 raise VerifyException(
                     f"{self.name} {kind}: expected {want}, got {self.result.type}"
                 )
-        elif is_i1:
+        elif is_i1 and kind not in (ElementwiseKind.MAX, ElementwiseKind.MIN):  # (or, and)
             raise VerifyException(f"{self.name} {kind}: expected numbers, got {self.result.type}")
         if isinstance(elt, IntegerType) and not is_i1 and kind not in INTEGER_KINDS:
             raise VerifyException(f"{self.name} {kind}: expected floats, got {self.result.type}")

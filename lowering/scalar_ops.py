@@ -53,6 +53,28 @@ def _typed(float_op: type, int_op: type) -> Callable[..., SSAValue]:
         (int_op if isinstance(x.type, IntegerType) else float_op)(x, y)).result
 
 
+def is_bool(t: Attribute) -> bool:
+    """i1: a bool, ordered False < True (as PyTorch's), where a signed i1 has true = -1 < 0."""
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+EXTREMES = {"max": (arith.MaximumfOp, arith.MaxSIOp, arith.OrIOp),
+            "min": (arith.MinimumfOp, arith.MinSIOp, arith.AndIOp)}
+"""max/min per element type: floats NaN-propagating, integers signed, bools or/and."""
+
+
+def extreme_op(which: str, t: Attribute) -> type:
+    """The op class of EXTREMES[which] for element type `t` (also tile-to-kernel's combine)."""
+    float_op, int_op, bool_op = EXTREMES[which]
+    if not isinstance(t, IntegerType):
+        return float_op
+    return bool_op if is_bool(t) else int_op
+
+
+def _extreme(which: str) -> Callable[..., SSAValue]:
+    return lambda b, x, y: b.insert(extreme_op(which, x.type)(x, y)).result
+
+
 def _neg(b: Builder, x: SSAValue) -> SSAValue:
     if isinstance(x.type, IntegerType):
         return b.insert(arith.SubiOp(const(b, 0, x.type), x)).result
@@ -109,8 +131,8 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.SUB: _typed(arith.SubfOp, arith.SubiOp),
     EK.MUL: _typed(arith.MulfOp, arith.MuliOp),
     EK.DIV: _typed(arith.DivfOp, arith.DivSIOp),  # integers: C's, toward zero
-    EK.MAX: _typed(arith.MaximumfOp, arith.MaxSIOp),
-    EK.MIN: _typed(arith.MinimumfOp, arith.MinSIOp),
+    EK.MAX: _extreme("max"),
+    EK.MIN: _extreme("min"),
     EK.NEG: _neg,
     EK.EXP: lambda b, x: b.insert(math.ExpOp(x)).result,
     EK.RSQRT: lambda b, x: b.insert(math.RsqrtOp(x)).result,
@@ -164,8 +186,11 @@ COMPARE: dict[CK, tuple[str, str]] = {
 
 
 def compare(b: Builder, kind: CK, x: SSAValue, y: SSAValue) -> SSAValue:
-    """`arith.cmpf`/`arith.cmpi` of two scalars of one type: an i1."""
+    """`arith.cmpf`/`arith.cmpi` of two scalars of one type: an i1 (bools compared unsigned:
+    True > False)."""
     fp, ip = COMPARE[kind]
+    if is_bool(x.type) and ip[0] == "s":
+        ip = "u" + ip[1:]
     if isinstance(x.type, IntegerType | IndexType):
         return b.insert(arith.CmpiOp(x, y, ip)).result
     return b.insert(arith.CmpfOp(x, y, fp)).result

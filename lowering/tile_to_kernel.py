@@ -71,14 +71,13 @@ from deplo.analysis.nest import repeating_loops
 from deplo.dialects import kernel, loop, tile
 from deplo.dialects.loop import trip_count
 from deplo.lowering.legality import ConversionError, check_converted
+from deplo.lowering.scalar_ops import extreme_op
 
 INDEX = IndexType()
 AXIS = (kernel.Dim.X, kernel.Dim.Y, kernel.Dim.Z)
 COMBINE = {  # (float op, integer op) per combine kind
     tile.CombineKind.ADD: (arith.AddfOp, arith.AddiOp),
     tile.CombineKind.MUL: (arith.MulfOp, arith.MuliOp),
-    tile.CombineKind.MAX: (arith.MaximumfOp, arith.MaxSIOp),
-    tile.CombineKind.MIN: (arith.MinimumfOp, arith.MinSIOp),
 }
 
 
@@ -208,6 +207,8 @@ class _KernelLowering:
             self.emit(scf.YieldOp())
 
     def combine(self, kind: tile.CombineKind, a: SSAValue, b: SSAValue) -> SSAValue:
+        if kind in (tile.CombineKind.MAX, tile.CombineKind.MIN):
+            return self.emit(extreme_op(kind.value, a.type)(a, b))
         floating = isinstance(a.type, AnyFloat)
         return self.emit(COMBINE[kind][0 if floating else 1](a, b))
 

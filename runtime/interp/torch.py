@@ -108,7 +108,9 @@ def _extreme(fn: Callable[..., Any], identity: float) -> Callable[..., Any]:
     an integer's extreme for integers)."""
 
     def run(x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
-        if x.dtype.kind in "iu":
+        if x.dtype.kind == "b":  # False < True
+            init = identity > 0
+        elif x.dtype.kind in "iu":
             info = np.iinfo(x.dtype)
             init = info.min if identity < 0 else info.max
         else:

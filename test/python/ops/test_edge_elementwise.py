@@ -107,6 +107,14 @@ CASES = {
                               [torch.randn(8, 32, generator=torch.Generator().manual_seed(0))]),
     "var_over_an_empty_dim": (lambda x: torch.var(x, 0) + torch.std(x, (0, 1), keepdim=True),
                               [torch.randn(0, 4)]),
+    # bools order False < True (a signed i1 has true = -1): max is any, min is all
+    "bool_extremes": (lambda b: torch.stack([
+        b.amax(1), b.amin(1), b.max(1).values, b.min(1).values, (b > b.t()).any(1),
+        (b <= b.t()).all(1), torch.maximum(b, b.t()).all(1), torch.minimum(b, b.t()).any(1)]),
+        [torch.tensor([[True, False, False], [False, False, False], [True, True, True]])]),
+    "bool_extremes_of_long_rows": (  # rows of a block's threads, combined by warp shuffles
+        lambda b: torch.stack([b.amax(1), b.amin(1), torch.stack([b.max(), b.min()]).repeat(2)]),
+        [torch.arange(4 * 700).reshape(4, 700) % 700 > torch.tensor([[698], [700], [-1], [0]])]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

@@ -68,12 +68,26 @@ class Program:
     output_spec: Any = field(default=None, repr=False)  # the module's output structure (pytree)
     _bounds: list | None = field(default=None, repr=False)  # index_bounds, on the first call
 
-    def check_indices(self, inputs: Sequence) -> None:
-        """eager's IndexError for an index input past its table, before a run that would read
-        past it (frontend/bounds.py)."""
+    def check_inputs(self, inputs: Sequence) -> None:
+        """Before a run: TypeError for a torch tensor of another dtype than its example's, or a
+        numpy array of another kind (float, integer, bool; the runtimes would convert either
+        silently: 1.5 to 1), and eager's IndexError for an index input past its table, which
+        the kernels would read past (frontend/bounds.py)."""
+        for k, (x, example) in enumerate(zip(inputs, self.example_inputs)):
+            want = self.input_dtypes[k] if k < len(self.input_dtypes) else None
+            if isinstance(x, torch.Tensor) and want is not None and x.dtype != want:
+                got = x.dtype
+            elif not isinstance(x, torch.Tensor) and example is not None \
+                    and np.asarray(x).dtype.kind != example.dtype.kind:
+                got, want = np.asarray(x).dtype, example.dtype
+            else:
+                continue
+            raise TypeError(f"input {k} ('{self.input_names[k]}') is {got}, the example was "
+                            f"{want}: deplo compiled the program for the example's dtypes")
         if self._bounds is None:
             self._bounds = index_bounds(self.module, len(self.input_names))
-        check_indices(self._bounds, inputs, self.input_names)
+        check_indices(self._bounds, [to_numpy(x) if isinstance(x, torch.Tensor) else x
+                                     for x in inputs], self.input_names)
 
     def as_outputs(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """A run's results with uint8 outputs back in uint8 (carried in int16: dtypes.py)."""

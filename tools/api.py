@@ -273,16 +273,16 @@ class Compiled:
         if inputs is None:
             inputs = random_inputs(self.program, seed)
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        self.program.check_indices(inputs)
+        self.program.check_inputs(inputs)
         return self.program.as_outputs(self.executable(target, level).run(inputs))
 
     def torch_run(self, inputs: Sequence, target: str = "cpu") -> list[torch.Tensor]:
         """The program on the user's inputs (torch tensors or numpy) and its weights, torch
         tensors out in PyTorch's dtypes, flat: `c(x)`'s and the torch.compile backend's. The
         executable is built once per target (`runner`: a call is a launch, not a build)."""
+        self.program.check_inputs(inputs)
         numpy_in = [to_numpy(x) if isinstance(x, torch.Tensor) else np.asarray(x)
                     for x in inputs] + list(self.program.params)
-        self.program.check_indices(numpy_in)
         return self.program.torch_outputs(self.runner(target).run(numpy_in))
 
     def runner(self, target: str = "cpu"):

@@ -101,6 +101,10 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
     source = resolve_model(spec)
     config = hf_config(source)
     stop = eos_ids(spec, config) if stop_at_eos else set()
+    if not prompt:
+        raise FrontendError("the prompt has no ids: generation starts from at least one")
+    if min(prompt) < 0:
+        raise FrontendError(f"--prompt-ids: id {min(prompt)} is negative")
     if max(prompt) >= config.vocab_size:
         raise FrontendError(f"--prompt-ids: id {max(prompt)} is past the vocabulary "
                             f"({config.vocab_size} ids)")

@@ -129,3 +129,24 @@ def test_an_index_input_past_its_table_raises_index_error_before_a_run() -> None
     c = deplo.compile(lambda x, i: torch.gather(x, 1, i), (x, torch.zeros(5, 2, dtype=torch.long)))
     with pytest.raises(IndexError, match=r"index -1 .*aten.gather.*valid 0\.\.2"):
         c.run([x, torch.full((5, 2), -1)])
+
+
+def test_an_input_of_another_dtype_is_refused_not_converted() -> None:
+    """The program is compiled for its examples' dtypes: c(...) refuses a tensor of another
+    dtype (the runtime would convert it: 1.5 read as 1, a uint8 sum as a bool's); run(...)
+    takes numpy arrays of the same kind (float64 for float32: the numpy convenience)."""
+    import numpy as np
+
+    c = deplo.compile(lambda a: a * 3 + 1, [torch.tensor([1, 2, 3], dtype=torch.int32)])
+    assert torch.equal(c(torch.tensor([4, 5, 6], dtype=torch.int32)),
+                       torch.tensor([13, 16, 19], dtype=torch.int32))
+    for other in (torch.tensor([1.5, 2.5, -0.7]), torch.tensor([1, 2, 3])):
+        with pytest.raises(TypeError, match=r"input 0 .* is torch\.(float32|int64), the "
+                                            r"example was torch\.int32"):
+            c(other)
+    assert c.run([np.array([1, 2, 3])])[0].tolist() == [4, 7, 10]
+    with pytest.raises(TypeError, match="is float64, the example was int32"):
+        c.run([np.array([1.5, 2.0, 3.0])])
+    c = deplo.compile(lambda m: m.sum(), [torch.tensor([True, False])])
+    with pytest.raises(TypeError, match="is torch.uint8, the example was torch.bool"):
+        c(torch.tensor([7, 9], dtype=torch.uint8))

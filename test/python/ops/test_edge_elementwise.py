@@ -115,6 +115,12 @@ CASES = {
     "bool_extremes_of_long_rows": (  # rows of a block's threads, combined by warp shuffles
         lambda b: torch.stack([b.amax(1), b.amin(1), torch.stack([b.max(), b.min()]).repeat(2)]),
         [torch.arange(4 * 700).reshape(4, 700) % 700 > torch.tensor([[698], [700], [-1], [0]])]),
+    # exponents eager computes without pow: sqrt(-0.0) = -0.0 and sqrt(-inf) = NaN where
+    # pow gives 0.0 and inf (the sign of each value is an output of its own)
+    "pow_special_exponents": (
+        lambda x: (lambda y: torch.cat([y, torch.where(y.isnan(), 0, y.signbit().float())]))(
+            torch.stack([x ** 0.5, x ** -0.5, x ** 3, x ** -1, x ** -2, x ** 1.5])),
+        [torch.tensor([-0.0, -INF, 0.0, INF, 4.0, -4.0, 2.5, NAN, 1e-30, -3e-3])]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

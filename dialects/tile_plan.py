@@ -225,16 +225,16 @@ class Plan:
 
     def text(self) -> str:
         """`matmul(chain = [200, 100], ...) {splits = 1, ...}`: the attribute's syntax."""
-        facts = ", ".join(f"{n} = {_value_text(v)}" for n, v in self.facts)
-        knobs = ", ".join(f"{n} = {_value_text(v)}" for n, v in self.knobs)
+        facts = ", ".join(f"{n} = {value_text(v)}" for n, v in self.facts)
+        knobs = ", ".join(f"{n} = {value_text(v)}" for n, v in self.knobs)
         return f"{self.kind}({facts}) {{{knobs}}}"
 
 
-def _value_text(v: Value) -> str:
+def value_text(v: Value) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, tuple):
-        return "[" + ", ".join(map(_value_text, v)) + "]"
+        return "[" + ", ".join(map(value_text, v)) + "]"
     return str(v)
 
 
@@ -299,7 +299,15 @@ class PlanAttr(Data[Plan]):
             printer.print_string(self.data.text())
 
     def verify(self) -> None:
-        if bad := self.data.violations():
+        try:
+            bad = self.data.violations()
+        except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
+            # (facts are the planner's reading of a loop nest; an edited one may not parse as
+            # one: `chain = []`, `slabs = [zz9]`)
+            facts = ", ".join(f"{n} = {value_text(v)}" for n, v in self.data.facts)
+            raise VerifyException(f"a {self.data.kind} plan's facts ({facts}) are not ones "
+                                  "the planner reads off a loop nest") from None
+        if bad:
             knob, why = bad[0]
             raise VerifyException(f"knob {knob}: {why}")
 
@@ -567,6 +575,10 @@ class AttentionClass(RowClass):
         t, rows, heads = knobs["threads"], knobs["rows"], knobs.get("group_heads", 1)
         lanes = t < WARP and t >= 1 and not t & (t - 1)
         bad = super().violations(facts, {**knobs, "threads": WARP} if lanes else knobs)
+        if bad and bad[0][0] == "threads" and not lanes:  # (a row's lanes: a power of two)
+            bad[0] = ("threads", f"expected a power of two below {WARP} (a query row's lanes) "
+                                 f"or a multiple of {WARP} in [{WARP}, {MAX_BLOCK_THREADS}], "
+                                 f"got {t}")
         block = t * rows * heads
         if not bad and block > MAX_BLOCK_THREADS:
             bad.append(("rows", f"{rows} rows of {t} threads ({heads} head(s)): more than "

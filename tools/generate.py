@@ -104,7 +104,7 @@ def generate(spec: str, prompt: list[int], max_new_tokens: int, *, target: str =
     if not prompt:
         raise FrontendError("the prompt has no ids: generation starts from at least one")
     if min(prompt) < 0:
-        raise FrontendError(f"--prompt-ids: id {min(prompt)} is negative")
+        raise FrontendError(f"the prompt's id {min(prompt)} is negative")
     if max(prompt) >= config.vocab_size:
         raise FrontendError(f"--prompt-ids: id {max(prompt)} is past the vocabulary "
                             f"({config.vocab_size} ids)")

@@ -18,7 +18,8 @@ def add_db(p) -> None:
 def add_arguments(p, add_source, int_in, output_path) -> None:
     from deplo.hardware import add_gpu_model_argument
 
-    add_source(p)  # with --db (and --schedule, which tuning ignores: it starts from the heuristic)
+    add_source(p)  # with --db; --schedule is refused (a search starts from the heuristic),
+    # --schedule-out writes the best plans found
     p.add_argument("--budget", type=int_in(1, 10**6), default=64,
                    help="evaluations per distinct kernel, stored ones included")
     p.add_argument("--time", type=_seconds, default=None, metavar="S",
@@ -111,11 +112,17 @@ def cmd_tune(args, compile_program) -> int:
             rows = report_rows(store)
         print(format_report(rows, path))
         if args.output:
-            Path(args.output).write_text(json.dumps({"store": str(path), "kernels": rows},
-                                                    indent=1) + "\n")
+            from deplo.tools.errors import writing
+
+            with writing(args.output):
+                Path(args.output).write_text(json.dumps({"store": str(path), "kernels": rows},
+                                                        indent=1) + "\n")
             print(f"wrote {args.output}")
         if args.plot:
-            plot_report(rows, args.plot)
+            from deplo.tools.errors import writing
+
+            with writing(args.plot):
+                plot_report(rows, args.plot)
             print(f"wrote {args.plot}")
         return 0
     from deplo.hardware import model_for
@@ -125,6 +132,12 @@ def cmd_tune(args, compile_program) -> int:
     if args.output and not args.calibrate:
         raise UsageError("-o goes with --calibrate or --report (the tuner's results go to the "
                          "store: --db)")
+    if args.schedule:
+        raise UsageError("--schedule: tuning starts from the heuristic's plans (a plan file "
+                         "pins plans for compile, run and bench; they read the store: --db)")
+    if args.schedule_out and (args.calibrate or args.report):
+        raise UsageError("--schedule-out writes the plans a search found: not with "
+                         "--calibrate or --report")
     if args.calibrate and args.ray:
         raise UsageError("--calibrate evaluates here (--workers), not on Ray")
     on_gpu, device = gpu_probe()
@@ -171,6 +184,14 @@ def cmd_tune(args, compile_program) -> int:
             line += f"; {len(r.rejected)} plan(s) rejected by the check"
         print(line)
     print(f"deplo: the store is {path}")
+    if args.schedule_out:  # the best plan of each kernel of this program: a --schedule file
+        from deplo.tools.errors import writing
+        from deplo.tuning.tune import pins
+
+        best = {r.task.key: (r.best.name, r.best.plan) for r in reports if r.best}
+        with writing(args.schedule_out):
+            Path(args.schedule_out).write_text(json.dumps(pins(best), indent=1) + "\n")
+        print(f"wrote {args.schedule_out} ({len(best)} plan(s))")
     return 0
 
 

@@ -43,6 +43,7 @@ import math
 
 from xdsl.dialects.builtin import AnyFloat, MemRefType
 from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from deplo import hardware as hw
 from deplo.analysis import nest
@@ -54,6 +55,7 @@ from deplo.dialects.tile_plan import (
     Plan,
     PlanError,
     Value,
+    value_text,
     attention_stage_bytes,
     batched,
     block_tile,
@@ -844,6 +846,8 @@ def ensure_plan(kernel: tile.KernelOp, step: str | None = None,
     knobs (the heuristic's class when none has)."""
     plan = kernel.the_plan
     if plan is not None:
+        if not kernel.done_steps:
+            _check_facts(kernel, plan)
         return plan
     kinds = [kind for kind, _ in legal_classes(kernel)]
     fits = [
@@ -853,6 +857,25 @@ def ensure_plan(kernel: tile.KernelOp, step: str | None = None,
     new = plan_kernel(kernel, (fits or kinds)[0])
     kernel.set_plan(new, structural_key(kernel) if kernel.key is None else None)
     return new
+
+
+def _check_facts(kernel: tile.KernelOp, plan: Plan) -> None:
+    """A plan that came with the IR (printed, then edited or written by hand) is carried out
+    on the facts it states: before any step of it, they must be what its nest says (a `k`
+    past the nest's K would split K into slices that read past it)."""
+    read = FACTS[plan.kind](kernel)
+    name = kernel.sym_name.data
+    if read is None:
+        raise VerifyException(f"kernel @{name}: its loop nest cannot take the {plan.kind} plan "
+                              "it carries")
+    stated = plan.facts_dict
+    for fact, value in read:
+        if fact in stated and stated[fact] != value or fact not in stated and \
+                fact in CLASSES[plan.kind].facts:
+            shown = value_text(stated[fact]) if fact in stated else "nothing"
+            raise VerifyException(f"kernel @{name}: plan fact {fact} = {shown}, but its loop "
+                                  f"nest has {value_text(value)} (facts are read off the "
+                                  "nest; a plan changes its knobs)")
 
 
 def _all_knobs(kind: str) -> list[str]:

@@ -38,9 +38,16 @@ def test_tune_stores_resumes_and_is_used(tmp_path) -> None:
         (row,) = report_rows(s)
     assert row["best_us"] <= row["default_us"] and row["speedup"] >= 1.0
 
-    again = run("deplo", "tune", "-c", MM, "--budget", "6", "--db", db)
+    found = tmp_path / "found.json"  # (the best plans as a plan file, the store reused)
+    again = run("deplo", "tune", "-c", MM, "--budget", "6", "--db", db, "--schedule-out",
+                str(found))
     assert again.returncode == 0, again.stderr
     assert "0 evaluated" in again.stdout and len(_rows(db)) == len(rows)
+    assert json.loads(found.read_text())["kernels"][key]["knobs"] == best.knobs
+    pinned = run("deplo", "run", "-c", MM, "--schedule", str(found), "--check")
+    assert pinned.returncode == 0 and "PASS" in pinned.stdout, pinned.stderr
+    assert_clean_error(run("deplo", "tune", "-c", MM, "--db", db, "--schedule", str(found)),
+                       "--schedule: tuning starts from the heuristic's plans")
 
     out = run("deplo", "run", "-c", MM, "--db", db, "--check", "-v")
     assert out.returncode == 0 and "PASS" in out.stdout, out.stderr
@@ -64,6 +71,8 @@ def test_tune_stores_resumes_and_is_used(tmp_path) -> None:
     assert (tmp_path / "t.png").stat().st_size > 1000
     (row,) = json.loads((tmp_path / "r.json").read_text())["kernels"]
     assert row["key"] == key and row["best_plan"] == best.plan
+    assert_clean_error(run("deplo", "tune", "--report", "--db", db, "--plot", "/proc/t.png"),
+                       "cannot write /proc/t.png")
 
 
 def test_user_schedule_wins_over_the_store(tmp_path) -> None:

@@ -8,6 +8,8 @@
 // RUN: echo '{"format": "deplo-plans/1", "kernels": {"e89b901fa63181e1": {"kind": "matmul", "knobs": {}}}}' > %t.kind.json
 // RUN: not deplo-opt %s -p "loop-to-tile,tile-plan{schedule=\"%t.kind.json\"}" 2>&1 | filecheck %s --check-prefix=ILLEGAL
 // RUN: not deplo-opt %s -p "loop-to-tile,tile-plan{kind=tiling}" 2>&1 | filecheck %s --check-prefix=BADKIND
+// RUN: deplo-opt %s -p loop-to-tile,tile-plan | sed 's/ k = 256,/ k = 300,/' | not deplo-opt - -p tile-plan 2>&1 | filecheck %s --check-prefix=FACT
+// RUN: deplo-opt %s -p loop-to-tile,tile-plan | sed 's/chain = \[64, 128\]/chain = []/' | not deplo-opt - -p tile-plan 2>&1 | filecheck %s --check-prefix=MALFORMED
 
 // Every kernel gets a class (matmul, row_reduce, pointwise here: what its loops are), the facts
 // that class reads off the loops, the heuristic's knobs, and the structural key a plan file names
@@ -22,6 +24,11 @@
 // A 1000-wide row in chunks of 256 on blocks: 8 rows alone would fill 8 blocks.
 // CHECK-LABEL: tile.kernel @relu({{.*}}) grid(1, 1, 1) block(1, 1, 1) key "b2d69f6c5ea70cf1"
 // CHECK-SAME:      plan pointwise(chain = [8, 1000], leaf = true) {grid_dims = 3, leave_innermost = true, chunk = 256, {{.*}}} {
+
+// A plan in the IR (printed, then edited) is carried out on the facts it states: they must be
+// what the nest says before any step of it; a fact that is no reading of a nest does not verify.
+// FACT: deplo-opt: error: kernel @matmul: plan fact k = 300, but its loop nest has 256
+// MALFORMED: a matmul plan's facts (chain = [], k = 256, {{.*}}) are not ones the planner reads off a loop nest
 
 // kind=pointwise: every kernel that can take that class (all three: a thread per output).
 // KIND: tile.kernel @matmul({{.*}}) key "{{.*}}" plan pointwise(chain = [64, 128], leaf = true)

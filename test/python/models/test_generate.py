@@ -95,12 +95,21 @@ def test_cli(checkpoints) -> None:
 @pytest.mark.parametrize("args, message", [
     (["--prompt-ids", "1,x"], "expected comma-separated token ids"),
     (["--prompt-ids", "1,500"], "past the vocabulary"),
+    (["--prompt-ids", "1,-2"], "none negative"),
     (["--prompt-ids", "1,2", "--max-new-tokens", "40"], "the model takes at most 32"),
     (["--prompt", "hello"], "has no tokenizer files; use --prompt-ids"),
 ])
 def test_bad_prompts_are_one_line(checkpoints, args, message) -> None:
     p = run("deplo", "generate", str(checkpoints / "llama"), *args)
     assert p.returncode != 0 and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_an_empty_prompt_is_refused_in_one_line(checkpoints) -> None:
+    from deplo.frontend.errors import FrontendError
+    from deplo.tools.generate import generate
+
+    with pytest.raises(FrontendError, match="the prompt has no ids"):
+        generate(str(checkpoints / "llama"), [], 2)
 
 
 @pytest.mark.parametrize("variant", ["llama_odd_heads_tied_biases", "mistral_window_4",

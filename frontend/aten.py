@@ -1606,6 +1606,37 @@ def _signbit(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return _cmp(im, "logical_or", _cmp(im, "lt", x, zero), negative_zero)
 
 
+def _diagonal_scatter(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """x with src on its diagonal (dims d1, d2, offset): what `y.diagonal().fill_(v)` is once
+    functional (PyTorch's decomposition of it writes in place). Place (i, j) of d1 x d2 is on
+    the diagonal where j - i is the offset, and takes src's entry i (offset >= 0) or j."""
+    x, src = im.value(node.args[0]), im.value(node.args[1])
+    src = _as_dtype(im, src, x.type.element_type)
+    rank, shape = _rank(x), list(x.type.get_shape())
+    offset = _arg(node, 2, "offset", 0)
+    d1, d2 = _norm(_arg(node, 3, "dim1", 0), rank), _norm(_arg(node, 4, "dim2", 1), rank)
+    n1, n2, length = shape[d1], shape[d2], src.type.get_shape()[-1]
+    if not length:  # an empty diagonal: nothing written
+        return x
+    i, j = _positions(im, n1, [n1, 1], "diagonal_scatter"), \
+        _positions(im, n2, [1, n2], "diagonal_scatter")
+    on = _cmp(im, "eq", _ew(im, "sub", j, i), _scalar(im, offset, i))  # [n1, n2]
+    at = im.insert(T.ExpandOp(i if offset >= 0 else j, _t(i, [n1, n2])), "diagonal_scatter")
+    at = _ew(im, "minimum", at, _scalar(im, length - 1, at))  # (off the diagonal: unread)
+    picked = im.insert(T.IndexOp(src, [at], [_rank(src) - 1], _t(
+        src, [*src.type.get_shape()[:-1], n1, n2])), "diagonal_scatter")  # [rest.., n1, n2]
+    rest = [k for k in range(rank) if k not in (d1, d2)]
+    order = [*rest, d1, d2]  # picked's dims, as x's dims
+    back = [order.index(k) for k in range(rank)]
+    if back != sorted(back):
+        picked = im.insert(T.PermuteOp(picked, back, _t(picked, shape)), "diagonal_scatter")
+    if d1 > d2:  # the mask's dims in x's order
+        on = im.insert(T.PermuteOp(on, [1, 0], _t(on, [n2, n1])), "diagonal_scatter")
+    on = _reshape(im, on, [n if k in (d1, d2) else 1 for k, n in enumerate(shape)],
+                  "diagonal_scatter")
+    return im.insert(T.WhereOp(on, picked, x, rt), "diagonal_scatter")
+
+
 def _as_strided(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """as_strided of a tensor laid out from its storage's start (what PyTorch's decompositions
     of diagonal, unfold and einsum's repeated index leave): the flat tensor gathered at
@@ -2136,6 +2167,7 @@ COMPOSITE_CONVERTERS: dict[object, Converter] = {
     aten.addbmm.default: _addbmm,
     aten.flip.default: _flip,
     aten.as_strided.default: _as_strided,
+    aten.diagonal_scatter.default: _diagonal_scatter,
     aten.copysign.Tensor: _copysign,
     aten.fmax.default: _fmax_fmin("fmax"),
     aten.fmin.default: _fmax_fmin("fmin"),

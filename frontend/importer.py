@@ -547,8 +547,11 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         with torch.no_grad(), contextlib.redirect_stderr(err):
             ep = torch.export.export(module, tuple(example_inputs), strict=False)
             if any(isinstance(n.target, torch._ops.HigherOrderOperator)
-                   for n in ep.graph.nodes):  # an autocast or set_grad_enabled region:
-                ep = _inline_regions(ep)  # the ATen ops it runs (casts)
+                   or isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
+                   for n in ep.graph.nodes):  # an autocast or set_grad_enabled region, or
+                # an in-place op (`y.diagonal().fill_(9)` writes y through a view): the ATen
+                # ops it runs (casts), functional (diagonal_scatter)
+                ep = _inline_regions(ep)
         sys.stderr.write(err.getvalue())
         return ep
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything

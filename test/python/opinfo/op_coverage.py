@@ -320,6 +320,9 @@ COVERAGE: list[Entry] = [
           refusals={"as_strided of a non-contiguous tensor": "a view's storage (a strided input)"}),
     Entry("linalg.diagonal", "PyTorch's decomposition (as_strided)",
           refusals={"as_strided of a non-contiguous tensor": "a view's storage (a strided input)"}),
+    Entry("diagonal_scatter", "where(j - i = offset, src read at the diagonal's position, x)"),
+    Entry("select_scatter", "PyTorch's decomposition (where)"),
+    Entry("slice_scatter", "PyTorch's decomposition (a gather, where)"),
     Entry("diag", "PyTorch's decomposition"),
     Entry("diag_embed", "PyTorch's decomposition"),
     Entry("diagflat", "PyTorch's decomposition"),
@@ -513,11 +516,15 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - `index_put` with a boolean mask takes values that broadcast over the picked elements (one
   value, or one a trailing position); values with one entry per picked element depend on how
   many it picks (refused).
-- Indices that are program inputs are not bounds-checked at run time: an out-of-range entry of
-  a scatter writes nothing (PyTorch raises; a kernel cannot). Python integers past 2^53 given
-  as constants lose precision (a constant's value is a float64 attribute).
+- Index inputs are bounds-checked on the host before a run where they address a table
+  (embedding, `x[i]`, gather: eager's IndexError), not where they are a scatter's: an
+  out-of-range entry of a scatter writes nothing (PyTorch raises; a kernel cannot). Python
+  integers past 2^53 given as constants lose precision (a constant's value is a float64
+  attribute).
 - Training-mode dropout (random), `embedding(max_norm=...)` (renormalizes the weight in place),
-  in-place and `out=` variants: values are immutable here (refused).
+  in-place updates of the program's inputs and `out=` variants: values are immutable here
+  (refused). In-place ops on the program's own tensors (`y.diagonal().fill_(0)`,
+  `y[0].add_(1)`) are taken as their functional forms (the scatters above).
 - Integer arithmetic in kernels beyond index arithmetic (add, sub, mul, min, max, abs, sign, and
   fmod / remainder / div / floor_divide: C's `%` and `/`, corrected as aten's): elementwise kinds
   compute on floats; integer and bool tensors are indices, masks and argmax results. int8 and

@@ -121,6 +121,11 @@ CASES = {
         lambda x: (lambda y: torch.cat([y, torch.where(y.isnan(), 0, y.signbit().float())]))(
             torch.stack([x ** 0.5, x ** -0.5, x ** 3, x ** -1, x ** -2, x ** 1.5])),
         [torch.tensor([-0.0, -INF, 0.0, INF, 4.0, -4.0, 2.5, NAN, 1e-30, -3e-3])]),
+    # in-place ops on the program's own tensors, through views: functional once exported
+    "in_place_through_views": (
+        lambda a: (lambda y: (y.diagonal().fill_(9), y.diagonal(-1).add_(a[0, :3]),
+                              y[0].mul_(2), y[:, 1:3].sub_(1), y)[-1])(a.clone()),
+        [torch.randn(4, 5, generator=torch.Generator().manual_seed(3))]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),
@@ -142,7 +147,8 @@ def test_edges(name, target, level) -> None:
     fn, args = CASES[name]
     c = deplo.compile(fn, args)
     ref = fn(*args).numpy()
-    got = np.asarray(c.run([a.numpy() for a in args], target=target, level=level)[0])
+    got = np.asarray(c.run([a.numpy() for a in args] + list(c.program.params), target=target,
+                           level=level)[0])
     assert got.dtype == ref.dtype or (ref.dtype == bool and got.dtype == np.bool_)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=0, equal_nan=True)
 

@@ -78,7 +78,7 @@ class Program:
             if isinstance(x, torch.Tensor) and want is not None and x.dtype != want:
                 got = x.dtype
             elif not isinstance(x, torch.Tensor) and example is not None \
-                    and np.asarray(x).dtype.kind != example.dtype.kind:
+                    and _kind(np.asarray(x).dtype) != _kind(example.dtype):
                 got, want = np.asarray(x).dtype, example.dtype
             else:
                 continue
@@ -136,6 +136,11 @@ class Program:
                 raise FrontendError(f"output {k} of the program is a {type(o).__name__}, not a "
                                     "tensor: the comparison takes tensor outputs only")
         return [to_numpy(o) for o in outs]
+
+
+def _kind(dtype: np.dtype) -> str:
+    """f (floats), i (integers, signed or not) or b (bool)."""
+    return {"u": "i"}.get(dtype.kind, dtype.kind)
 
 
 @contextlib.contextmanager

@@ -75,6 +75,9 @@ class Program:
         the kernels would read past (frontend/bounds.py)."""
         for k, (x, example) in enumerate(zip(inputs, self.example_inputs)):
             want = self.input_dtypes[k] if k < len(self.input_dtypes) else None
+            if x is None or isinstance(x, torch.Tensor) and x.device.type == "meta":
+                raise TypeError(f"input {k} ('{self.input_names[k]}') is a meta tensor: it has "
+                                "a shape but no values to run on")
             if isinstance(x, torch.Tensor) and want is not None and x.dtype != want:
                 got = x.dtype
             elif not isinstance(x, torch.Tensor) and example is not None \

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 from collections.abc import Sequence
 
 import torch
@@ -35,10 +36,48 @@ def best_target() -> str:
 
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
+    if written := _state_written(gm):  # (an optimizer step: deplo would drop the update)
+        print(f"deplo: note: this graph writes {len(written)} tensor(s) of its state in place "
+              "(an optimizer step?); deplo compiles programs that read their state, so it runs "
+              "eagerly", file=sys.stderr)
+        return gm.forward
     _user_module_paths(gm)
+    forward = _without_grad_modes(gm)
     if any(_symbolic(a) for a in example_inputs) or _read_by_item(gm):
-        return _differentiable(gm, _per_shape(gm))
-    return _differentiable(gm, _static(gm, example_inputs))
+        return _differentiable(gm, _per_shape(forward))
+    return _differentiable(gm, _static(forward, example_inputs))
+
+
+def _without_grad_modes(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` for the forward deplo compiles: a `no_grad` block inside it (a target network's
+    output) changes no value, and its grad-mode switches fail export's trace where an input
+    requires grad. The gradients still come from `gm` as written (_EagerBackward)."""
+    switches = [n for n in gm.graph.nodes if n.target is torch._C._set_grad_enabled]
+    if not switches:
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    for n in [n for n in graph.nodes if n.target is torch._C._set_grad_enabled]:
+        graph.erase_node(n)
+    return torch.fx.GraphModule(gm, graph)
+
+
+def _state_written(gm: torch.fx.GraphModule) -> list[str]:
+    """The graph's attributes (state Dynamo does not lift as inputs: an optimizer's parameters
+    and moments) that an in-place op writes (`p.add_(g)`, `torch._foreach_mul_`, `p += g`)."""
+    attrs = {n for n in gm.graph.nodes if n.op == "get_attr"}
+    written = []
+    for n in gm.graph.nodes:
+        if n.op not in ("call_method", "call_function") or not n.args:
+            continue
+        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        in_place = (name.endswith("_") and not name.endswith("__")
+                    or getattr(n.target, "__module__", "") == "_operator" and name.startswith("i")
+                    or isinstance(n.target, torch._ops.OpOverload)
+                    and n.target._schema.is_mutable)
+        if in_place:
+            first = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
+            written += [a.target for a in first if a in attrs and a.target not in written]
+    return written
 
 
 _ROOT = re.compile(r"^L\['[^']*'\]\.?")
@@ -90,7 +129,8 @@ class _EagerBackward(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, run, gm, *args):
-        ctx.gm, ctx.args = gm, [None if isinstance(a, torch.Tensor) else a for a in args]
+        ctx.gm = _under_autocast(gm)  # (recomputed in the forward's autocast region)
+        ctx.args = [None if isinstance(a, torch.Tensor) else a for a in args]
         ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)])
         outputs = tuple(run(*args))
         ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
@@ -188,6 +228,28 @@ def _per_shape(gm: torch.fx.GraphModule):
     return run
 
 
+class _Autocast(torch.nn.Module):
+    """A graph run in an autocast region of its own."""
+
+    def __init__(self, gm: torch.nn.Module, device: str, dtype: torch.dtype):
+        super().__init__()
+        self.gm, self.device, self.dtype = gm, device, dtype
+
+    def forward(self, *args):
+        with torch.autocast(self.device, dtype=self.dtype):
+            return self.gm(*args)
+
+
+def _under_autocast(gm: torch.nn.Module) -> torch.nn.Module:
+    """`gm` as the caller runs it: Dynamo hands over a graph called under the caller's autocast
+    with its ops as written (export's trace does not see the casts autocast makes below it),
+    so the region is made the graph's own, which export records as inside a function."""
+    for device in ("cpu", "cuda"):
+        if torch.is_autocast_enabled(device):
+            return _Autocast(gm, device, torch.get_autocast_dtype(device))
+    return gm
+
+
 def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     """The runner of `gm` compiled at the example inputs' sizes."""
     from deplo.frontend.importer import import_module
@@ -200,7 +262,17 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         names = [_input_name(n) for n in places]
         if len(set(names)) < len(names):  # (`weight`, an input, and a module's: Dynamo's)
             names = [n.target for n in places]
-    program = import_module(gm, list(example_inputs), names)
+    # (detached: a tensor marked dynamic, `mark_dynamic`, would make export's sizes symbolic)
+    program = import_module(_under_autocast(gm), [a.detach() for a in example_inputs], names)
+    if isinstance(gm, torch.fx.GraphModule):  # Dynamo's dtypes: its graph of an autocast
+        # region exports with the region's bf16 output cast to float32 (the values bf16's)
+        out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        seen = [getattr(getattr(o, "meta", {}).get("example_value"), "dtype", None)
+                for o in (out if isinstance(out, (tuple, list)) else [out])]
+        if len(seen) == len(program.output_dtypes):
+            program.output_dtypes = [s if s is not None and s.is_floating_point
+                                     and d.is_floating_point else d
+                                     for s, d in zip(seen, program.output_dtypes)]
     target = best_target()
     compiled = Compiled(program, 0, tuned_schedule(None, None))  # the default store's plans
     compiled.runner(target)  # (built now: a compile error surfaces here)

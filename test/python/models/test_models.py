@@ -8,6 +8,7 @@ random input ids.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -194,6 +195,67 @@ def test_torch_compile_backend_float_arguments_and_autocast() -> None:
         torch.testing.assert_close(f(x, s), scaled(x, s), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(torch.compile(autocast, backend="deplo")(x), autocast(x),
                                rtol=1e-2, atol=1e-2)
+
+
+def test_torch_compile_backend_autocast_grad_modes_and_optimizer_steps(capsys) -> None:
+    """An autocast region's output keeps its dtype; a module called under the caller's autocast
+    computes as eager does there, gradients too (its backward recomputes in the region); a
+    `no_grad` block inside a training forward compiles (and stops the gradient, as in eager);
+    an input marked dynamic compiles at its size; an optimizer step, which writes its state in
+    place, runs eagerly, said once (deplo would have dropped the update)."""
+    w = torch.randn(4, 4, generator=torch.Generator().manual_seed(0))
+
+    def region(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = x @ w
+        return y.float(), y
+
+    torch._dynamo.reset()
+    x = torch.randn(3, 4)
+    got, want = torch.compile(region, backend="deplo")(x), region(x)
+    assert [t.dtype for t in got] == [torch.float32, torch.bfloat16]
+    torch.testing.assert_close(got, want)
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    twin = copy.deepcopy(m)
+    cm = torch.compile(m, backend="deplo")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, ref = cm(x), twin(x)
+        assert out.dtype == torch.bfloat16
+        out.float().pow(2).mean().backward()
+        ref.float().pow(2).mean().backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(m[0].weight.grad, twin[0].weight.grad)
+
+    def target(x):
+        with torch.no_grad():
+            y = x * 2
+        return y + x
+
+    xg = torch.randn(3, requires_grad=True)
+    torch.compile(target, backend="deplo")(xg).sum().backward()
+    assert torch.equal(xg.grad, torch.ones(3))
+    marked = torch.randn(2, 5)
+    torch._dynamo.mark_dynamic(marked, 0)
+    torch.testing.assert_close(torch.compile(lambda t: t.softmax(-1), backend="deplo")(marked),
+                               marked.softmax(-1))
+
+    for opt_class in (torch.optim.SGD, torch.optim.Adam):
+        torch._dynamo.reset()
+        a, b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+        b.load_state_dict(a.state_dict())
+        oa, ob = opt_class(a.parameters(), lr=0.1), opt_class(b.parameters(), lr=0.1)
+        step = torch.compile(oa.step, backend="deplo")
+        for _ in range(2):
+            batch = torch.randn(2, 3)
+            for model, opt in ((a, oa), (b, ob)):
+                opt.zero_grad()
+                model(batch).sum().backward()
+            step()
+            ob.step()
+        torch.testing.assert_close(a.weight, b.weight)
+    assert "writes 2 tensor(s) of its state in place" in capsys.readouterr().err
 
 
 def test_torch_compile_backend_names_a_buffer_updated_in_training_mode() -> None:

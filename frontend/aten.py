@@ -145,13 +145,18 @@ def _binary(name: str) -> Converter:
         if str(rt.element_type) == "i1" and name in ("add", "mul"):  # bool + bool: or; *: and
             return _logical("logical_or" if name == "add" else "logical_and")(im, node, rt)
         a, b = node.args[0], node.args[1]
-        if any(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) \
+        # a 0-d float tensor (a buffer's scale) as aten's CPU mul and div read their second
+        # operand: in float32, not rounded to the half type first (a first one is rounded)
+        scalar_tensor = name in ("mul", "div") and _cpu_scalar(b)
+        if (any(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+                or scalar_tensor) \
                 and str(rt.element_type) in ("f16", "bf16") and node.kwargs.get("alpha", 1) == 1:
             # a Python number with an f16/bf16 tensor: aten computes in float32 with the number
             # as a float32, and rounds the result once (x * 70000 on fp16 stays finite where
             # |x * 70000| < 65504, not x * inf; x * 1e-6 keeps 1e-6's digits; 0 stays 0)
             f32 = TensorType(mlir_element_type(torch.float32), rt.get_shape())
-            y = im.insert(T.BINARY_CLASSES[name](*_opmath_operands(im, node, rt), f32), name)
+            x, y = _opmath_operands(im, node, rt, scalar_tensors=scalar_tensor)
+            y = im.insert(T.BINARY_CLASSES[name](x, y, f32), name)
             return _as_dtype(im, y, rt.element_type)
         va = _as_dtype(im, im.value(a, rt), rt.element_type)
         vb = _as_dtype(im, im.value(b, rt), rt.element_type)
@@ -670,15 +675,26 @@ def _t(v: SSAValue, shape=None, elt=None) -> TensorType:
 
 
 def _opmath_operands(im: Importer, node: torch.fx.Node, rt: TensorType,
-                     scalar_in_opmath: bool = True) -> list[SSAValue]:
+                     scalar_in_opmath: bool = True, scalar_tensors: bool = False
+                     ) -> list[SSAValue]:
     """The two operands in rt's type, in float32 for f16/bf16; with `scalar_in_opmath`, a
     Python number straight to float32, not through the half type (aten's division kernels keep
     a scalar in their opmath type: a bf16 x // 0.7 divides by 0.7f, not by 0.69921875; its
-    fmod and remainder round it to bf16 first)."""
+    fmod and remainder round it to bf16 first); with `scalar_tensors`, a 0-d float tensor
+    too."""
     half = str(rt.element_type) in ("f16", "bf16") and scalar_in_opmath
     f32 = TensorType(mlir_element_type(torch.float32), [])
     return [im.value(x, f32) if half and isinstance(x, (int, float))
+            else _as_dtype(im, im.value(x), f32.element_type)
+            if half and scalar_tensors and _cpu_scalar(x)
             else _f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2]]
+
+
+def _cpu_scalar(x) -> bool:
+    """A 0-d float tensor operand: aten reads its value in the op's opmath type, as it reads a
+    Python number (a float32 or float64 scale is not rounded to the f16/bf16 tensor's type)."""
+    v = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+    return isinstance(v, torch.Tensor) and v.dim() == 0 and v.is_floating_point()
 
 
 def _f32(im: Importer, x: SSAValue) -> SSAValue:

@@ -126,6 +126,11 @@ CASES = {
         lambda a: (lambda y: (y.diagonal().fill_(9), y.diagonal(-1).add_(a[0, :3]),
                               y[0].mul_(2), y[:, 1:3].sub_(1), y)[-1])(a.clone()),
         [torch.randn(4, 5, generator=torch.Generator().manual_seed(3))]),
+    # a 0-d float32 scale of an fp16 tensor: aten's mul and div read it in float32 as their
+    # second operand (x * 1e5 finite where it fits), rounded to fp16 as the first or in add
+    "half_by_a_0d_scale": (
+        lambda x, s: torch.stack([x * s, x / s, s * x, x + s, x / (s * 1e-13)]),
+        [torch.tensor([0.001, 0.5, 2.0, -3.3], dtype=torch.float16), torch.tensor(1e5)]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

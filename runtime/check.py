@@ -120,8 +120,10 @@ def check_program(outputs: Sequence[np.ndarray], program, inputs: Sequence[np.nd
             return result  # integers exact; a float output beside them has no say
         ours, eager = compare([out], [ex], kind, False), compare([ref], [ex], kind, False)
         notes.append(f"against float64 {ours.max_rel:.3e}, eager's own {eager.max_rel:.3e}")
-        if not math.isfinite(eager.max_rel):
-            fine = False
+        if not math.isfinite(eager.max_rel):  # eager overflowed (or NaN) where float64 did
+            # not: ours passes only within the tolerance of float64 (an fp16 mse_loss of
+            # 300 - 0: PyTorch's decomposition squares in float32, eager rounds 90000 to inf)
+            fine = fine and math.isfinite(ours.max_rel) and ours.max_rel <= ours.tolerance
         elif t in HALF:
             fine = fine and ours.max_rel <= max(ours.tolerance, 1.25 * eager.max_rel)
         else:  # fp32: element by element, within eager's rounding over a few draws

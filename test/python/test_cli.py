@@ -280,6 +280,23 @@ def test_fp32_rounding_an_absorbing_op_hides_is_judged_as_a_whole() -> None:
     assert not check_program([o + 2e-3 for o in out], c.program, inputs, ["f32"]).ok
 
 
+def test_an_output_eager_overflows_passes_within_the_tolerance_of_float64() -> None:
+    """fp16 mse_loss of values of 200 sigma: eager rounds squares past 65504 to inf, PyTorch's
+    decomposition squares in float32 (finite, as float64): ours passes within 1e-2 of float64,
+    and a wrong value still fails."""
+    import deplo
+    from deplo.runtime.check import check_program
+    from deplo.tools.api import random_inputs
+
+    c = deplo.compile("F.mse_loss(torch.randn(4,4096,dtype=torch.float16)*200, "
+                      "torch.randn(4,4096,dtype=torch.float16))")
+    inputs = random_inputs(c.program, 0)
+    out = c.executable("cpu").run(inputs)
+    r = check_program(out, c.program, inputs, ["f16"])
+    assert r.ok and "eager's own inf" in r.note, r.line()
+    assert not check_program([o * 1.1 for o in out], c.program, inputs, ["f16"]).ok
+
+
 def test_float64_second_opinion_of_a_closure() -> None:
     """A lambda over a module: the module is reached (widened, so the second opinion runs: it
     was PyTorch's dtype traceback); over a plain tensor, which stays float32, the result line

@@ -211,7 +211,21 @@ def _rms_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     weight = node.kwargs.get("weight", weight)
     eps = node.kwargs.get("eps", eps)
     w = im.value(weight) if weight is not None else None
-    return im.insert(T.RmsNormOp(im.value(x), w, list(shape), eps, rt), "rms_norm")
+    xv, (w,), nt = _norm_types(im, im.value(x), [w], rt)
+    return _as_dtype(im, im.insert(T.RmsNormOp(xv, w, list(shape), eps, nt), "rms_norm"),
+                     rt.element_type)
+
+
+def _norm_types(im: Importer, x: SSAValue, params: list, rt: TensorType):
+    """(x, params, the result type) a norm computes in: float32 where its weights' type is not
+    x's (a bf16 activation with float32 weights: aten normalizes in float32 and returns x's
+    type), else as given."""
+    kinds = {p.type.element_type for p in params if p is not None}
+    if kinds <= {x.type.element_type}:
+        return x, params, rt
+    f32 = mlir_element_type(torch.float32)
+    return (_as_dtype(im, x, f32), [p if p is None else _as_dtype(im, p, f32) for p in params],
+            _t(x, rt.get_shape(), f32))
 
 
 # --- views, data movement, creation, attention ------------------------------------------------
@@ -558,10 +572,11 @@ def _layer_norm(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     eps = float(_arg(node, 4, "eps", 1e-5))
     w = im.value(weight) if weight is not None else None
     b = im.value(bias) if bias is not None else None
-    y = im.insert(T.LayerNormOp(x, w, b if w is not None else None, shape, eps, rt), "layer_norm")
+    x, (w, b), nt = _norm_types(im, x, [w, b], rt)
+    y = im.insert(T.LayerNormOp(x, w, b if w is not None else None, shape, eps, nt), "layer_norm")
     if b is not None and w is None:
-        y = im.insert(T.AddOp(y, b, rt), "layer_norm")
-    return y
+        y = im.insert(T.AddOp(y, b, nt), "layer_norm")
+    return _as_dtype(im, y, rt.element_type)
 
 
 def _linear(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:

@@ -131,6 +131,12 @@ CASES = {
     "half_by_a_0d_scale": (
         lambda x, s: torch.stack([x * s, x / s, s * x, x + s, x / (s * 1e-13)]),
         [torch.tensor([0.001, 0.5, 2.0, -3.3], dtype=torch.float16), torch.tensor(1e5)]),
+    # a bf16 activation with float32 norm weights: aten normalizes in float32, returns bf16
+    "norms_of_bf16_with_float32_weights": (
+        lambda x, w, b: torch.stack([F.layer_norm(x.bfloat16(), (16,), w, b),
+                                     F.rms_norm(x.bfloat16(), (16,), w)]).float(),
+        [torch.randn(4, 16, generator=torch.Generator().manual_seed(5)), torch.randn(16),
+         torch.randn(16)]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

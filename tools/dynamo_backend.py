@@ -32,7 +32,10 @@ import torch
 def best_target() -> str:
     from deplo.runtime.gpu import gpu_probe
 
-    return os.environ.get("DEPLO_TARGET") or ("gpu" if gpu_probe()[0] else "cpu")
+    target = os.environ.get("DEPLO_TARGET")
+    if target not in (None, "", "cpu", "gpu", "interp"):
+        raise ValueError(f"DEPLO_TARGET={target}: expected cpu, gpu or interp")
+    return target or ("gpu" if gpu_probe()[0] else "cpu")
 
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
@@ -112,10 +115,15 @@ def _differentiable(gm: torch.fx.GraphModule, run):
     """`run`, whose outputs carry gradients where PyTorch's would: a call with grad enabled
     and an input (a parameter, say) that requires it goes through `_EagerBackward`."""
 
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    # the outputs autograd tracks, as Dynamo traced them (`x.detach() * 2` is not one)
+    traced = [getattr(getattr(o, "meta", {}).get("example_value"), "requires_grad", True)
+              for o in (out if isinstance(out, (tuple, list)) else [out])]
+
     def call(*args):
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
                                            for a in args):
-            return _EagerBackward.apply(run, gm, *args)
+            return _EagerBackward.apply(run, gm, traced, *args)
         return run(*args)
 
     return call
@@ -128,12 +136,13 @@ class _EagerBackward(torch.autograd.Function):
     gradients at the cost of one eager forward more."""
 
     @staticmethod
-    def forward(ctx, run, gm, *args):
+    def forward(ctx, run, gm, traced, *args):
         ctx.gm = _under_autocast(gm)  # (recomputed in the forward's autocast region)
         ctx.args = [None if isinstance(a, torch.Tensor) else a for a in args]
         ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)])
         outputs = tuple(run(*args))
-        ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
+        ctx.mark_non_differentiable(*[o for o, t in zip(outputs, traced + [True] * len(outputs))
+                                      if not o.is_floating_point() or not t])
         return outputs
 
     @staticmethod
@@ -142,7 +151,7 @@ class _EagerBackward(torch.autograd.Function):
             raise RuntimeError(  # first-order gradients that silently lack a graph
                 "torch.compile(backend='deplo') gives first-order gradients only "
                 "(create_graph=True / a gradient of a gradient)")
-        wants = ctx.needs_input_grad[2:]  # (after run and gm)
+        wants = ctx.needs_input_grad[3:]  # (after run, gm and traced)
         saved = iter(ctx.saved_tensors)
         args = [next(saved).detach().requires_grad_(want) if n is None else n
                 for n, want in zip(ctx.args, wants)]
@@ -153,7 +162,7 @@ class _EagerBackward(torch.autograd.Function):
                  if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
         got = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
                                        allow_unused=True) if pairs else [None] * len(wanted))
-        return (None, None, *[next(got) if want else None for want in wants])
+        return (None, None, None, *[next(got) if want else None for want in wants])
 
 
 def _symbolic(a) -> bool:

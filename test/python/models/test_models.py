@@ -236,6 +236,8 @@ def test_torch_compile_backend_autocast_grad_modes_and_optimizer_steps(capsys) -
     xg = torch.randn(3, requires_grad=True)
     torch.compile(target, backend="deplo")(xg).sum().backward()
     assert torch.equal(xg.grad, torch.ones(3))
+    outs = torch.compile(lambda t: (t.detach() * 2, t * 3), backend="deplo")(xg)
+    assert [o.requires_grad for o in outs] == [False, True]  # (as eager's)
     marked = torch.randn(2, 5)
     torch._dynamo.mark_dynamic(marked, 0)
     torch.testing.assert_close(torch.compile(lambda t: t.softmax(-1), backend="deplo")(marked),

@@ -128,6 +128,16 @@ def _unary(name: str) -> Converter:
     return convert
 
 
+def _pow_scalar(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
+    """x ** number. aten takes sqrt and rsqrt for 0.5 and -0.5 on float32, float64 and bf16
+    (sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where pow gives 0.0 and inf); float16 takes pow."""
+    e = node.args[1]
+    if not isinstance(e, bool) and e in (0.5, -0.5) and str(rt.element_type) in ("f32", "f64",
+                                                                                  "bf16"):
+        return _unary("sqrt" if e > 0 else "rsqrt")(im, node, rt)
+    return _binary("pow")(im, node, rt)
+
+
 def _rounding(name: str) -> Converter:
     """floor / ceil / trunc / round: an integer tensor is already whole."""
     unary = _unary(name)
@@ -636,7 +646,7 @@ MATH_CONVERTERS: dict[object, Converter] = {
     },
     torch.ops.aten.rsub.Scalar: _rsub,
     torch.ops.aten.rsub.Tensor: _rsub,
-    torch.ops.aten.pow.Tensor_Scalar: _binary("pow"),
+    torch.ops.aten.pow.Tensor_Scalar: _pow_scalar,
     torch.ops.aten.pow.Tensor_Tensor: _pow_of_tensor,
     torch.ops.aten.pow.Scalar: _pow_of_tensor,
     torch.ops.aten.cos.default: _unary("cos"),

@@ -554,11 +554,13 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     try:
         with torch.no_grad(), contextlib.redirect_stderr(err):
             ep = torch.export.export(module, tuple(example_inputs), strict=False)
-            if any(isinstance(n.target, torch._ops.HigherOrderOperator)
-                   or isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
-                   for n in ep.graph.nodes):  # an autocast or set_grad_enabled region, or
-                # an in-place op (`y.diagonal().fill_(9)` writes y through a view): the ATen
-                # ops it runs (casts), functional (diagonal_scatter)
+            targets = [n.target for n in ep.graph.nodes]
+            if any(isinstance(t, torch._ops.HigherOrderOperator)
+                   or isinstance(t, torch._ops.OpOverload) and t._schema.is_mutable
+                   for t in targets) and not any(t in REFUSED for t in targets):
+                # an autocast or set_grad_enabled region, or an in-place op
+                # (`y.diagonal().fill_(9)` writes y through a view): the ATen ops it runs
+                # (casts), functional (diagonal_scatter); a refused one keeps its own reason
                 ep = _inline_regions(ep)
         sys.stderr.write(err.getvalue())
         return ep

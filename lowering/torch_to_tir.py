@@ -344,10 +344,10 @@ def constant_value(v: SSAValue) -> float | None:
 
 def _pow(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     """The exponents aten computes without pow, as it does: x ** 2 is x * x; a float x to 3,
-    -1, -2, 0.5, -0.5 is x * x * x, 1 / x, 1 / (x * x), sqrt, rsqrt (sqrt(-0.0) is -0.0 and
-    sqrt(-inf) NaN, where pow gives 0.0 and inf; eager's float16, which deplo computes in
-    float32, takes pow there); an integer tensor to a constant whole power
-    is square-and-multiply (wrapping as aten's); any other exponent is `pow`."""
+    -1, -2 is x * x * x, 1 / x, 1 / (x * x) (0.5 and -0.5 are sqrt and rsqrt at import, where
+    the dtype that decides it is known: frontend/aten.py `_pow_scalar`); an integer tensor to
+    a constant whole power is square-and-multiply (wrapping as aten's); any other exponent is
+    `pow`."""
     shape = rt.get_shape()
     x = b.broadcast(op.lhs, shape)
     n = constant_value(op.rhs)
@@ -356,12 +356,11 @@ def _pow(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
     if isinstance(rt.element_type, IntegerType):
         if n is not None and n >= 0 and n == int(n):
             return _whole_power(b, x, int(n), rt)
-    elif n in (3.0, -1.0, -2.0, 0.5, -0.5):
-        square = b.ew(EK.MUL, x, x) if n in (3.0, -2.0) else None
+    elif n in (3.0, -1.0, -2.0):
+        square = b.ew(EK.MUL, x, x) if n != -1.0 else None
         return {3.0: lambda: b.ew(EK.MUL, square, x),
                 -1.0: lambda: b.ew(EK.DIV, b.full(1.0, rt), x),
-                -2.0: lambda: b.ew(EK.DIV, b.full(1.0, rt), square),
-                0.5: lambda: b.ew(EK.SQRT, x), -0.5: lambda: b.ew(EK.RSQRT, x)}[n]()
+                -2.0: lambda: b.ew(EK.DIV, b.full(1.0, rt), square)}[n]()
     return b.ew(EK.POW, x, b.broadcast(op.rhs, shape))
 
 

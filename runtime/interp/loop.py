@@ -54,7 +54,7 @@ from xdsl.utils.exceptions import InterpretationError, VerifyException
 from deplo.dialects import loop
 from deplo.dialects.tir import expr_range
 from deplo.runtime.interp.host import fit, numpy_dtype
-from deplo.runtime.interp.tir import affine_evaluator, divide, rsqrt
+from deplo.runtime.interp.tir import affine_evaluator, c_pow, divide, rsqrt
 
 # ---------------------------------------------------------------------------------------------
 # arith / math on numpy
@@ -158,7 +158,7 @@ ARITH_MATH_IMPLS: dict[type, Callable[..., Any]] = {
     math_d.RoundOp: _round_half_away,
     math_d.RoundEvenOp: np.rint,
     math_d.CopySignOp: np.copysign,
-    math_d.PowFOp: np.power,
+    math_d.PowFOp: c_pow,
     math_d.FPowIOp: lambda a, b: np.power(a, b.astype(a.dtype) if hasattr(b, "astype") else b),
     math_d.IPowIOp: np.power,
     # one rounding for f32/f16/bf16: the f64 product of two f32 is exact (an f64 fma rounds twice)

@@ -71,6 +71,17 @@ def divide(a: Any, b: Any) -> Any:
     return np.where((q < 0) & (q * b != a), q + 1, q).astype(a.dtype)
 
 
+def c_pow(x: Any, y: Any) -> Any:
+    """C's pow (the kernels'): numpy's power takes sqrt for an exponent of +-0.5, where
+    sqrt(-0.0) is -0.0 and sqrt(-inf) NaN; pow gives 0.0 and inf (and their reciprocals)."""
+    x, y = np.asarray(x), np.asarray(y)
+    r = np.power(x, y)
+    half = np.abs(y) == 0.5
+    if x.dtype.kind == "f" and np.any(half):
+        r = np.where(half & ((x == 0) | np.isneginf(x)), np.power(np.abs(x), y), r)
+    return r
+
+
 def _out_of_width(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Shift amounts PyTorch answers with 0 or the sign (C leaves them undefined)."""
     return (y < 0) | (y >= 8 * x.dtype.itemsize)
@@ -94,7 +105,7 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.TANH: np.tanh,
     tir.ElementwiseKind.SIGMOID: sigmoid,
     tir.ElementwiseKind.SILU: lambda x: x * sigmoid(x),
-    tir.ElementwiseKind.POW: np.power,
+    tir.ElementwiseKind.POW: c_pow,
     tir.ElementwiseKind.FMOD: np.fmod,
     tir.ElementwiseKind.COS: np.cos,
     tir.ElementwiseKind.SIN: np.sin,

@@ -45,15 +45,6 @@ def relu(x: Any) -> Any:
     return np.maximum(x, x.dtype.type(0))
 
 
-def pow_as_aten(x: Any, y: Any) -> Any:
-    """aten's pow, which takes sqrt and rsqrt for a float to a scalar 0.5 and -0.5
-    (sqrt(-0.0) is -0.0, sqrt(-inf) NaN; pow gives 0.0 and inf)."""
-    if np.size(y) == 1 and x.dtype.kind == "f" and float(np.ravel(y)[0]) in (0.5, -0.5):
-        root = np.sqrt(x)
-        return root if float(np.ravel(y)[0]) > 0 else (1 / root).astype(root.dtype)
-    return np.power(x, y)
-
-
 # a torch op named as a tir kind computes as that kind
 _TABLE: dict[str, Callable[..., Any]] = {
     "relu": relu,
@@ -67,7 +58,6 @@ _TABLE: dict[str, Callable[..., Any]] = {
     "bitwise_right_shift": ELEMENTWISE_IMPLS[K.SHR],
     **{name: ELEMENTWISE_IMPLS[K(name)] for name in (*torch_d.UNARY_OPS, *torch_d.BINARY_OPS)
        if name in {k.value for k in K}},
-    "pow": pow_as_aten,
 }
 assert set(_TABLE) == set(torch_d.UNARY_OPS) | set(torch_d.BINARY_OPS) | set(torch_d.BITWISE_OPS), (
     "a torch op has no interpreter"

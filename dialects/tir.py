@@ -132,8 +132,8 @@ ELEMENTWISE_ARITY: dict[ElementwiseKind, int] = {
 }
 
 LOGICAL_KINDS = (ElementwiseKind.AND, ElementwiseKind.OR)
-"""The kinds on i1 tensors (and integers, bitwise); max and min (False < True) too, every other
-kind computes on numbers."""
+"""The kinds on i1 tensors (and integers, bitwise). max and min take i1 too (False < True:
+or, and); every other kind computes on numbers."""
 
 BIT_KINDS = (*LOGICAL_KINDS, ElementwiseKind.XOR, ElementwiseKind.SHL, ElementwiseKind.SHR)
 """The kinds on integers only (bitwise; and/or on i1 too)."""
@@ -170,7 +170,7 @@ def reduce_identity(kind: ReduceKind, elt: Attribute) -> float:
     """The combiner's identity in element type `elt`: a reduction's initial value (an arg
     kind's best value so far) and its result over nothing; +-inf is an integer's extreme."""
     v = REDUCE_IDENTITY[kind]
-    if isinstance(elt, IntegerType) and elt.width.data == 1 and v in (float("inf"), float("-inf")):
+    if is_i1(elt) and v in (float("inf"), float("-inf")):
         return 1 if v > 0 else 0  # a bool: False < True
     if isinstance(elt, IntegerType) and v in (float("inf"), float("-inf")):
         half = 2 ** (elt.width.data - 1)
@@ -265,16 +265,16 @@ class ElementwiseOp(IRDLOperation):
                     f"got {v.type}"
                 )
         elt = self.result.type.element_type
-        is_i1 = _is_i1(elt)
+        boolean = is_i1(elt)
         if kind in BIT_KINDS:
-            if not isinstance(elt, IntegerType) or is_i1 and kind not in LOGICAL_KINDS:
+            if not isinstance(elt, IntegerType) or boolean and kind not in LOGICAL_KINDS:
                 want = "i1 or integers" if kind in LOGICAL_KINDS else "integers"
                 raise VerifyException(
                     f"{self.name} {kind}: expected {want}, got {self.result.type}"
                 )
-        elif is_i1 and kind not in (ElementwiseKind.MAX, ElementwiseKind.MIN):  # (or, and)
+        elif boolean and kind not in (ElementwiseKind.MAX, ElementwiseKind.MIN):  # (or, and)
             raise VerifyException(f"{self.name} {kind}: expected numbers, got {self.result.type}")
-        if isinstance(elt, IntegerType) and not is_i1 and kind not in INTEGER_KINDS:
+        if isinstance(elt, IntegerType) and not boolean and kind not in INTEGER_KINDS:
             raise VerifyException(f"{self.name} {kind}: expected floats, got {self.result.type}")
 
     def print(self, printer: Printer) -> None:
@@ -859,7 +859,8 @@ class CompareKindAttr(EnumAttribute[CompareKind], SpacedOpaqueSyntaxAttribute):
     name = "tir.cmp"
 
 
-def _is_i1(t: Attribute) -> bool:
+def is_i1(t: Attribute) -> bool:
+    """A bool element type (ordered False < True, where a signed i1 has true = -1)."""
     return isinstance(t, IntegerType) and t.width.data == 1
 
 

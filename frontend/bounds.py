@@ -102,8 +102,9 @@ def _describe(op) -> str:
 
 def check_indices(bounds: Sequence[IndexBound], inputs: Sequence, names: Sequence[str]) -> None:
     """IndexError for the first input out of its bounds, as eager would raise."""
-    for b in bounds:
-        x = np.asarray(inputs[b.input])
+    for b in bounds:  # (an index tensor is an integer one: numpy takes it as it is)
+        x = inputs[b.input]
+        x = np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
         if not x.size:
             continue
         bad = x[(x < b.low) | (x >= b.high)]

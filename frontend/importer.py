@@ -75,7 +75,10 @@ class Program:
         the kernels would read past (frontend/bounds.py)."""
         for k, (x, example) in enumerate(zip(inputs, self.example_inputs)):
             want = self.input_dtypes[k] if k < len(self.input_dtypes) else None
-            if x is None or isinstance(x, torch.Tensor) and x.device.type == "meta":
+            if x is None:
+                raise TypeError(f"input {k} ('{self.input_names[k]}') is None (a meta tensor "
+                                "has no values to run on)")
+            if isinstance(x, torch.Tensor) and x.device.type == "meta":
                 raise TypeError(f"input {k} ('{self.input_names[k]}') is a meta tensor: it has "
                                 "a shape but no values to run on")
             if isinstance(x, torch.Tensor) and want is not None and x.dtype != want:
@@ -89,8 +92,7 @@ class Program:
                             f"{want}: deplo compiled the program for the example's dtypes")
         if self._bounds is None:
             self._bounds = index_bounds(self.module, len(self.input_names))
-        check_indices(self._bounds, [to_numpy(x) if isinstance(x, torch.Tensor) else x
-                                     for x in inputs], self.input_names)
+        check_indices(self._bounds, inputs, self.input_names)
 
     def as_outputs(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """A run's results with uint8 outputs back in uint8 (carried in int16: dtypes.py)."""

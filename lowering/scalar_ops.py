@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, SSAValue
 from deplo.dialects.tir import CompareKind as CK
 from deplo.dialects.tir import ElementwiseKind as EK
 from deplo.dialects.tir import ReduceKind as RK
+from deplo.dialects.tir import is_i1
 
 
 def const(b: Builder, value: float, t: Attribute) -> SSAValue:
@@ -53,11 +54,6 @@ def _typed(float_op: type, int_op: type) -> Callable[..., SSAValue]:
         (int_op if isinstance(x.type, IntegerType) else float_op)(x, y)).result
 
 
-def is_bool(t: Attribute) -> bool:
-    """i1: a bool, ordered False < True (as PyTorch's), where a signed i1 has true = -1 < 0."""
-    return isinstance(t, IntegerType) and t.width.data == 1
-
-
 EXTREMES = {"max": (arith.MaximumfOp, arith.MaxSIOp, arith.OrIOp),
             "min": (arith.MinimumfOp, arith.MinSIOp, arith.AndIOp)}
 """max/min per element type: floats NaN-propagating, integers signed, bools or/and."""
@@ -68,7 +64,7 @@ def extreme_op(which: str, t: Attribute) -> type:
     float_op, int_op, bool_op = EXTREMES[which]
     if not isinstance(t, IntegerType):
         return float_op
-    return bool_op if is_bool(t) else int_op
+    return bool_op if is_i1(t) else int_op
 
 
 def _extreme(which: str) -> Callable[..., SSAValue]:
@@ -189,7 +185,7 @@ def compare(b: Builder, kind: CK, x: SSAValue, y: SSAValue) -> SSAValue:
     """`arith.cmpf`/`arith.cmpi` of two scalars of one type: an i1 (bools compared unsigned:
     True > False)."""
     fp, ip = COMPARE[kind]
-    if is_bool(x.type) and ip[0] == "s":
+    if is_i1(x.type) and ip[0] == "s":
         ip = "u" + ip[1:]
     if isinstance(x.type, IntegerType | IndexType):
         return b.insert(arith.CmpiOp(x, y, ip)).result

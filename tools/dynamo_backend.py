@@ -64,6 +64,11 @@ def _without_grad_modes(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(gm, graph)
 
 
+_AUGMENTED = {f"i{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                  "matmul", "and", "or", "xor", "lshift", "rshift")}
+"""operator's in-place functions (`p += g`)."""
+
+
 def _state_written(gm: torch.fx.GraphModule) -> list[str]:
     """The graph's attributes (state Dynamo does not lift as inputs: an optimizer's parameters
     and moments) that an in-place op writes (`p.add_(g)`, `torch._foreach_mul_`, `p += g`)."""
@@ -73,8 +78,8 @@ def _state_written(gm: torch.fx.GraphModule) -> list[str]:
         if n.op not in ("call_method", "call_function") or not n.args:
             continue
         name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-        in_place = (name.endswith("_") and not name.endswith("__")
-                    or getattr(n.target, "__module__", "") == "_operator" and name.startswith("i")
+        in_place = (name.endswith("_") and not name.endswith("__") or name in _AUGMENTED
+                    and getattr(n.target, "__module__", "") == "_operator"
                     or isinstance(n.target, torch._ops.OpOverload)
                     and n.target._schema.is_mutable)
         if in_place:
@@ -111,14 +116,19 @@ def _input_name(place: torch.fx.Node) -> str:
     return ".".join(re.findall(r"\['([^']*)'\]", m[2])) or m[1]
 
 
+def _traced_outputs(gm: torch.fx.GraphModule) -> list:
+    """Dynamo's example value of each output of its graph (None where it has none)."""
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return [getattr(o, "meta", {}).get("example_value")
+            for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+
 def _differentiable(gm: torch.fx.GraphModule, run):
     """`run`, whose outputs carry gradients where PyTorch's would: a call with grad enabled
     and an input (a parameter, say) that requires it goes through `_EagerBackward`."""
 
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     # the outputs autograd tracks, as Dynamo traced them (`x.detach() * 2` is not one)
-    traced = [getattr(getattr(o, "meta", {}).get("example_value"), "requires_grad", True)
-              for o in (out if isinstance(out, (tuple, list)) else [out])]
+    traced = [getattr(o, "requires_grad", True) for o in _traced_outputs(gm)]
 
     def call(*args):
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
@@ -273,15 +283,14 @@ def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
             names = [n.target for n in places]
     # (detached: a tensor marked dynamic, `mark_dynamic`, would make export's sizes symbolic)
     program = import_module(_under_autocast(gm), [a.detach() for a in example_inputs], names)
-    if isinstance(gm, torch.fx.GraphModule):  # Dynamo's dtypes: its graph of an autocast
-        # region exports with the region's bf16 output cast to float32 (the values bf16's)
-        out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-        seen = [getattr(getattr(o, "meta", {}).get("example_value"), "dtype", None)
-                for o in (out if isinstance(out, (tuple, list)) else [out])]
-        if len(seen) == len(program.output_dtypes):
-            program.output_dtypes = [s if s is not None and s.is_floating_point
-                                     and d.is_floating_point else d
-                                     for s, d in zip(seen, program.output_dtypes)]
+    # Dynamo's dtypes: its graph of an autocast region exports with the region's bf16 output
+    # cast to float32 (the values bf16's)
+    seen = [getattr(o, "dtype", None) for o in _traced_outputs(
+        gm.gm if isinstance(gm, _Bound) else gm)]
+    if len(seen) == len(program.output_dtypes):
+        program.output_dtypes = [s if s is not None and s.is_floating_point
+                                 and d.is_floating_point else d
+                                 for s, d in zip(seen, program.output_dtypes)]
     target = best_target()
     compiled = Compiled(program, 0, tuned_schedule(None, None))  # the default store's plans
     compiled.runner(target)  # (built now: a compile error surfaces here)

@@ -55,7 +55,6 @@ from deplo.dialects.tile_plan import (
     Plan,
     PlanError,
     Value,
-    value_text,
     attention_stage_bytes,
     batched,
     block_tile,
@@ -65,6 +64,7 @@ from deplo.dialects.tile_plan import (
     shared_bytes,
     slab_parts,
     staged_slabs,
+    value_text,
 )
 from deplo.hardware import H100_SXM
 

@@ -357,8 +357,9 @@ def test_a_causal_lm_compiles_as_given_and_checks_its_ids(checkpoints) -> None:
     object (not tensors), so use_cache is off while deplo exports and runs the reference (and
     on again after); the logits come back in the model's output class, and an id past the
     vocabulary is eager's IndexError, naming the embedding, not a read past the table."""
-    import deplo
     from transformers import AutoModelForCausalLM
+
+    import deplo
 
     hf = AutoModelForCausalLM.from_pretrained(checkpoints / "llama").eval()
     ids = torch.randint(0, SMALL["vocab_size"], (1, 5), generator=torch.Generator().manual_seed(2))

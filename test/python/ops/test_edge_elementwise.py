@@ -23,6 +23,20 @@ def _ints(*shape, lo=-20, hi=20, seed=0):
     return torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
 
 
+def _with_signs(y: torch.Tensor) -> torch.Tensor:
+    """y and the sign bit of each value (-0.0 is not 0.0), a NaN's counted as positive."""
+    return torch.cat([y, torch.where(y.isnan(), 0, y.signbit().float())])
+
+
+def _written_through_views(a: torch.Tensor) -> torch.Tensor:
+    y = a.clone()
+    y.diagonal().fill_(9)
+    y.diagonal(-1).add_(a[0, :3])
+    y[0].mul_(2)
+    y[:, 1:3].sub_(1)
+    return y
+
+
 CASES = {
     "int_fmod": (lambda a, b: torch.fmod(a, b) + torch.fmod(a, -3),
                  [_ints(5, 7), _ints(5, 7, lo=1, hi=6) * torch.tensor([1, -1] * 3 + [1])]),
@@ -118,17 +132,15 @@ CASES = {
     # exponents eager computes without pow: sqrt(-0.0) = -0.0 and sqrt(-inf) = NaN where
     # pow gives 0.0 and inf (the sign of each value is an output of its own)
     "pow_special_exponents": (
-        lambda x: (lambda y: torch.cat([y, torch.where(y.isnan(), 0, y.signbit().float())]))(
-            torch.stack([x ** 0.5, x ** -0.5, x ** 3, x ** -1, x ** -2, x ** 1.5])),
+        lambda x: _with_signs(torch.stack([x ** 0.5, x ** -0.5, x ** 3, x ** -1, x ** -2,
+                                           x ** 1.5])),
         [torch.tensor([-0.0, -INF, 0.0, INF, 4.0, -4.0, 2.5, NAN, 1e-30, -3e-3])]),
     "pow_special_exponents_fp16": (  # (eager's float16 takes pow: sqrt(-0.0) is 0.0 there)
-        lambda x: (lambda y: torch.cat([y, torch.where(y.isnan(), 0, y.signbit().float())]))(
-            torch.stack([x.half() ** 0.5, x.half() ** -0.5, x.bfloat16() ** 0.5]).float()),
+        lambda x: _with_signs(torch.stack([x.half() ** 0.5, x.half() ** -0.5,
+                                           x.bfloat16() ** 0.5]).float()),
         [torch.tensor([-0.0, -INF, 0.0, INF, 4.0, -4.0, 2.5, NAN])]),
     # in-place ops on the program's own tensors, through views: functional once exported
-    "in_place_through_views": (
-        lambda a: (lambda y: (y.diagonal().fill_(9), y.diagonal(-1).add_(a[0, :3]),
-                              y[0].mul_(2), y[:, 1:3].sub_(1), y)[-1])(a.clone()),
+    "in_place_through_views": (_written_through_views,
         [torch.randn(4, 5, generator=torch.Generator().manual_seed(3))]),
     # a 0-d float32 scale of an fp16 tensor: aten's mul and div read it in float32 as their
     # second operand (x * 1e5 finite where it fits), rounded to fp16 as the first or in add

@@ -41,5 +41,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray | None:
     """A CPU copy of a tensor as numpy (bf16 as float32), or None for meta tensors."""
     if t.device.type == "meta":
         return None
+    if t.layout != torch.strided:
+        raise FrontendError(f"a {t.layout} tensor: deplo takes dense tensors (.to_dense())")
     t = t.detach().cpu()
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy()

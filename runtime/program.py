@@ -85,7 +85,7 @@ class CudaExecutable:
             self.compiled = compile_cubin(self.source, arch=arch)
             self._mod = GpuModule(self.compiled.cubin, signatures=self.signatures)
         else:
-            raise ValueError(f"unknown target {target!r} (cpu or gpu)")
+            raise ValueError(f"unknown target {target!r} (cpu or gpu; interp runs the IR)")
 
     def run(self, inputs: Sequence[np.ndarray], schedule: str | None = None,
             keep: int = 0, download: list[int] | None = None) -> list[np.ndarray]:

@@ -104,8 +104,15 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
     if isinstance(program, str):
         c = capture_expression(program, seed=seed)
         return import_module(c.module, c.example_inputs, c.input_names)
+    if not callable(program):
+        raise TypeError(f"expected an expression string, an nn.Module or a callable, got "
+                        f"{type(program).__name__}")
     if example_inputs is None:
         raise ValueError("a module or callable needs example inputs")
+    if isinstance(example_inputs, dict):
+        raise TypeError("example inputs are positional: a tensor, or a list or tuple of "
+                        "them (for keyword arguments, compile `lambda ids: model(input_ids="
+                        "ids)`)")
     given = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
     flat = all(isinstance(x, torch.Tensor) for x in given)
     tensors = [x for x in pytree.tree_leaves(given) if isinstance(x, torch.Tensor)]
@@ -174,6 +181,8 @@ class Compiled:
         """The program lowered to `level` (cached; each level is lowered from Torch IR)."""
         if level == "tir":
             level = "tensor"
+        if level not in LEVELS:
+            raise ValueError(f"unknown level {level!r}: expected one of {', '.join(LEVELS)}")
         if level not in self._levels:
             past_plan = LEVELS.index(level) > LEVELS.index("loop")
             schedule = self.plan_file() if past_plan else None  # (lowers to loop first)
@@ -272,6 +281,9 @@ class Compiled:
         float32 either way); fresh random inputs when omitted."""
         if inputs is None:
             inputs = random_inputs(self.program, seed)
+        if not isinstance(inputs, list | tuple):
+            raise TypeError(f"run() takes a list of inputs (then the weights), got "
+                            f"{type(inputs).__name__}")
         inputs = [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         self.program.check_inputs(inputs)
         return self.program.as_outputs(self.executable(target, level).run(inputs))

@@ -68,13 +68,17 @@ def tokenizer_for(spec: str):
     """The model directory's tokenizer (offline), or None where it has no tokenizer files."""
     from pathlib import Path
 
-    if Path(spec).is_dir() and not any((Path(spec) / f).is_file() for f in TOKENIZER_FILES):
+    has_files = Path(spec).is_dir() and any((Path(spec) / f).is_file() for f in TOKENIZER_FILES)
+    if Path(spec).is_dir() and not has_files:
         return None
     try:
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(spec, local_files_only=True)
-    except Exception:  # noqa: BLE001 - no tokenizer to be found offline: ids only
+    except Exception as e:  # noqa: BLE001 - a hub name with nothing cached offline: ids only
+        if has_files:  # (files that do not load: say why, not that there are none)
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise FrontendError(f"{spec}: its tokenizer files do not load: {first}") from None
         return None
 
 

@@ -150,3 +150,19 @@ def test_an_input_of_another_dtype_is_refused_not_converted() -> None:
     c = deplo.compile(lambda m: m.sum(), [torch.tensor([True, False])])
     with pytest.raises(TypeError, match="is torch.uint8, the example was torch.bool"):
         c(torch.tensor([7, 9], dtype=torch.uint8))
+
+
+def test_api_misuse_is_one_clear_error() -> None:
+    from deplo.frontend.errors import FrontendError
+
+    c = deplo.compile("torch.relu(torch.randn(2,2))")
+    with pytest.raises(ValueError, match="unknown level 'nonsense': expected one of torch"):
+        c.text("nonsense")
+    with pytest.raises(TypeError, match="a callable, got NoneType"):
+        deplo.compile(None)
+    with pytest.raises(TypeError, match="example inputs are positional"):
+        deplo.compile(torch.nn.ReLU(), {"x": torch.randn(2)})
+    with pytest.raises(TypeError, match="run\\(\\) takes a list of inputs"):
+        c.run(torch.randn(2, 2))
+    with pytest.raises(FrontendError, match="sparse_coo tensor: deplo takes dense tensors"):
+        deplo.compile(lambda x: x * 2, [torch.randn(4, 4).to_sparse()])

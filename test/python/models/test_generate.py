@@ -104,6 +104,17 @@ def test_bad_prompts_are_one_line(checkpoints, args, message) -> None:
     assert p.returncode != 0 and message in p.stderr and "Traceback" not in p.stderr
 
 
+def test_tokenizer_files_that_do_not_load_say_so(checkpoints, tmp_path) -> None:
+    import shutil
+
+    broken = tmp_path / "llama"
+    shutil.copytree(checkpoints / "llama", broken)
+    (broken / "tokenizer.json").write_text("{garbage")
+    p = run("deplo", "generate", str(broken), "--prompt", "hello", "--max-new-tokens", "1")
+    assert p.returncode != 0 and "its tokenizer files do not load" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_an_empty_prompt_is_refused_in_one_line(checkpoints) -> None:
     from deplo.frontend.errors import FrontendError
     from deplo.tools.generate import generate

@@ -149,7 +149,10 @@ def hf_config(source: ModelSource, num_layers: int | None = None):
     try:
         config = AutoConfig.for_model(model_type, **cfg)
     except (ValueError, KeyError, TypeError, StrictDataclassError) as e:
-        raise FrontendError(f"{source.origin}: unsupported config: {e}") from None
+        why = str(e)
+        if "Unrecognized model identifier" in why:  # (transformers lists every model type)
+            why = f"model_type {model_type!r} is not one transformers knows"
+        raise FrontendError(f"{source.origin}: unsupported config: {why}") from None
     _check_sizes({k: getattr(config, k, None) for k in _SIZES}, source.origin)  # the defaults
     if num_layers is not None:
         if not 1 <= num_layers <= config.num_hidden_layers:

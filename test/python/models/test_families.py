@@ -114,6 +114,17 @@ def test_a_config_value_transformers_does_not_know_is_named(tmp_path, field, val
         capture_model(str(tmp_path), seq_len=4)
 
 
+def test_an_unknown_model_type_is_named_not_listed_against_all(tmp_path) -> None:
+    import json
+
+    from deplo.frontend.errors import FrontendError
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama2", "hidden_size": 8}))
+    with pytest.raises(FrontendError, match=r"unsupported config: model_type 'llama2' is not "
+                                            r"one transformers knows$"):
+        capture_model(str(tmp_path), seq_len=4)
+
+
 def test_weights_past_the_memory_available_are_refused(tmp_path, monkeypatch) -> None:
     """Checked on the meta model before anything is allocated (a 7B config in fp32 would swap
     the machine); --num-layers and bf16 are the way out, and the message says so."""

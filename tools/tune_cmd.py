@@ -93,6 +93,7 @@ def tuned_schedule(db: str | None, user: str | None, verbose: int = 0) -> str | 
 
 
 def cmd_tune(args, compile_program) -> int:
+    from deplo.tools.errors import writing
     from deplo.tuning.store import TuningStore
     from deplo.tuning.tune import Evaluator, program_check, report_rows, tune
 
@@ -112,15 +113,11 @@ def cmd_tune(args, compile_program) -> int:
             rows = report_rows(store)
         print(format_report(rows, path))
         if args.output:
-            from deplo.tools.errors import writing
-
             with writing(args.output):
                 Path(args.output).write_text(json.dumps({"store": str(path), "kernels": rows},
                                                         indent=1) + "\n")
             print(f"wrote {args.output}")
         if args.plot:
-            from deplo.tools.errors import writing
-
             with writing(args.plot):
                 plot_report(rows, args.plot)
             print(f"wrote {args.plot}")
@@ -185,7 +182,6 @@ def cmd_tune(args, compile_program) -> int:
         print(line)
     print(f"deplo: the store is {path}")
     if args.schedule_out:  # the best plan of each kernel of this program: a --schedule file
-        from deplo.tools.errors import writing
         from deplo.tuning.tune import pins
 
         best = {r.task.key: (r.best.name, r.best.plan) for r in reports if r.best}

@@ -285,6 +285,11 @@ class _Translator:
     def scalar(self, op: Operation, form: str, name: str) -> SSAValue:
         args = [self.f32(self.v(a)) for a in op.operands]
         out = self.ctype(op.results[0].type, op)
+        t = op.results[0].type
+        if name in ("add", "sub", "mul") and isinstance(t, IntegerType) and t.width.data >= 32:
+            # int32/int64 data wraps, as aten's: signed overflow is undefined in C, and a
+            # compiler folds (x + 1) < 0 to x < -1 (index arithmetic keeps its signed form)
+            form = "ubinary"
         if form == "binary":
             r = self.emit(cuda.BinaryOp(name, *args))
         elif form == "ubinary":

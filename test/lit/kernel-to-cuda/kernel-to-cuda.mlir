@@ -324,3 +324,33 @@ kernel.func @private_row(%out: memref<4xf32>) grid(1, 1, 1) block(4, 1, 1) {
   %v = memref.load %acc[%t] : memref<4xf32>
   memref.store %v, %out[%t] : memref<4xf32>
 }
+
+// -----
+// int32 / int64 data wraps on overflow, as aten's (signed overflow is undefined in C: a compiler
+// folds (x + 1) < 0 away): add, sub and mul on unsigned operands; index arithmetic stays signed.
+
+// CHECK-LABEL: cuda.kernel @wrapping(
+// CHECK:         %[[A:.*]] = cuda.cast %{{.*}} : i32 to ui32
+// CHECK:         cuda.binary add %[[A]], %{{.*}} : ui32
+// CHECK:         cuda.binary mul %{{.*}}, %{{.*}} : ui64
+// CHECK:         cuda.binary add %{{.*}}, %{{.*}} : i32
+kernel.func @wrapping(%x: memref<4xi32>, %y: memref<4xi64>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %v = memref.load %x[%t] : memref<4xi32>
+  %c1 = arith.constant 1 : i32
+  %s = arith.addi %v, %c1 : i32
+  %w = arith.extsi %s : i32 to i64
+  %c3 = arith.constant 3 : i64
+  %p = arith.muli %w, %c3 : i64
+  memref.store %p, %y[%t] : memref<4xi64>
+  %c2 = arith.constant 2 : index
+  %i = arith.addi %t, %c2 : index
+  %c4 = arith.constant 4 : index
+  %j = arith.remui %i, %c4 : index
+  %u = memref.load %x[%j] : memref<4xi32>
+  memref.store %u, %x[%t] : memref<4xi32>
+}
+func.func @main(%x: memref<4xi32>, %y: memref<4xi64>) {
+  kernel.launch @wrapping(%x, %y) : memref<4xi32>, memref<4xi64>
+  func.return
+}

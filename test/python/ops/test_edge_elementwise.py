@@ -153,6 +153,13 @@ CASES = {
                                      F.rms_norm(x.bfloat16(), (16,), w)]).float(),
         [torch.randn(4, 16, generator=torch.Generator().manual_seed(5)), torch.randn(16),
          torch.randn(16)]),
+    # int32 / int64 wrap inside an expression, as aten's (C's signed overflow is undefined:
+    # g++ folded (x + 1) < 0 to x < -1)
+    "int_wraps_inside_an_expression": (
+        lambda a, b: torch.stack([(a + 1) < 0, (a - 1) > 0, (a * 2) < 0, (b + 1) < 0,
+                                  (b * 3 - 1) > 0]),
+        [torch.tensor([2**31 - 1, -2**31, 5, -5], dtype=torch.int32),
+         torch.tensor([2**63 - 1, -2**63, 5, -5])]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

@@ -168,8 +168,8 @@ def _binary(name: str) -> Converter:
             x, y = _opmath_operands(im, node, rt, scalar_tensors=scalar_tensor)
             y = im.insert(T.BINARY_CLASSES[name](x, y, f32), name)
             return _as_dtype(im, y, rt.element_type)
-        va = _as_dtype(im, im.value(a, rt), rt.element_type)
-        vb = _as_dtype(im, im.value(b, rt), rt.element_type)
+        dtype = getattr(node.meta.get("val"), "dtype", None)
+        va, vb = (_in_dtype(im, x, dtype, rt) for x in (a, b))
         alpha = node.kwargs.get("alpha", 1)
         if name in ("add", "sub") and alpha != 1:
             vb = im.insert(
@@ -466,6 +466,17 @@ def _as_dtype(im: Importer, v: SSAValue, elt) -> SSAValue:
     return im.insert(T.ToOp(v, TensorType(elt, v.type.get_shape())), "to")
 
 
+def _in_dtype(im: Importer, x, dtype: torch.dtype | None, like: TensorType) -> SSAValue:
+    """An operand (node or number) converted to `dtype` (its MLIR type `like`): a wider integer
+    tensor taken to uint8 keeps its low 8 bits, as aten's cast (-1 is 255; uint8 is carried in
+    i16, where a plain cast would keep -1)."""
+    v = _as_dtype(im, im.value(x, like), like.element_type)
+    src = getattr(x.meta.get("val"), "dtype", None) if isinstance(x, torch.fx.Node) else None
+    if dtype == torch.uint8 and src not in (None, torch.uint8, torch.bool):
+        v = wrap_uint8(im, v)
+    return v
+
+
 def _common_dtype(a, b) -> torch.dtype:
     """torch.result_type of two FX arguments (tensors by their metadata, or Python numbers)."""
 
@@ -483,8 +494,9 @@ def _compare(name: str) -> Converter:
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         a, b = node.args[0], node.args[1]
-        like = TensorType(mlir_element_type(_common_dtype(a, b)), [])
-        va, vb = (_as_dtype(im, im.value(x, like), like.element_type) for x in (a, b))
+        dtype = _common_dtype(a, b)
+        like = TensorType(mlir_element_type(dtype), [])
+        va, vb = (_in_dtype(im, x, dtype, like) for x in (a, b))
         return im.insert(T.COMPARE_CLASSES[name](va, vb, rt), name)
 
     return convert
@@ -705,21 +717,23 @@ def _opmath_operands(im: Importer, node: torch.fx.Node, rt: TensorType,
     """The two operands in rt's type, in float32 for f16/bf16; with `scalar_in_opmath`, a
     Python number straight to float32, not through the half type (aten's division kernels keep
     a scalar in their opmath type: a bf16 x // 0.7 divides by 0.7f, not by 0.69921875; its
-    fmod and remainder round it to bf16 first); with `scalar_tensors`, a 0-d float tensor
-    too."""
+    fmod and remainder round it to bf16 first); with `scalar_tensors`, a 0-d tensor as the
+    second operand too."""
     half = str(rt.element_type) in ("f16", "bf16") and scalar_in_opmath
     f32 = TensorType(mlir_element_type(torch.float32), [])
     return [im.value(x, f32) if half and isinstance(x, (int, float))
             else _as_dtype(im, im.value(x), f32.element_type)
-            if half and scalar_tensors and _cpu_scalar(x)
-            else _f32(im, _as_dtype(im, im.value(x, rt), rt.element_type)) for x in node.args[:2]]
+            if half and scalar_tensors and k == 1 and _cpu_scalar(x)
+            else _f32(im, _as_dtype(im, im.value(x, rt), rt.element_type))
+            for k, x in enumerate(node.args[:2])]
 
 
 def _cpu_scalar(x) -> bool:
-    """A 0-d float tensor operand: aten reads its value in the op's opmath type, as it reads a
-    Python number (a float32 or float64 scale is not rounded to the f16/bf16 tensor's type)."""
+    """A 0-d tensor operand (not a bool): aten reads its value in the op's opmath type, as it
+    reads a Python number (a float32 scale or an int64 count is not rounded to the f16/bf16
+    tensor's type)."""
     v = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-    return isinstance(v, torch.Tensor) and v.dim() == 0 and v.is_floating_point()
+    return isinstance(v, torch.Tensor) and v.dim() == 0 and v.dtype != torch.bool
 
 
 def _f32(im: Importer, x: SSAValue) -> SSAValue:
@@ -1534,7 +1548,8 @@ def _modulo(name: str) -> Converter:
     `i // 2` floors); a zero divisor, which PyTorch raises on, is undefined here, as in CUDA."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        a, b = _opmath_operands(im, node, rt, scalar_in_opmath=name == "floor_divide")
+        a, b = _opmath_operands(im, node, rt, scalar_in_opmath=name == "floor_divide",
+                                scalar_tensors=name == "floor_divide")
         mod = _ew(im, "fmod", a, b)
         zero = _scalar(im, 0, mod)
         fix = _cmp(im, "logical_and", _cmp(im, "ne", mod, zero),

@@ -147,6 +147,10 @@ CASES = {
     "half_by_a_0d_scale": (
         lambda x, s: torch.stack([x * s, x / s, s * x, x + s, x / (s * 1e-13)]),
         [torch.tensor([0.001, 0.5, 2.0, -3.3], dtype=torch.float16), torch.tensor(1e5)]),
+    "half_by_a_0d_count_and_floor_divide": (  # (an int 0-d too; floor_divide as div)
+        lambda x, n, s: torch.stack([x * n, x / n, x // s]),
+        [torch.tensor([1.0, -3.0, 0.0, 2049.0], dtype=torch.float16), torch.tensor(70000),
+         torch.tensor(0.1)]),
     # a bf16 activation with float32 norm weights: aten normalizes in float32, returns bf16
     "norms_of_bf16_with_float32_weights": (
         lambda x, w, b: torch.stack([F.layer_norm(x.bfloat16(), (16,), w, b),
@@ -160,6 +164,12 @@ CASES = {
                                   (b * 3 - 1) > 0]),
         [torch.tensor([2**31 - 1, -2**31, 5, -5], dtype=torch.int32),
          torch.tensor([2**63 - 1, -2**63, 5, -5])]),
+    # a uint8 tensor with a 0-d tensor of a wider integer type: aten casts the 0-d to uint8
+    # (-1 is 255, 300 is 44) before comparing or combining
+    "uint8_with_a_0d_int": (
+        lambda u, s: torch.stack([(u == s).to(torch.int16), (u > s).to(torch.int16),
+                                  torch.maximum(u, s).to(torch.int16), (u + s).to(torch.int16)]),
+        [torch.tensor([255, 0, 44, 7], dtype=torch.uint8), torch.tensor(-1)]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

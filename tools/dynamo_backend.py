@@ -70,22 +70,44 @@ _AUGMENTED = {f"i{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "m
 
 
 def _state_written(gm: torch.fx.GraphModule) -> list[str]:
-    """The graph's attributes (state Dynamo does not lift as inputs: an optimizer's parameters
-    and moments) that an in-place op writes (`p.add_(g)`, `torch._foreach_mul_`, `p += g`)."""
-    attrs = {n for n in gm.graph.nodes if n.op == "get_attr"}
+    """The graph's state an in-place op writes (`p.add_(g)`, `torch._foreach_mul_`, `p += g`,
+    `p[...] = v`, through views): its attributes (an optimizer's parameters and moments) and
+    the parameters Dynamo lifts as inputs (a step written by hand over a module). A buffer or
+    a user's tensor written in place stays the importer's error (BatchNorm: model.eval())."""
+    attrs = {n for n in gm.graph.nodes if n.op == "get_attr" or n.op == "placeholder"
+             and isinstance(n.meta.get("example_value"), torch.nn.Parameter)}
     written = []
     for n in gm.graph.nodes:
         if n.op not in ("call_method", "call_function") or not n.args:
             continue
         name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-        in_place = (name.endswith("_") and not name.endswith("__") or name in _AUGMENTED
-                    and getattr(n.target, "__module__", "") == "_operator"
+        operator = getattr(n.target, "__module__", "") == "_operator"
+        in_place = (name.endswith("_") and not name.endswith("__")
+                    or operator and (name in _AUGMENTED or name == "setitem")
                     or isinstance(n.target, torch._ops.OpOverload)
                     and n.target._schema.is_mutable)
         if in_place:
             first = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
-            written += [a.target for a in first if a in attrs and a.target not in written]
+            for a in map(_viewed, first):
+                if a in attrs and a.target not in written:
+                    written.append(a.target)
     return written
+
+
+_VIEWS = {"view", "reshape", "flatten", "unflatten", "view_as", "unsqueeze", "squeeze",
+          "transpose", "t", "permute", "expand", "narrow", "select", "diagonal", "getitem",
+          "as_strided", "detach", "unbind", "split", "chunk"}
+"""Methods and functions whose result may share its input's storage (`p.view(-1).sub_(g)`
+writes p)."""
+
+
+def _viewed(a):
+    """The node whose storage `a` may view (itself where it is no view)."""
+    while isinstance(a, torch.fx.Node) and a.op in ("call_method", "call_function") and a.args \
+            and (a.target if isinstance(a.target, str) else getattr(a.target, "__name__", "")
+                 ) in _VIEWS:
+        a = a.args[0]
+    return a
 
 
 _ROOT = re.compile(r"^L\['[^']*'\]\.?")

@@ -257,6 +257,18 @@ def test_torch_compile_backend_autocast_grad_modes_and_optimizer_steps(capsys) -
             step()
             ob.step()
         torch.testing.assert_close(a.weight, b.weight)
+    lin = torch.nn.Linear(2, 2)
+    lin(torch.ones(1, 2)).sum().backward()
+
+    @torch.no_grad()
+    def by_hand():  # (through a view and by setitem: the same writes)
+        lin.weight.view(-1).sub_(lin.weight.grad.view(-1), alpha=0.5)
+        lin.bias[...] = lin.bias - 0.5 * lin.bias.grad
+
+    want = [(p - 0.5 * p.grad).detach() for p in (lin.weight, lin.bias)]
+    torch._dynamo.reset()
+    torch.compile(by_hand, backend="deplo")()
+    torch.testing.assert_close([lin.weight, lin.bias], want)
     assert "writes 2 tensor(s) of its state in place" in capsys.readouterr().err
 
 

@@ -55,8 +55,7 @@ def _without_grad_modes(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` for the forward deplo compiles: a `no_grad` block inside it (a target network's
     output) changes no value, and its grad-mode switches fail export's trace where an input
     requires grad. The gradients still come from `gm` as written (_EagerBackward)."""
-    switches = [n for n in gm.graph.nodes if n.target is torch._C._set_grad_enabled]
-    if not switches:
+    if not any(n.target is torch._C._set_grad_enabled for n in gm.graph.nodes):
         return gm
     graph = copy.deepcopy(gm.graph)
     for n in [n for n in graph.nodes if n.target is torch._C._set_grad_enabled]:

@@ -1512,7 +1512,7 @@ def _is_value(kind: str) -> Converter:
 
 def _any_all(name: str) -> Converter:
     """any / all (.default, .dim, .dims): the sum (any: 0 over nothing) / min (all: +inf over
-    nothing) of `x != 0` as 0/1 floats, then != 0."""
+    nothing) of `x != 0` as 0/1 floats, then != 0 (in uint8 for a uint8 x, as aten's)."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         x = im.value(node.args[0])
@@ -1522,7 +1522,9 @@ def _any_all(name: str) -> Converter:
             else list(range(_rank(x)))
         y = _reduce(im, "sum" if name == "any" else "amin", f, dims,
                     bool(_arg(node, 2, "keepdim", False)))
-        return im.insert(T.NeOp(y, _scalar(im, 0, y), rt), name)
+        truth = im.insert(T.NeOp(y, _scalar(im, 0, y), _t(y, elt=mlir_element_type(torch.bool))),
+                          name)
+        return _as_dtype(im, truth, rt.element_type)  # (of a uint8 tensor, aten's is uint8)
 
     return convert
 

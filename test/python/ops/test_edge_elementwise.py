@@ -170,6 +170,9 @@ CASES = {
         lambda u, s: torch.stack([(u == s).to(torch.int16), (u > s).to(torch.int16),
                                   torch.maximum(u, s).to(torch.int16), (u + s).to(torch.int16)]),
         [torch.tensor([255, 0, 44, 7], dtype=torch.uint8), torch.tensor(-1)]),
+    "any_all_of_uint8": (  # (aten's result is uint8 there, not bool)
+        lambda u: torch.stack([u.any(1), u.all(1), u.any(0)[:2], u.all(0)[:2]]).to(torch.int16),
+        [torch.tensor([[0, 3, 255], [0, 0, 0]], dtype=torch.uint8)]),
     "int_max_pool_padded": (  # the padding is the type's least, not -inf
         lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1] * 1000
         + F.max_pool2d(x, 3, 2, 1), [_ints(2, 3, 5, 4, lo=-99, hi=-1)]),

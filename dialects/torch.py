@@ -700,6 +700,10 @@ class EmbeddingOp(_TorchOp):
 
     __init__ = _operands_init
 
+    def index_ranges(self) -> list[tuple[SSAValue, int, int]]:
+        """(index operand, the dim's size, the lowest valid value): ids are rows."""
+        return [(self.indices, self.weight.type.get_shape()[0], 0)]
+
     def verify_(self) -> None:
         w = _tensor(self, self.weight, "the weight")
         (ids,) = _check_indices(self, [self.indices])
@@ -730,6 +734,12 @@ class IndexOp(_TorchOp):
             result_types=[result_type],
             properties={"dims": DenseArrayBase.from_list(i64, list(dims))},
         )
+
+    def index_ranges(self) -> list[tuple[SSAValue, int, int]]:
+        """(index operand, the dim's size, the lowest valid value): a negative index counts
+        from the end, as aten's."""
+        shape = self.input.type.get_shape()
+        return [(v, shape[d], -shape[d]) for v, d in zip(self.indices, self.dims.get_values())]
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")
@@ -1078,6 +1088,11 @@ class GatherOp(_TorchOp):
 
     def __init__(self, x: SSAValue, index: SSAValue, dim: int, result_type: TensorType):
         super().__init__(operands=[x, index], result_types=[result_type], properties=_props(dim=dim))
+
+    def index_ranges(self) -> list[tuple[SSAValue, int, int]]:
+        """(index operand, the dim's size, the lowest valid value): no negative index."""
+        shape = self.input.type.get_shape()
+        return [(self.index, shape[self.dim.value.data % len(shape)] if shape else 1, 0)]
 
     def verify_(self) -> None:
         x = _tensor(self, self.input, "the input")

@@ -51,25 +51,12 @@ def index_bounds(module: ModuleOp, inputs: int) -> list[IndexBound]:
         if not isinstance(f, func.FuncOp):
             continue
         for op in f.walk():
-            for idx, size, low in _indexed(op):
+            for idx, size, low in getattr(op, "index_ranges", list)():
                 k = _input_of(idx, main, calls, inputs)
                 if k is not None:
                     bound = IndexBound(k, low, size, size, _describe(op))
                     found.setdefault((k, low, size), bound)
     return list(found.values())
-
-
-def _indexed(op) -> list[tuple[SSAValue, int, int]]:
-    """(index operand, size of the dim it addresses, lowest valid value) of an op."""
-    if isinstance(op, T.EmbeddingOp):
-        return [(op.indices, op.weight.type.get_shape()[0], 0)]
-    shape = op.input.type.get_shape() if isinstance(op, T.IndexOp | T.GatherOp) else ()
-    if isinstance(op, T.IndexOp):  # (a negative index counts from the end, as aten's)
-        return [(v, shape[d], -shape[d]) for v, d in zip(op.indices, op.dims.get_values())]
-    if isinstance(op, T.GatherOp):
-        d = op.dim.value.data % max(1, len(shape))
-        return [(op.index, shape[d] if shape else 1, 0)]
-    return []
 
 
 def _input_of(v: SSAValue, main: func.FuncOp, calls: dict, inputs: int) -> int | None:

@@ -81,12 +81,12 @@ class Program:
             if isinstance(x, torch.Tensor) and x.device.type == "meta":
                 raise TypeError(f"input {k} ('{self.input_names[k]}') is a meta tensor: it has "
                                 "a shape but no values to run on")
-            if isinstance(x, torch.Tensor) and want is not None and x.dtype != want:
+            if isinstance(x, torch.Tensor):
                 got = x.dtype
-            elif not isinstance(x, torch.Tensor) and example is not None \
-                    and _kind(np.asarray(x).dtype) != _kind(example.dtype):
-                got, want = np.asarray(x).dtype, example.dtype
-            else:
+            else:  # (numpy: any width of the example's kind)
+                got, want = np.asarray(x).dtype, example.dtype if example is not None else None
+            if want is None or got == want or not isinstance(x, torch.Tensor) \
+                    and _kind(got) == _kind(want):
                 continue
             raise TypeError(f"input {k} ('{self.input_names[k]}') is {got}, the example was "
                             f"{want}: deplo compiled the program for the example's dtypes")

@@ -79,7 +79,7 @@ def _state_written(gm: torch.fx.GraphModule) -> list[str]:
     for n in gm.graph.nodes:
         if n.op not in ("call_method", "call_function") or not n.args:
             continue
-        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        name = _target_name(n)
         operator = getattr(n.target, "__module__", "") == "_operator"
         in_place = (name.endswith("_") and not name.endswith("__")
                     or operator and (name in _AUGMENTED or name == "setitem")
@@ -100,11 +100,15 @@ _VIEWS = {"view", "reshape", "flatten", "unflatten", "view_as", "unsqueeze", "sq
 writes p)."""
 
 
+def _target_name(n: torch.fx.Node) -> str:
+    """A call's method or function name (`add_`, `_foreach_mul_`, `setitem`)."""
+    return n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+
+
 def _viewed(a):
     """The node whose storage `a` may view (itself where it is no view)."""
     while isinstance(a, torch.fx.Node) and a.op in ("call_method", "call_function") and a.args \
-            and (a.target if isinstance(a.target, str) else getattr(a.target, "__name__", "")
-                 ) in _VIEWS:
+            and _target_name(a) in _VIEWS:
         a = a.args[0]
     return a
 

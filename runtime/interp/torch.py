@@ -171,13 +171,15 @@ def gelu(x: Any, approximate: str) -> Any:
     return half * x * (one + erf(x * x.dtype.type(1 / math.sqrt(2))))
 
 
-def _check_indices(op, idx: np.ndarray, n: int, allow_negative: bool) -> None:
-    """Index values must address the dim (torch raises too); negative ones count from the end
-    where torch allows them."""
-    if idx.size and (idx.max() >= n or idx.min() < (-n if allow_negative else 0)):
-        raise InterpretationError(
-            f"{op.name}: index values range over [{idx.min()}, {idx.max()}], outside a dim of {n}"
-        )
+def _check_indices(op, args) -> None:
+    """Index values must address their dim (torch raises too; the op's index_ranges: negative
+    ones count from the end where torch allows them)."""
+    for v, n, low in op.index_ranges():
+        idx = np.asarray(args[op.operands.index(v)])
+        if idx.size and (idx.max() >= n or idx.min() < low):
+            raise InterpretationError(
+                f"{op.name}: index values range over [{idx.min()}, {idx.max()}], outside a dim "
+                f"of {n}")
 
 
 def _along_dim(op, x: Any, fn: Callable[..., Any]) -> PythonValues:
@@ -323,15 +325,15 @@ class TorchFunctions(InterpreterFunctions):
     @impl(torch_d.EmbeddingOp)
     def run_embedding(self, interp: Interpreter, op: torch_d.EmbeddingOp, args: PythonValues):
         w, ids = (np.asarray(a) for a in args)
-        _check_indices(op, ids, w.shape[0], allow_negative=False)
+        _check_indices(op, args)
         return (w[ids],)
 
     @impl(torch_d.IndexOp)
     def run_index(self, interp: Interpreter, op: torch_d.IndexOp, args: PythonValues):
         x, *idx = (np.asarray(a) for a in args)
         index: list[Any] = [slice(None)] * x.ndim
+        _check_indices(op, args)
         for d, i in zip(op.dims.get_values(), idx):
-            _check_indices(op, i, x.shape[d], allow_negative=True)
             index[d] = i
         return (np.asarray(x[tuple(index)]),)
 
@@ -402,7 +404,7 @@ class TorchFunctions(InterpreterFunctions):
     def run_gather(self, interp: Interpreter, op: torch_d.GatherOp, args: PythonValues):
         x, idx = (np.asarray(a) for a in args)
         d = op.dim.value.data % max(x.ndim, 1)
-        _check_indices(op, idx, x.shape[d] if x.ndim else 1, allow_negative=False)
+        _check_indices(op, args)
         if x.ndim == 0:
             return (np.asarray(x[()] if idx.ndim == 0 else np.full(idx.shape, x)),)
         return (np.take_along_axis(x, idx.astype(np.int64), axis=d),)

@@ -387,12 +387,31 @@ def _arange(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     return im.insert(T.ArangeOp(start, end, step, rt), "arange")
 
 
+def _fill_value(node: torch.fx.Node, v, floats: bool = True):
+    """A number an op puts into its result (full, fill, masked_fill, a clamp bound, where's
+    scalar) checked as aten's conversion checks it: eager raises where it does not fit the
+    result's dtype (int8 and 1000, float16 and 1e6; where checks integers only), where
+    arithmetic (`x + 1000`) wraps."""
+    dtype = getattr(node.meta.get("val"), "dtype", None)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or dtype in (None, torch.bool):
+        return v
+    if dtype.is_floating_point:
+        over = floats and math.isfinite(v) and abs(v) > torch.finfo(dtype).max
+    else:
+        info = torch.iinfo(dtype)
+        over = v > info.max or v < (-info.max if info.min == 0 else info.min)
+    if over:
+        raise FrontendError(f"value {v} cannot be converted to type {dtype} without overflow "
+                            f"(in '{node.target}' {where_from(node)}), as eager raises")
+    return v
+
+
 def _full(value_at: int | None, value: float = 0.0) -> Converter:
     """full / new_full / full_like (the fill value is argument `value_at`), ones / zeros /
     new_ones / new_zeros / ones_like / zeros_like (a fixed value)."""
 
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-        v = node.args[value_at] if value_at is not None else value
+        v = _fill_value(node, node.args[value_at]) if value_at is not None else value
         return im.insert(T.FullOp(float(v), rt), "full")
 
     return convert
@@ -551,7 +570,8 @@ def _rsub(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 def _where(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """where.self / ScalarSelf / ScalarOther / Scalar: Python numbers become 0-d constants."""
     c = im.value(node.args[0])
-    a, b = (_as_dtype(im, im.value(x, rt), rt.element_type) for x in node.args[1:3])
+    a, b = (_as_dtype(im, im.value(_fill_value(node, x, floats=False), rt), rt.element_type)
+            for x in node.args[1:3])
     return im.insert(T.WhereOp(c, a, b, rt), "where")
 
 
@@ -862,7 +882,7 @@ def _clamp(lo_at: int | None, hi_at: int | None) -> Converter:
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         y = _as_dtype(im, im.value(node.args[0]), rt.element_type)
         for at, name, kw in ((lo_at, "maximum", "min"), (hi_at, "minimum", "max")):
-            bound = _arg(node, at, kw) if at is not None else None
+            bound = _fill_value(node, _arg(node, at, kw)) if at is not None else None
             if bound is not None:
                 y = _ew(im, name, y, _as_dtype(im, im.value(bound, rt), rt.element_type))
         return y
@@ -873,7 +893,7 @@ def _clamp(lo_at: int | None, hi_at: int | None) -> Converter:
 def _masked_fill(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
     """masked_fill.Scalar / .Tensor: where(mask, value, x)."""
     x = _as_dtype(im, im.value(node.args[0]), rt.element_type)
-    v = _as_dtype(im, im.value(node.args[2], rt), rt.element_type)
+    v = _as_dtype(im, im.value(_fill_value(node, node.args[2]), rt), rt.element_type)
     return im.insert(T.WhereOp(im.value(node.args[1]), v, x, rt), "masked_fill")
 
 

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import deplo
+from deplo.frontend.errors import FrontendError
 
 LEVELS = [("interp", "torch"), ("interp", "tensor"), ("interp", "loop"), ("cpu", None)]
 NAN = float("nan")
@@ -214,3 +215,29 @@ def test_bf16_scalar_divisor_as_eager(name, fn) -> None:
     c = deplo.compile(fn, [a])
     got = np.asarray(c.run([a.float().numpy()], target="cpu")[0], dtype=np.float32)
     np.testing.assert_array_equal(got, fn(a).float().numpy())
+
+
+@pytest.mark.parametrize("fn,dtype", [
+    (lambda x: x.clamp(min=-1000), torch.int8),
+    (lambda x: torch.where(x > 0, x, 1000), torch.int8),
+    (lambda x: x.masked_fill(x > 0, 1000), torch.int8),
+    (lambda x: torch.full_like(x, 1e6), torch.float16),
+    (lambda x: x.clamp(max=300), torch.uint8),
+])
+def test_fill_value_past_the_dtype_is_refused_as_eager(fn, dtype) -> None:
+    """A number an op puts into its result is checked as aten checks it (eager raises); the
+    same number in arithmetic wraps (below)."""
+    x = torch.tensor([1, 5, 100], dtype=dtype)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(x)
+    with pytest.raises(FrontendError, match=f"type {dtype} without overflow"):
+        deplo.compile(fn, [x])
+
+
+def test_fill_values_eager_accepts_compile() -> None:
+    """uint8 takes -1 as 255, where's float scalar overflows to inf, arithmetic wraps."""
+    x = torch.tensor([1, 5, 100], dtype=torch.uint8)
+    h = torch.tensor([1.0, -2.0], dtype=torch.float16)
+    for fn, a in [(lambda x: torch.full_like(x, -1), x), (lambda h: torch.where(h > 0, h, 1e6), h),
+                  (lambda x: x.to(torch.int8) + 1000, x)]:
+        assert torch.equal(deplo.compile(fn, [a])(a), fn(a))

@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IndexType, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import (
+    Float32Type, FloatAttr, IndexType, IntegerAttr, IntegerType, f64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from deplo.dialects.tir import CompareKind as CK
@@ -95,13 +97,16 @@ def _sign(b: Builder, x: SSAValue) -> SSAValue:
 def _fmod(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
     """C's fmod (xDSL's arith has no remf): x - trunc(x / y) y in one rounding (an fma), moved by
     |y| once where the rounded quotient was one off (1e8 fmod 3 is 1, not 0 or -2); exact while
-    the quotient is below 2^24 in f32. A zero keeps x's sign; a finite x over an infinite y is x.
+    the quotient is below 2^53 (f32 and narrower are computed in f64). A zero keeps x's sign; a finite x over an infinite y is x.
     Integers: C's `%` (arith.remsi), the same sign rule."""
     def ins(op):
         return b.insert(op).result
 
     if isinstance(x.type, IntegerType):
         return ins(arith.RemSIOp(x, y))
+    if x.type != f64:  # narrower floats in f64: exact while the quotient is below 2^53
+        wide = _fmod(b, ins(arith.ExtFOp(x, f64)), ins(arith.ExtFOp(y, f64)))
+        return ins(arith.TruncFOp(wide, x.type))
 
     t = ins(math.TruncOp(ins(arith.DivfOp(x, y))))
     r = ins(math.FmaOp(ins(arith.NegfOp(t)), y, x))

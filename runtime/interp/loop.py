@@ -73,6 +73,25 @@ def _round_half_away(x: Any) -> Any:
     return np.copysign(np.floor(np.abs(x) + x.dtype.type(0.5)), x)
 
 
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c in one rounding, as C's fma: f32 and narrower through the f64 product (exact);
+    f64 through Dekker's exact product (p + e = a * b), so x - t y keeps its low bits where the
+    two cancel (fmod's remainder)."""
+    a, b, c = (np.asarray(v) for v in (a, b, c))
+    if np.result_type(a, b, c) != np.float64:
+        return np.asarray(a, np.float64) * np.asarray(b, np.float64) + c
+    p = a * b
+
+    def split(x):
+        hi = x * 134217729.0 - (x * 134217729.0 - x)  # 2^27 + 1: Veltkamp's halves
+        return hi, x - hi
+
+    (ah, al), (bh, bl) = split(a), split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(p), (p + c) + e, p + c)
+
+
 def _erf(x: Any) -> Any:
     try:
         from scipy.special import erf
@@ -161,8 +180,7 @@ ARITH_MATH_IMPLS: dict[type, Callable[..., Any]] = {
     math_d.PowFOp: c_pow,
     math_d.FPowIOp: lambda a, b: np.power(a, b.astype(a.dtype) if hasattr(b, "astype") else b),
     math_d.IPowIOp: np.power,
-    # one rounding for f32/f16/bf16: the f64 product of two f32 is exact (an f64 fma rounds twice)
-    math_d.FmaOp: lambda a, b, c: np.asarray(a, np.float64) * np.asarray(b, np.float64) + c,
+    math_d.FmaOp: _fma,
     math_d.ErfOp: _erf,
 }
 

@@ -2,22 +2,26 @@
 
 // sign: 1, -1 or 0 by two compares (NaN gives 0, as torch.sign); fmod as C's: the quotient
 // truncated, an fma for x - t y in one rounding, then one step of |y| toward x's sign where the
-// rounded quotient was one off, and a zero with x's sign.
+// rounded quotient was one off, and a zero with x's sign; f32 in f64 (exact while the quotient
+// is below 2^53).
 // CHECK-LABEL: loop.kernel @sign
 // CHECK:           %[[LT:.*]] = arith.cmpf olt, %[[V:.*]], %[[Z:.*]] : f32
 // CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[V]], %[[Z]] : f32
 // CHECK-NEXT:      %[[NEG:.*]] = arith.select %[[LT]], %{{.*}}, %[[Z]] : f32
 // CHECK-NEXT:      arith.select %[[GT]], %{{.*}}, %[[NEG]] : f32
 // CHECK-LABEL: loop.kernel @fmod
-// CHECK:           %[[Q:.*]] = arith.divf %[[X:.*]], %[[Y:.*]] : f32
-// CHECK-NEXT:      %[[T:.*]] = math.trunc %[[Q]] : f32
-// CHECK-NEXT:      %[[NT:.*]] = arith.negf %[[T]] : f32
-// CHECK-NEXT:      %[[R:.*]] = math.fma %[[NT]], %[[Y]], %[[X]] : f32
-// CHECK:           %[[AY:.*]] = math.absf %[[Y]] : f32
-// CHECK-NEXT:      %[[STEP:.*]] = math.copysign %[[AY]], %[[X]] : f32
-// CHECK:           arith.addf %[[R]], %[[STEP]] : f32
-// CHECK:           arith.subf %{{.*}}, %[[STEP]] : f32
-// CHECK:           math.copysign %{{.*}}, %[[X]] : f32
+// CHECK:           %[[WX:.*]] = arith.extf %[[X:.*]] : f32 to f64
+// CHECK-NEXT:      %[[WY:.*]] = arith.extf %[[Y:.*]] : f32 to f64
+// CHECK-NEXT:      %[[Q:.*]] = arith.divf %[[WX]], %[[WY]] : f64
+// CHECK-NEXT:      %[[T:.*]] = math.trunc %[[Q]] : f64
+// CHECK-NEXT:      %[[NT:.*]] = arith.negf %[[T]] : f64
+// CHECK-NEXT:      %[[R:.*]] = math.fma %[[NT]], %[[WY]], %[[WX]] : f64
+// CHECK:           %[[AY:.*]] = math.absf %[[WY]] : f64
+// CHECK-NEXT:      %[[STEP:.*]] = math.copysign %[[AY]], %[[WX]] : f64
+// CHECK:           arith.addf %[[R]], %[[STEP]] : f64
+// CHECK:           arith.subf %{{.*}}, %[[STEP]] : f64
+// CHECK:           math.copysign %{{.*}}, %[[WX]] : f64
+// CHECK:           arith.truncf %{{.*}} : f64 to f32
 // Integers: C's `%` and `/`. atan2: math.atan2.
 // CHECK-LABEL: loop.kernel @ifmod
 // CHECK:           arith.remsi %{{.*}}, %{{.*}} : i64

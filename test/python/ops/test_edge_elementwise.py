@@ -39,6 +39,10 @@ def _written_through_views(a: torch.Tensor) -> torch.Tensor:
 
 
 CASES = {
+    # float fmod / remainder with quotients past 2^24 (f32 computes them in f64)
+    "fmod_large_quotient": (lambda a, b: torch.stack([torch.fmod(a, b), torch.remainder(a, b)]),
+                            [torch.tensor([2.0**31, -3e9, 1e12, 7.5, -1e15]),
+                             torch.tensor([2.5, 0.7, 0.3, -2.0, 1.3])]),
     "int_fmod": (lambda a, b: torch.fmod(a, b) + torch.fmod(a, -3),
                  [_ints(5, 7), _ints(5, 7, lo=1, hi=6) * torch.tensor([1, -1] * 3 + [1])]),
     "int_remainder": (lambda a, b: torch.remainder(a, b) * 10 + torch.remainder(a, -4),

@@ -15,13 +15,15 @@ the row into S chunks of C (C divides E, chosen near (2E)^(1/3), which minimizes
     @name          each output: its chunk's offset plus the masked sum within the chunk,
                    C loads each, the epilogue at s C + c
 
-E * C + S * S loads a row instead of E * E (100000: 5.6M against 10^10). All three are plain
+E * C + S * S loads a row instead of E * E (100000: 5.6M against 10^10). A row with no such
+divisor (a prime length) keeps S = E // C whole chunks and a tail of T = E - S C positions:
+the offsets get one more entry, and @name_tail sums within the tail from S C and adds it
+(T * T more loads, a fourth launch). All three are plain
 loop nests the tile planner schedules like any other. Qualifies: a kernel whose innermost free
 loop `a` (0 to E by 1, under plain free loops; size-1 loops may sit between) holds one reduce
-loop over the same range carrying one float sum of `select(r <= a, V, 0)` (or `a >= r`), V
+loop over the same range carrying one sum (float or integer) of `select(r <= a, V, 0)` (or `a >= r`), V
 computed from neither the sum nor `a`, `r` used only by V's loads and the mask, `a` only by the
-mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MIN_LOADS) and a
-chunk size in [MIN_CHUNK, MAX_CHUNK] dividing it. The sum's order changes (chunks, then their
+mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MIN_LOADS). The sum's order changes (chunks, then their
 offsets): fp32 rounding, not a different result. A scan over a dim that is not the last
 (`[100000, 2].cumsum(0)`) first has its position loop moved innermost in the free nest
 (`_scan_dim_innermost`; free iterations are independent), when the row is one to chunk.
@@ -35,13 +37,22 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IntAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis import nest
-from deplo.analysis.index import is_float_zero
+from deplo.analysis.index import const_value, is_float_zero
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import (
     clear_after,
@@ -96,11 +107,11 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
         return None
     (use,) = acc.uses
     add = use.operation
-    if not isinstance(add, arith.AddfOp) or y.operands[0] is not add.result:
+    if not isinstance(add, arith.AddfOp | arith.AddiOp) or y.operands[0] is not add.result:
         return None
     sel = add.operands[1 - use.index].owner
-    if not isinstance(sel, arith.SelectOp) or not is_float_zero(sel.rhs) \
-            or not sel.result.has_one_use():
+    if not isinstance(sel, arith.SelectOp) or not sel.result.has_one_use() \
+            or not (is_float_zero(sel.rhs) or const_value(sel.rhs) == 0):
         return None
     mask = sel.cond.owner
     if not isinstance(mask, arith.CmpiOp) or not mask.result.has_one_use():
@@ -119,13 +130,19 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
 
 
 def _chunk(extent: int) -> int | None:
-    """The divisor of the row in [MIN_CHUNK, MAX_CHUNK] with the fewest loads, E C + (E / C)^2."""
-    found = [c for c in range(MIN_CHUNK, MAX_CHUNK + 1) if extent % c == 0 and extent // c >= 4]
-    return min(found, key=lambda c: extent * c + (extent // c) ** 2) if found else None
+    """The chunk with the fewest loads, E C + S^2 (S = E / C whole chunks, at least 4): a
+    divisor of the row in [MIN_CHUNK, MAX_CHUNK]; a row with none (a prime length) takes the
+    best C there and a tail of E - S C positions (T^2 more loads, a fourth kernel)."""
+    def loads(c: int) -> int:
+        return extent * c + (extent // c) ** 2 + (extent % c) ** 2
+
+    fits = [c for c in range(MIN_CHUNK, MAX_CHUNK + 1) if extent // c >= 4]
+    whole = [c for c in fits if extent % c == 0]
+    return min(whole or fits, key=loads) if fits else None
 
 
-def _zero(ftype, at: InsertPoint) -> SSAValue:
-    c = arith.ConstantOp(FloatAttr(0.0, ftype))
+def _zero(t, at: InsertPoint) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(0, t) if isinstance(t, IntegerType) else FloatAttr(0.0, t))
     Rewriter.insert_op(c, at)
     return c.result
 
@@ -147,11 +164,13 @@ def _partials(kernel: loop.KernelOp, chunk: int, slices: int, part: SSAValue) ->
                   [loop.StoreOp(s.red.res[0], part, [*(lp.iv for lp in s.path), s.pos.iv])])
 
 
-def _offsets(kernel: loop.KernelOp, slices: int, part: SSAValue, offs: SSAValue) -> None:
-    """@name_offsets: `a` walks the chunks; each sums the partials of the chunks before it."""
+def _offsets(kernel: loop.KernelOp, slices: int, outs: int, part: SSAValue,
+             offs: SSAValue) -> None:
+    """@name_offsets: `a` walks the `outs` chunks (the whole ones and a tail); each sums the
+    partials of the whole chunks before it."""
     s = _match(kernel)
     assert s is not None
-    s.pos.ub = IntAttr(slices)
+    s.pos.ub = IntAttr(outs)
     s.pos.iv.name_hint = "s"
     body = s.pos.body.block
     for o in reversed(list(body.ops)):
@@ -165,7 +184,7 @@ def _offsets(kernel: loop.KernelOp, slices: int, part: SSAValue, offs: SSAValue)
     ld = loop.LoadOp(part, [*ivs, over.iv])
     before = arith.CmpiOp(over.iv, s.pos.iv, "slt")
     pick = arith.SelectOp(before.result, ld.result, zero)
-    add = arith.AddfOp(over.accs[0], pick.result)
+    add = _add(over.accs[0], pick.result)
     over.body.block.add_ops([ld, before, pick, add, loop.YieldOp(add.result)])
     Rewriter.insert_op(over, InsertPoint.after(zero.owner))
     insert_at_end(body, [loop.StoreOp(over.res[0], offs, [*ivs, s.pos.iv])])
@@ -183,8 +202,30 @@ def _outputs(s: Scan, chunk: int, slices: int, offs: SSAValue) -> None:
     s.red.ub = IntAttr(chunk)
     slice_indices(s.red, s_loop.iv, chunk, accesses_only=True)
     slice_indices(s.pos, s_loop.iv, chunk, accesses_only=True)
-    off = loop.LoadOp(offs, [*(lp.iv for lp in s.path), s_loop.iv])
-    total = arith.AddfOp(s.red.res[0], off.result)
+    _add_offset(s, loop.LoadOp(offs, [*(lp.iv for lp in s.path), s_loop.iv]))
+
+
+def _tail(kernel: loop.KernelOp, chunk: int, slices: int, offs: SSAValue) -> None:
+    """@name_tail: the T positions past the whole chunks, as one more chunk of T that starts at
+    S C and adds offset S."""
+    s = _match(kernel)
+    assert s is not None
+    extent = s.red.ub.data
+    for lp in (s.pos, s.red):
+        lp.ub = IntAttr(extent - slices * chunk)
+        slice_indices(lp, None, chunk, accesses_only=True, start=slices * chunk)
+    last = arith.ConstantOp.from_int_and_width(slices, IndexType())
+    Rewriter.insert_op(last, InsertPoint.before(s.pos))
+    _add_offset(s, loop.LoadOp(offs, [*(lp.iv for lp in s.path), last.result]))
+
+
+def _add(a: SSAValue, b: SSAValue) -> arith.AddfOp | arith.AddiOp:
+    return arith.AddiOp(a, b) if isinstance(a.type, IntegerType) else arith.AddfOp(a, b)
+
+
+def _add_offset(s: Scan, off: loop.LoadOp) -> None:
+    """The sum within the chunk plus its chunk's offset, for every use of the sum."""
+    total = _add(s.red.res[0], off.result)
     Rewriter.insert_op([off, total], InsertPoint.after(s.red))
     for use in list(s.red.res[0].uses):
         if use.operation is not total:
@@ -227,33 +268,38 @@ def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
         return False
     chunk = _chunk(s.red.ub.data)
     extent = s.red.ub.data
-    slices = extent // chunk
+    slices, tail = divmod(extent, chunk)
     name = kernel.sym_name.data
-    shape = [*(lp.ub.data for lp in s.path), slices]
+    rows = [lp.ub.data for lp in s.path]
     ftype = s.red.res[0].type
-    allocs = [memref.AllocOp.get(ftype, shape=shape) for _ in range(2)]
+    shapes = ([*rows, slices], [*rows, slices + (tail > 0)])  # the partials, the offsets
+    allocs = [memref.AllocOp.get(ftype, shape=shape) for shape in shapes]
     for a, hint in zip(allocs, ("part", "offsets")):
         a.memref.name_hint = f"{name}_{hint}"
         Rewriter.insert_op(a, InsertPoint.before(launch))
     args = [*launch.args, *(a.memref for a in allocs)]
     bufs = []
-    for hint in ("part", "offs"):
+    for hint, shape in zip(("part", "offs"), shapes):
         arg = kernel.body.block.insert_arg(MemRefType(ftype, shape), len(kernel.body.block.args))
         arg.name_hint = hint
         bufs.append(arg)
     stages = []
-    for suffix in ("part", "offsets"):
+    for suffix in ("part", "offsets", "tail")[:3 if tail else 2]:
         k = kernel.clone()
         k.properties["sym_name"] = StringAttr(fresh_name(kernel, f"{name}_{suffix}"))
         stages.append(k)
-    part_k, offs_k = stages
     n = len(launch.args)
-    _partials(part_k, chunk, slices, part_k.body.block.args[n])
-    _offsets(offs_k, slices, *offs_k.body.block.args[n:n + 2])
+    _partials(stages[0], chunk, slices, stages[0].body.block.args[n])
+    _offsets(stages[1], slices, shapes[1][-1], *stages[1].body.block.args[n:n + 2])
+    if tail:
+        _tail(stages[2], chunk, slices, stages[2].body.block.args[n + 1])
     _outputs(s, chunk, slices, bufs[1])
-    for k in stages:
+    for k in stages[:2]:
         Rewriter.insert_op(k, InsertPoint.before(kernel))
         Rewriter.insert_op(loop.LaunchOp(k.sym_name.data, args), InsertPoint.before(launch))
+    if tail:
+        Rewriter.insert_op(stages[2], InsertPoint.after(kernel))
+        Rewriter.insert_op(loop.LaunchOp(stages[2].sym_name.data, args), InsertPoint.after(launch))
     Rewriter.replace_op(launch, loop.LaunchOp(name, args))
     return True
 

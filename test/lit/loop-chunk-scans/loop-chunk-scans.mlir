@@ -62,6 +62,53 @@ builtin.module {
 
 // -----
 
+// A row with no divisor in [8, 256] (16411 = 512 x 32 + 27): 512 whole chunks of 32 and a tail
+// of 27. The offsets hold one more entry (the tail's: every partial); @cumsum_tail sums within
+// the tail from 16384 and adds offset 512.
+// CHECK-LABEL: loop.kernel @cumsum_part(%x: memref<16411xf32>, %out: memref<16411xf32>, %part: memref<512xf32>, %offs: memref<513xf32>)
+// CHECK-LABEL: loop.kernel @cumsum_offsets(
+// CHECK:         loop.for %s = 0 to 513 free {
+// CHECK:           loop.for %t = 0 to 512 reduce
+// CHECK-LABEL: loop.kernel @cumsum(
+// CHECK:         loop.for %s = 0 to 512 free {
+// CHECK-LABEL: loop.kernel @cumsum_tail(
+// CHECK:         %[[LAST:.*]] = arith.constant 512 : index
+// CHECK:         loop.for %a = 0 to 27 free {
+// CHECK-NEXT:      %[[T:.*]] = loop.for %r = 0 to 27 reduce
+// CHECK-NEXT:        loop.load %x[%r] map (d0) -> ((d0 + 16384))
+// CHECK-NEXT:        arith.cmpi sle, %r, %a : index
+// CHECK:           %[[OFF:.*]] = loop.load %offs[%[[LAST]]] : memref<513xf32>
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[T]], %[[OFF]] : f32
+// CHECK-NEXT:      loop.store %[[SUM]], %out[%a] map (d0) -> ((d0 + 16384))
+// CHECK-LABEL: func.func @main
+// CHECK:         loop.launch @cumsum_part(
+// CHECK-NEXT:    loop.launch @cumsum_offsets(
+// CHECK-NEXT:    loop.launch @cumsum(
+// CHECK-NEXT:    loop.launch @cumsum_tail(
+
+builtin.module {
+  loop.kernel @cumsum(%x: memref<16411xf32>, %out: memref<16411xf32>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %a = 0 to 16411 free {
+      %2 = loop.for %r = 0 to 16411 reduce iter(%acc = %0) -> f32 {
+        %3 = loop.load %x[%r] : memref<16411xf32>
+        %4 = arith.cmpi sle, %r, %a : index
+        %5 = arith.select %4, %3, %0 : f32
+        %6 = arith.addf %acc, %5 : f32
+        loop.yield %6 : f32
+      }
+      loop.store %2, %out[%a] : memref<16411xf32>
+    }
+  }
+  func.func @main(%x: memref<16411xf32>) -> memref<16411xf32> {
+    %cumsum = memref.alloc() : memref<16411xf32>
+    loop.launch @cumsum(%x, %cumsum) : memref<16411xf32>, memref<16411xf32>
+    func.return %cumsum : memref<16411xf32>
+  }
+}
+
+// -----
+
 // Left alone: 4 rows of 4096 (4 x 4096^2 loads are fewer than MIN_LOADS), and a mask that
 // is not `r <= a` (r < a: an exclusive sum is not what the pass rewrites).
 // CHECK-LABEL: loop.kernel @short

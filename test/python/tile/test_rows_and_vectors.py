@@ -206,14 +206,21 @@ def test_long_rows_of_dependent_reductions_are_split(fn, shape, dtype, launches)
     (lambda x: x.cumsum(-1), (40, 4096), torch.float32),
     (lambda x: x.cumsum(0), (16384, 3), torch.float32),
     (lambda x: x.cumsum(1), (2, 16384, 2), torch.bfloat16),
-], ids=["rows", "1-d-epilogue", "f16", "many-rows", "first-dim", "middle-dim-bf16"])
+    (lambda x: x.cumsum(-1) * 3, (2, 16411), torch.float32),
+    (lambda x: x.cumsum(0), (20011, 2), torch.float16),
+    (lambda x: (x * 100).long().cumsum(-1), (20011,), torch.float32),
+    (lambda x: (x > 0).cumsum(-1, dtype=torch.int32), (2, 16384), torch.float32),
+], ids=["rows", "1-d-epilogue", "f16", "many-rows", "first-dim", "middle-dim-bf16",
+        "no-divisor-tail", "no-divisor-first-dim-f16", "int64", "bool-to-int32"])
 def test_long_cumsums_are_chunked(fn, shape, dtype) -> None:
     """loop-chunk-scans: a long cumsum is chunk sums, their exclusive prefix and each output's
     offset plus its masked sum within the chunk, not a masked sum of the whole row per output
-    (the model, [2, 100000]: 408x its roofline -> 9.7x)."""
+    (the model, [2, 100000]: 408x its roofline -> 9.7x); a row with no divisor to chunk by
+    (16411 = 512 x 32 + 27) adds a tail kernel."""
     c = deplo.compile(fn, [torch.randn(*shape, dtype=dtype)])
     names = {k.sym_name.data for k in c.module("loop").walk() if isinstance(k, loop.KernelOp)}
     assert any(n.endswith("_part") for n in names) and any(n.endswith("_offsets") for n in names)
+    assert any(n.endswith("_tail") for n in names) == (max(shape) % 16 != 0)
     result = c.check(seed=9)
     assert result.ok, result.line()
     assert c.check(target="interp", level="loop", seed=10).ok

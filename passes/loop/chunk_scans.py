@@ -27,7 +27,7 @@ mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MI
 offsets): fp32 rounding, not a different result. A scan over a dim that is not the last
 (`[100000, 2].cumsum(0)`) first has its position loop moved innermost in the free nest
 (`_scan_dim_innermost`; free iterations are independent), when the row is one to chunk.
-cumprod (a product) and an exclusive mask (`r < a`) are left as they are.
+A cumprod is the same with products from 1; an exclusive mask (`r < a`) is left as it is.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis import nest
-from deplo.analysis.index import const_value, is_float_zero
 from deplo.dialects import loop
 from deplo.passes.loop.cutting import (
     clear_after,
@@ -80,6 +79,11 @@ class Scan:
     red: loop.ForOp  # the masked sum over the row
     select: arith.SelectOp
     mask: arith.CmpiOp
+    combine: type  # arith's add or mul (cumsum, cumprod), of floats or integers
+
+
+# the combining op of a scan and the number the mask's select gives where it leaves a value out
+_IDENTITY = {arith.AddfOp: 0, arith.AddiOp: 0, arith.MulfOp: 1, arith.MuliOp: 1}
 
 
 def _match(kernel: loop.KernelOp) -> Scan | None:
@@ -107,11 +111,11 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
         return None
     (use,) = acc.uses
     add = use.operation
-    if not isinstance(add, arith.AddfOp | arith.AddiOp) or y.operands[0] is not add.result:
+    if type(add) not in _IDENTITY or y.operands[0] is not add.result:
         return None
     sel = add.operands[1 - use.index].owner
     if not isinstance(sel, arith.SelectOp) or not sel.result.has_one_use() \
-            or not (is_float_zero(sel.rhs) or const_value(sel.rhs) == 0):
+            or _number(sel.rhs) != _IDENTITY[type(add)]:
         return None
     mask = sel.cond.owner
     if not isinstance(mask, arith.CmpiOp) or not mask.result.has_one_use():
@@ -126,7 +130,15 @@ def _match(kernel: loop.KernelOp) -> Scan | None:
         return None
     if not index_only(red.iv, but=mask) or not index_only(pos.iv, but=mask):
         return None
-    return Scan(path, pos, red, sel, mask)
+    return Scan(path, pos, red, sel, mask, type(add))
+
+
+def _number(v: SSAValue) -> float | None:
+    """The value of a constant (None for anything else)."""
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr | IntegerAttr):
+        return op.value.value.data
+    return None
 
 
 def _chunk(extent: int) -> int | None:
@@ -141,8 +153,10 @@ def _chunk(extent: int) -> int | None:
     return min(whole or fits, key=loads) if fits else None
 
 
-def _zero(t, at: InsertPoint) -> SSAValue:
-    c = arith.ConstantOp(IntegerAttr(0, t) if isinstance(t, IntegerType) else FloatAttr(0.0, t))
+def _identity(s: Scan, t, at: InsertPoint) -> SSAValue:
+    """The scan's starting value (0 for a sum, 1 for a product) of type `t`."""
+    n = _IDENTITY[s.combine]
+    c = arith.ConstantOp(IntegerAttr(n, t) if isinstance(t, IntegerType) else FloatAttr(n, t))
     Rewriter.insert_op(c, at)
     return c.result
 
@@ -154,7 +168,7 @@ def _partials(kernel: loop.KernelOp, chunk: int, slices: int, part: SSAValue) ->
     s.pos.ub = IntAttr(slices)
     s.pos.iv.name_hint = "s"
     s.red.ub = IntAttr(chunk)
-    s.red.operands = [_zero(s.red.inits[0].type, InsertPoint.before(s.red))]
+    s.red.operands = [_identity(s, s.red.inits[0].type, InsertPoint.before(s.red))]
     s.select.result.replace_all_uses_with(s.select.lhs)
     Rewriter.erase_op(s.select)
     Rewriter.erase_op(s.mask)
@@ -176,7 +190,7 @@ def _offsets(kernel: loop.KernelOp, slices: int, outs: int, part: SSAValue,
     for o in reversed(list(body.ops)):
         if not isinstance(o, loop.YieldOp):
             Rewriter.erase_op(o, safe_erase=False)
-    zero = _zero(part.type.element_type, InsertPoint.at_start(body))
+    zero = _identity(s, part.type.element_type, InsertPoint.at_start(body))
     over = loop.ForOp(0, slices, loop.LoopKind.REDUCE, [zero])
     over.iv.name_hint = "t"
     over.accs[0].name_hint = "acc"
@@ -184,7 +198,7 @@ def _offsets(kernel: loop.KernelOp, slices: int, outs: int, part: SSAValue,
     ld = loop.LoadOp(part, [*ivs, over.iv])
     before = arith.CmpiOp(over.iv, s.pos.iv, "slt")
     pick = arith.SelectOp(before.result, ld.result, zero)
-    add = _add(over.accs[0], pick.result)
+    add = s.combine(over.accs[0], pick.result)
     over.body.block.add_ops([ld, before, pick, add, loop.YieldOp(add.result)])
     Rewriter.insert_op(over, InsertPoint.after(zero.owner))
     insert_at_end(body, [loop.StoreOp(over.res[0], offs, [*ivs, s.pos.iv])])
@@ -219,13 +233,10 @@ def _tail(kernel: loop.KernelOp, chunk: int, slices: int, offs: SSAValue) -> Non
     _add_offset(s, loop.LoadOp(offs, [*(lp.iv for lp in s.path), last.result]))
 
 
-def _add(a: SSAValue, b: SSAValue) -> arith.AddfOp | arith.AddiOp:
-    return arith.AddiOp(a, b) if isinstance(a.type, IntegerType) else arith.AddfOp(a, b)
-
-
 def _add_offset(s: Scan, off: loop.LoadOp) -> None:
-    """The sum within the chunk plus its chunk's offset, for every use of the sum."""
-    total = _add(s.red.res[0], off.result)
+    """The sum within the chunk plus its chunk's offset (times, for a product), for every use
+    of the sum."""
+    total = s.combine(s.red.res[0], off.result)
     Rewriter.insert_op([off, total], InsertPoint.after(s.red))
     for use in list(s.red.res[0].uses):
         if use.operation is not total:

@@ -62,6 +62,44 @@ builtin.module {
 
 // -----
 
+// A cumprod: the same three kernels with products, each starting from 1.
+// CHECK-LABEL: loop.kernel @cumprod_part(
+// CHECK:         loop.for %s = 0 to 512 free {
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %{{.*}} = loop.for %r = 0 to 32 reduce iter(%acc = %[[ONE]]) -> f32 {
+// CHECK:           arith.mulf %acc, %{{.*}} : f32
+// CHECK-LABEL: loop.kernel @cumprod_offsets(
+// CHECK:         loop.for %s = 0 to 512 free {
+// CHECK-NEXT:    %[[ONE2:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:         arith.select %{{.*}}, %{{.*}}, %[[ONE2]] : f32
+// CHECK-NEXT:    arith.mulf %acc, %{{.*}} : f32
+// CHECK-LABEL: loop.kernel @cumprod(
+// CHECK:         %[[OFF:.*]] = loop.load %offs[%s] : memref<512xf32>
+// CHECK-NEXT:    arith.mulf %{{.*}}, %[[OFF]] : f32
+
+builtin.module {
+  loop.kernel @cumprod(%x: memref<16384xf32>, %out: memref<16384xf32>) {
+    %0 = arith.constant 1.000000e+00 : f32
+    loop.for %a = 0 to 16384 free {
+      %2 = loop.for %r = 0 to 16384 reduce iter(%acc = %0) -> f32 {
+        %3 = loop.load %x[%r] : memref<16384xf32>
+        %4 = arith.cmpi sle, %r, %a : index
+        %5 = arith.select %4, %3, %0 : f32
+        %6 = arith.mulf %acc, %5 : f32
+        loop.yield %6 : f32
+      }
+      loop.store %2, %out[%a] : memref<16384xf32>
+    }
+  }
+  func.func @main(%x: memref<16384xf32>) -> memref<16384xf32> {
+    %cumprod = memref.alloc() : memref<16384xf32>
+    loop.launch @cumprod(%x, %cumprod) : memref<16384xf32>, memref<16384xf32>
+    func.return %cumprod : memref<16384xf32>
+  }
+}
+
+// -----
+
 // A row with no divisor in [8, 256] (16411 = 512 x 32 + 27): 512 whole chunks of 32 and a tail
 // of 27. The offsets hold one more entry (the tail's: every partial); @cumsum_tail sums within
 // the tail from 16384 and adds offset 512.

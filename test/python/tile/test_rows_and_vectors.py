@@ -210,13 +210,16 @@ def test_long_rows_of_dependent_reductions_are_split(fn, shape, dtype, launches)
     (lambda x: x.cumsum(0), (20011, 2), torch.float16),
     (lambda x: (x * 100).long().cumsum(-1), (20011,), torch.float32),
     (lambda x: (x > 0).cumsum(-1, dtype=torch.int32), (2, 16384), torch.float32),
+    (lambda x: (1 + x * 1e-3).cumprod(-1), (2, 16411), torch.float32),
+    (lambda x: x.sign().long().cumprod(0), (16384,), torch.float32),
 ], ids=["rows", "1-d-epilogue", "f16", "many-rows", "first-dim", "middle-dim-bf16",
-        "no-divisor-tail", "no-divisor-first-dim-f16", "int64", "bool-to-int32"])
-def test_long_cumsums_are_chunked(fn, shape, dtype) -> None:
+        "no-divisor-tail", "no-divisor-first-dim-f16", "int64", "bool-to-int32", "cumprod",
+        "int-cumprod"])
+def test_long_scans_are_chunked(fn, shape, dtype) -> None:
     """loop-chunk-scans: a long cumsum is chunk sums, their exclusive prefix and each output's
     offset plus its masked sum within the chunk, not a masked sum of the whole row per output
     (the model, [2, 100000]: 408x its roofline -> 9.7x); a row with no divisor to chunk by
-    (16411 = 512 x 32 + 27) adds a tail kernel."""
+    (16411 = 512 x 32 + 27) adds a tail kernel; a cumprod is chunk products the same way."""
     c = deplo.compile(fn, [torch.randn(*shape, dtype=dtype)])
     names = {k.sym_name.data for k in c.module("loop").walk() if isinstance(k, loop.KernelOp)}
     assert any(n.endswith("_part") for n in names) and any(n.endswith("_offsets") for n in names)

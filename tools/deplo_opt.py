@@ -91,12 +91,30 @@ class LocatingParser(Parser):
         super().__init__(*args, **kwargs)
         self.starts: dict[Operation, int] = {}
         self.open: list[int] = []  # the ops being parsed, outermost first
+        self.first_use: dict[str, Span] = {}
 
     def parse_operation(self) -> Operation:
         self.open.append(self._current_token.span.start)
         op = super().parse_operation()
         self.starts[op] = self.open.pop()
         return op
+
+    def resolve_operand(self, operand, type):
+        if operand.operand_name not in self.ssa_values:  # a forward reference: where it is
+            self.first_use.setdefault(operand.operand_name, operand.span)  # used first
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """xDSL's, with a value never defined reported where it is first used (not at the end
+        of the file)."""
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            unresolved = [n for n in self.forward_ssa_references if n in self.first_use]
+            if "used but not defined" not in str(e) or not unresolved:
+                raise
+            raise ParseError(self.first_use[unresolved[0]],
+                             f"%{unresolved[0]} is used but never defined") from None
 
     def failed_at(self, line_offset: int = 0) -> Span:
         """Where the op being parsed starts (xDSL refused a literal in it)."""
@@ -155,6 +173,9 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
             if isinstance(v.type, ShapedType) and str(elt) not in ELEMENT_TYPES:
                 fail(op, f"{op.name}: element type {elt} of {v.type} is not one deplo takes "
                          f"({', '.join(ELEMENT_TYPES)})")
+            if isinstance(v.type, ShapedType) and len(v.type.get_shape()) > MAX_NESTING:
+                fail(op, f"{op.name}: {len(v.type.get_shape())} dims; deplo takes at most "
+                         f"{MAX_NESTING}, as PyTorch (each is a loop of the nest)")
             if isinstance(v.type, ShapedType) and any(n < 0 for n in v.type.get_shape()):
                 fail(op, f"{op.name}: {v.type} has a dynamic dim (deplo compiles static "
                          "shapes)")

@@ -73,6 +73,27 @@ func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// 65 dims: past PyTorch's 64, and each dim is a loop of tir-to-loop's nest (1000 of them were
+// a RecursionError there).
+// CHECK: input.mlir:[[# @LINE + 1]]:1
+func.func @rank65(%x: tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x3xf32>) -> tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x3xf32> {
+  %y = tir.elementwise exp(%x) : tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x3xf32>
+  func.return %y : tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x3xf32>
+}
+// CHECK: func.func: 65 dims; deplo takes at most 64, as PyTorch (each is a loop of the nest)
+
+// -----
+
+// A value never defined: at its first use (xDSL reports the end of the file).
+// CHECK: input.mlir:[[# @LINE + 2]]:28
+func.func @undefined(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = tir.elementwise exp(%nope) : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+// CHECK: %nope is used but never defined
+
+// -----
+
 // A semi-affine map (xDSL 0.74 does not implement d0 * d0): a located error.
 // CHECK: input.mlir:[[# @LINE + 2]]:3
 func.func @semi_affine(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -266,12 +266,14 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
             if field not in fields:
                 options = ", ".join(f.replace("_", "-") for f in fields) or "none"
                 raise PipelineError(f"{s.name}: unknown option '{key}'; its options: {options}")
+            kind = getattr(hints[field], "__name__", str(hints[field]))
+            kind = kind.removesuffix(" | None")  # (the tile passes' knobs are optional)
+            given = ",".join(map(str, value)) or "nothing"
             try:
                 cls.from_pass_spec(ArgSpec(s.name, {key: value}))
+                if not value:  # `{threads-m}`: an optional knob read it as unset
+                    raise ValueError
             except ValueError:
-                kind = getattr(hints[field], "__name__", str(hints[field]))
-                kind = kind.removesuffix(" | None")  # (the tile passes' knobs are optional)
-                given = ",".join(map(str, value)) or "nothing"
                 raise PipelineError(
                     f"{s.name}: option '{key}' expects type {kind}, got {given}") from None
             if any(type(v) is int and not -(2**31) < v < 2**31 for v in value):

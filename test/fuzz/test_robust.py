@@ -68,6 +68,8 @@ def test_fuzz_ci_run() -> None:
      ["loop-fuse: option 'recompute-reductions' expects type bool, got 0"]),
     ("tile-map-threads{threads=abc}",
      ["tile-map-threads: option 'threads' expects type int, got abc"]),
+    ("tile-map-2d{threads-m threads-n=8}",  # a bare knob was read as unset
+     ["tile-map-2d: option 'threads-m' expects type int, got nothing"]),
     ("tile-tensor-core{frags-n=1000000000000000000000000000000}",
      ["tile-tensor-core: option 'frags-n' expects an integer within +-2^31"]),  # OverflowError
     ("loop-fuse{recompute=0}", ["loop-fuse: unknown option 'recompute'", "recompute-reductions"]),

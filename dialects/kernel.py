@@ -50,6 +50,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
+    BlockArgument,
     Dialect,
     Operation,
     Region,
@@ -365,6 +366,40 @@ class SharedOp(IRDLOperation):
         _verify_in_kernel(self)
 
 
+def _thread_dependent(v: SSAValue) -> bool:
+    """Whether `v` may differ between the threads of a block: it is computed from a thread id
+    (through arithmetic, loads at a thread's index, the induction variable of a loop whose
+    bounds are). arrive_last's flag is the block's."""
+    seen, todo = set(), [v]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, BlockArgument):
+            loop = v.owner.parent_op()
+            if loop is not None and loop.name == "scf.for" and v.index == 0:
+                todo += loop.operands[:3]
+        elif isinstance(v.owner, ThreadIdOp):
+            return True
+        elif not isinstance(v.owner, ArriveLastOp):
+            todo += v.owner.operands
+    return False
+
+
+def _verify_block_uniform(op: Operation) -> None:
+    """A block-wide barrier under a branch or loop that differs between the block's threads
+    never completes (CUDA leaves it undefined; the CPU runtime reports the threads that wait)."""
+    at = op.parent_op()
+    while at is not None and not isinstance(at, FuncOp):
+        conditions = at.operands[:1] if at.name == "scf.if" else \
+            at.operands[:3] if at.name == "scf.for" else ()
+        if any(_thread_dependent(c) for c in conditions):
+            raise VerifyException(f"{op.name}: every thread of the block must reach it, but it is "
+                                  f"under an {at.name} that depends on the thread id")
+        at = at.parent_op()
+
+
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
     """`__syncthreads()`: every thread of the block waits here. `kernel.barrier`"""
@@ -377,6 +412,7 @@ class BarrierOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_in_kernel(self)
+        _verify_block_uniform(self)
 
 
 @irdl_op_definition
@@ -518,6 +554,7 @@ class ArriveLastOp(IRDLOperation):
         if self.count.value.data < 1:
             raise VerifyException(f"expected a positive count, got {self.count.value.data}")
         _verify_in_kernel(self)
+        _verify_block_uniform(self)
 
 
 @irdl_op_definition

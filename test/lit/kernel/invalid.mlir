@@ -61,6 +61,34 @@ func.func @f() {
 }
 
 // -----
+// A barrier only some threads reach never completes: under a branch on the thread id, or in a
+// loop whose trip count differs between threads (through a load at the thread's index).
+// CHECK: kernel.barrier: every thread of the block must reach it, but it is under an scf.if that depends on the thread id
+kernel.func @k(%x: memref<64xf32>) grid(1, 1, 1) block(64, 1, 1) {
+  %t = kernel.thread_id x
+  %c0 = arith.constant 0 : index
+  %p = arith.cmpi eq, %t, %c0 : index
+  scf.if %p {
+    kernel.barrier
+  }
+}
+
+// -----
+// CHECK: kernel.barrier: every thread of the block must reach it, but it is under an scf.for that depends on the thread id
+kernel.func @k(%x: memref<64xindex>) grid(1, 1, 1) block(64, 1, 1) {
+  %t = kernel.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.load %x[%t] : memref<64xindex>
+  %true = arith.constant true
+  scf.for %i = %c0 to %n step %c1 {
+    scf.if %true {
+      kernel.barrier
+    }
+  }
+}
+
+// -----
 // CHECK: kernel.shared: expected memory space 3 : i64, got none
 kernel.func @k(%x: memref<4xf32>) grid(1, 1, 1) block(1, 1, 1) {
   %b = kernel.shared : memref<4xf32>

@@ -18,7 +18,7 @@
 // CHECK-NEXT:    kernel.cp_async_commit
 // CHECK-NEXT:    kernel.cp_async_wait 1
 // CHECK-NEXT:    kernel.barrier
-// CHECK-NEXT:    scf.for %i = %t to %n step %bd {
+// CHECK-NEXT:    scf.for %i = %b to %n step %bd {
 // CHECK-NEXT:      kernel.barrier
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
@@ -41,7 +41,7 @@ kernel.func @all_ops(%x: memref<32x256xf32>, %out: memref<32xf32>, %n: index) gr
   kernel.cp_async_commit
   kernel.cp_async_wait 1
   kernel.barrier
-  scf.for %i = %t to %n step %bd {
+  scf.for %i = %b to %n step %bd {
     kernel.barrier
   }
 }

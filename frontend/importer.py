@@ -76,11 +76,15 @@ class Program:
         for k, (x, example) in enumerate(zip(inputs, self.example_inputs)):
             want = self.input_dtypes[k] if k < len(self.input_dtypes) else None
             if x is None:
-                raise TypeError(f"input {k} ('{self.input_names[k]}') is None (a meta tensor "
-                                "has no values to run on)")
+                raise TypeError(f"input {k} ('{self.input_names[k]}') is None, the example was "
+                                "a tensor")
             if isinstance(x, torch.Tensor) and x.device.type == "meta":
                 raise TypeError(f"input {k} ('{self.input_names[k]}') is a meta tensor: it has "
                                 "a shape but no values to run on")
+            if example is not None and tuple(np.shape(x)) != tuple(np.shape(example)):
+                raise ValueError(f"input {k} ('{self.input_names[k]}') has shape "
+                                 f"{tuple(np.shape(x))}, the example {tuple(np.shape(example))}:"
+                                 " deplo compiled the program for the example's shapes")
             if isinstance(x, torch.Tensor):
                 got = x.dtype
             else:  # (numpy: any width of the example's kind)
@@ -296,7 +300,7 @@ def _refuse_input_updates(ep: torch.export.ExportedProgram, placeholders: list[s
     updated = _written(ep, placeholders, OutputKind.USER_INPUT_MUTATION)
     if updated:
         at = placeholders.index(updated[0]) if updated[0] in placeholders else None
-        which = f"{at + 1} ('{names[at]}')" if at is not None else f"'{updated[0]}'"
+        which = f"{at} ('{names[at]}')" if at is not None else f"'{updated[0]}'"
         fix = "training-mode BatchNorm updates its running statistics, which deplo does not " \
             "support yet; model.eval() runs it as inference" \
             if re.search(r"running_(mean|var)|num_batches_tracked", which) \

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -121,7 +123,21 @@ def capture(program, example_inputs: Sequence[torch.Tensor] | None = None, seed:
         return import_module(program, tensors)
     bound = None if flat else given  # numbers (a scale, a flag) bound, containers taken apart
     return import_module(_CallableModule(program, bound), tensors,
+                         _parameter_names(program, len(tensors)) if flat else None,
                          called=None if module else program)
+
+
+def _parameter_names(fn: Callable, n: int) -> list[str] | None:
+    """The names of a callable's first `n` parameters, for its inputs (`fn(x, mask)`: 'x' and
+    'mask'; export would name them after our wrapper's `*xs`), where they are plain ones."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[:n]
+    except (TypeError, ValueError):  # a builtin without a signature
+        return None
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(params) < n or any(p.kind not in plain for p in params):
+        return None
+    return [p.name for p in params]
 
 
 def random_inputs(program: Program, seed: int | None = None) -> list[np.ndarray]:

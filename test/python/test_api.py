@@ -166,3 +166,9 @@ def test_api_misuse_is_one_clear_error() -> None:
         c.run(torch.randn(2, 2))
     with pytest.raises(FrontendError, match="sparse_coo tensor: deplo takes dense tensors"):
         deplo.compile(lambda x: x * 2, [torch.randn(4, 4).to_sparse()])
+    c = deplo.compile(lambda *xs: xs[0] + xs[1], [torch.randn(6, 8)] * 2)
+    with pytest.raises(ValueError, match=r"input 1 \('xs_1'\) has shape \(6, 9\), the example "
+                                         r"\(6, 8\)"):
+        c(torch.randn(6, 8), torch.randn(6, 9))
+    with pytest.raises(TypeError, match=r"input 0 \('xs_0'\) is None, the example was a tensor"):
+        c(None, torch.randn(6, 8))

@@ -94,6 +94,17 @@ func.func @undefined(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// 2^31 elements or more: refused where the type appears, not as a loop bound tir-to-loop's
+// verifier refuses with no location.
+// CHECK: input.mlir:[[# @LINE + 1]]:1
+func.func @huge(%x: tensor<3000000000xf32>) -> tensor<3000000000xf32> {
+  %y = tir.elementwise exp(%x) : tensor<3000000000xf32>
+  func.return %y : tensor<3000000000xf32>
+}
+// CHECK: func.func: tensor<3000000000xf32> has 2^31 elements or more (the kernels index with CUDA C's int)
+
+// -----
+
 // A semi-affine map (xDSL 0.74 does not implement d0 * d0): a located error.
 // CHECK: input.mlir:[[# @LINE + 2]]:3
 func.func @semi_affine(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -416,6 +416,20 @@ def expr_range(expr: AffineExpr, dim_ranges: Sequence[tuple[int, int]]) -> tuple
         return expr.value, expr.value
     if isinstance(expr, AffineDimExpr):
         return dim_ranges[expr.position]
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        # a sum: each dim's coefficients added up first, so `d0 + d1 - d1` is d0's range
+        coeffs: dict[int, int] = {}
+        lo = hi = 0
+        for scale, term in _summands(expr, 1):
+            if isinstance(term, AffineDimExpr):
+                coeffs[term.position] = coeffs.get(term.position, 0) + scale
+                continue
+            a, b = expr_range(term, dim_ranges)
+            lo, hi = lo + min(scale * a, scale * b), hi + max(scale * a, scale * b)
+        for d, c in coeffs.items():
+            a, b = dim_ranges[d]
+            lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+        return lo, hi
     if isinstance(expr, AffineBinaryOpExpr):
         a = expr_range(expr.lhs, dim_ranges)
         b = expr_range(expr.rhs, dim_ranges)
@@ -434,6 +448,16 @@ def expr_range(expr: AffineExpr, dim_ranges: Sequence[tuple[int, int]]) -> tuple
             if k == AffineBinaryOpKind.Mod:
                 return (a[0], a[1]) if 0 <= a[0] and a[1] < c else (0, c - 1)
     raise VerifyException(f"cannot bound affine expression {expr}")
+
+
+def _summands(expr: AffineExpr, scale: int) -> list[tuple[int, AffineExpr]]:
+    """`expr` as a sum of (constant factor, term): sums and products by constants opened."""
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        return _summands(expr.lhs, scale) + _summands(expr.rhs, scale)
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mul \
+            and isinstance(expr.rhs, AffineConstantExpr):
+        return _summands(expr.lhs, scale * expr.rhs.value)
+    return [(scale, expr)]
 
 
 def check_map_in_bounds(op_name: str, m: AffineMap, out_shape, in_shape) -> None:

@@ -177,9 +177,10 @@ def verify_located(module: Operation, starts: dict[Operation, int], source: Inpu
             if isinstance(v.type, ShapedType) and len(v.type.get_shape()) > MAX_NESTING:
                 fail(op, f"{op.name}: {len(v.type.get_shape())} dims; deplo takes at most "
                          f"{MAX_NESTING}, as PyTorch (each is a loop of the nest)")
-            if isinstance(v.type, ShapedType) and prod(v.type.get_shape()) >= 2**31:
-                fail(op, f"{op.name}: {v.type} has 2^31 elements or more (the kernels index "
-                         "with CUDA C's int)")
+            if isinstance(op, func.FuncOp) and isinstance(v.type, ShapedType) \
+                    and prod(v.type.get_shape()) >= 2**31:  # (an input is a buffer; a value
+                fail(op, f"{op.name}: input {v.type} has 2^31 elements or more (the kernels "
+                         "index with CUDA C's int)")  # inside may be a broadcast never stored)
             if isinstance(v.type, ShapedType) and any(n < 0 for n in v.type.get_shape()):
                 fail(op, f"{op.name}: {v.type} has a dynamic dim (deplo compiles static "
                          "shapes)")

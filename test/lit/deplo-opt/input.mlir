@@ -94,14 +94,15 @@ func.func @undefined(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// 2^31 elements or more: refused where the type appears, not as a loop bound tir-to-loop's
-// verifier refuses with no location.
+// An input of 2^31 elements or more (a buffer): refused where it appears, not as a loop
+// bound tir-to-loop's verifier refuses with no location. (A value inside may be that large: a
+// broadcast fusion never stores.)
 // CHECK: input.mlir:[[# @LINE + 1]]:1
 func.func @huge(%x: tensor<3000000000xf32>) -> tensor<3000000000xf32> {
   %y = tir.elementwise exp(%x) : tensor<3000000000xf32>
   func.return %y : tensor<3000000000xf32>
 }
-// CHECK: func.func: tensor<3000000000xf32> has 2^31 elements or more (the kernels index with CUDA C's int)
+// CHECK: func.func: input tensor<3000000000xf32> has 2^31 elements or more (the kernels index with CUDA C's int)
 
 // -----
 

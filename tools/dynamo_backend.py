@@ -40,15 +40,18 @@ def best_target() -> str:
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
     if written := _state_written(gm):  # (an optimizer step: deplo would drop the update)
-        print(f"deplo: note: this graph writes {len(written)} tensor(s) of its state in place "
-              "(an optimizer step?); deplo compiles programs that read their state, so it runs "
-              "eagerly", file=sys.stderr)
+        print(f"deplo: note: this graph writes {len(written)} tensor(s) of its state or inputs "
+              f"in place ({', '.join(written[:4])}{', ...' if len(written) > 4 else ''}: an "
+              "optimizer step, a training-mode BatchNorm's statistics); deplo compiles "
+              "programs without side effects, so it runs eagerly (model.eval() compiles a "
+              "BatchNorm)", file=sys.stderr)
         return gm.forward
     _user_module_paths(gm)
     forward = _without_grad_modes(gm)
     if any(_symbolic(a) for a in example_inputs) or _read_by_item(gm):
         return _differentiable(gm, _per_shape(forward))
-    return _differentiable(gm, _static(forward, example_inputs))
+    run = _static(forward, example_inputs)
+    return gm.forward if run is None else _differentiable(gm, run)
 
 
 def _without_grad_modes(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -69,12 +72,12 @@ _AUGMENTED = {f"i{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "m
 
 
 def _state_written(gm: torch.fx.GraphModule) -> list[str]:
-    """The graph's state an in-place op writes (`p.add_(g)`, `torch._foreach_mul_`, `p += g`,
-    `p[...] = v`, through views): its attributes (an optimizer's parameters and moments) and
-    the parameters Dynamo lifts as inputs (a step written by hand over a module). A buffer or
-    a user's tensor written in place stays the importer's error (BatchNorm: model.eval())."""
-    attrs = {n for n in gm.graph.nodes if n.op == "get_attr" or n.op == "placeholder"
-             and isinstance(n.meta.get("example_value"), torch.nn.Parameter)}
+    """The graph's state and inputs an in-place op writes (`p.add_(g)`, `torch._foreach_mul_`,
+    `p += g`, `p[...] = v`, through views), by the user's names: its attributes (an
+    optimizer's parameters and moments), the parameters and buffers Dynamo lifts as inputs (a
+    step written by hand, a training-mode BatchNorm's running statistics) and the caller's
+    tensors (`x.add_(1)`)."""
+    attrs = {n for n in gm.graph.nodes if n.op in ("get_attr", "placeholder")}
     written = []
     for n in gm.graph.nodes:
         if n.op not in ("call_method", "call_function") or not n.args:
@@ -85,11 +88,19 @@ def _state_written(gm: torch.fx.GraphModule) -> list[str]:
                     or operator and (name in _AUGMENTED or name == "setitem")
                     or isinstance(n.target, torch._ops.OpOverload)
                     and n.target._schema.is_mutable)
-        if in_place:
+        if n.target is torch.nn.functional.batch_norm and n.kwargs.get(
+                "training", n.args[5] if len(n.args) > 5 else False):  # its running statistics
+            first = [n.kwargs.get("running_mean", n.args[1] if len(n.args) > 1 else None),
+                     n.kwargs.get("running_var", n.args[2] if len(n.args) > 2 else None)]
+        elif in_place:
             first = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
-            for a in map(_viewed, first):
-                if a in attrs and a.target not in written:
-                    written.append(a.target)
+        else:
+            continue
+        for a in map(_viewed, first):
+            name = _input_name(a) if a in attrs and a.op == "placeholder" else \
+                getattr(a, "target", None)
+            if a in attrs and name not in written:
+                written.append(name)
     return written
 
 
@@ -267,6 +278,8 @@ def _per_shape(gm: torch.fx.GraphModule):
         if key not in compiled:
             graph = _with_values(gm, values) if values else gm
             compiled[key] = _static(_Bound(graph, concrete, items), tensors)
+        if compiled[key] is None:  # (deplo refused it: eager)
+            return gm(*args)
         return compiled[key](*tensors)
 
     return run
@@ -295,7 +308,19 @@ def _under_autocast(gm: torch.nn.Module) -> torch.nn.Module:
 
 
 def _static(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
-    """The runner of `gm` compiled at the example inputs' sizes."""
+    """The runner of `gm` compiled at the example inputs' sizes; None, said on stderr, where
+    deplo refuses the graph (an op it does not support, dropout in training mode): torch.compile
+    promises eager's results, so that graph runs eagerly."""
+    from deplo.frontend.errors import FrontendError
+
+    try:
+        return _compiled_runner(gm, example_inputs)
+    except FrontendError as e:
+        print(f"deplo: note: {str(e).splitlines()[0]}; this graph runs eagerly", file=sys.stderr)
+        return None
+
+
+def _compiled_runner(gm: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
     from deplo.frontend.importer import import_module
     from deplo.tools.api import Compiled
     from deplo.tools.tune_cmd import tuned_schedule

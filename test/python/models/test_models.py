@@ -269,18 +269,41 @@ def test_torch_compile_backend_autocast_grad_modes_and_optimizer_steps(capsys) -
     torch._dynamo.reset()
     torch.compile(by_hand, backend="deplo")()
     torch.testing.assert_close([lin.weight, lin.bias], want)
-    assert "writes 2 tensor(s) of its state in place" in capsys.readouterr().err
+    assert "writes 2 tensor(s) of its state or inputs in place" in capsys.readouterr().err
 
 
-def test_torch_compile_backend_names_a_buffer_updated_in_training_mode() -> None:
-    """Dynamo passes a training-mode BatchNorm's statistics as inputs it updates: the error
-    names the buffer by its path in the model and says what to do (was 'input 4 (args_3)',
-    then Dynamo's 'L_self_modules_1_buffers_running_mean_')."""
-    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+def test_torch_compile_backend_runs_a_training_mode_batch_norm_eagerly(capsys) -> None:
+    """Dynamo passes a training-mode BatchNorm's statistics as inputs it updates: deplo would
+    drop the update, so that graph runs eagerly, said with the buffers' names in the model (an
+    input the caller passes and the graph updates the same); in eval mode it compiles."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    twin = copy.deepcopy(m)
     torch._dynamo.reset()
-    with pytest.raises(Exception, match=r"'1\.(running_mean|running_var|num_batches_tracked)'\) "
-                                        r"in place.*model\.eval\(\)"):
-        torch.compile(m, backend="deplo")(torch.randn(2, 3, 8, 8))
+    cm = torch.compile(m, backend="deplo")
+    x = torch.randn(2, 3, 8, 8)
+    for _ in range(2):
+        torch.testing.assert_close(cm(x), twin(x))
+    for a, b in ((m[1].running_mean, twin[1].running_mean), (m[1].running_var,
+                 twin[1].running_var), (m[1].num_batches_tracked, twin[1].num_batches_tracked)):
+        torch.testing.assert_close(a, b)
+    err = capsys.readouterr().err
+    assert re.search(r"writes \d tensor\(s\) of its state or inputs in place \(1\.(running_mean|"
+                     r"running_var|num_batches_tracked)", err), err
+
+    def bump(t):
+        t.add_(1)
+        return t * 2
+
+    a, b = torch.randn(3), torch.randn(3)
+    b.copy_(a)
+    torch.testing.assert_close(torch.compile(bump, backend="deplo")(a), bump(b))
+    torch.testing.assert_close(a, b)
+    assert "in place (t:" in capsys.readouterr().err
+    m.eval(), twin.eval()
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(m, backend="deplo")(x), twin(x))
+    assert "runs eagerly" not in capsys.readouterr().err
 
 
 def test_torch_compile_backend_small_llm(checkpoints, monkeypatch) -> None:

@@ -160,7 +160,9 @@ def evaluating(module: torch.nn.Module):
     different program (deplo compiles the update away). A Hugging Face model's `use_cache` is
     off meanwhile: its forward would return a KV cache object, not tensors (`deplo generate`
     compiles the decode step with its cache as tensors)."""
-    training = module.training
+    # each module's own mode back: a batch norm frozen in eval inside a training model, a
+    # callable's fresh wrapper (training) around the user's model in eval
+    modes = [(m, m.training) for m in module.modules()]
     buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
     configs = {id(c): c for m in module.modules()
                if getattr(c := getattr(m, "config", None), "use_cache", None) is True}
@@ -170,7 +172,8 @@ def evaluating(module: torch.nn.Module):
     try:
         yield module
     finally:
-        module.train(training)
+        for m, training in modes:
+            m.training = training
         for c in configs.values():
             c.use_cache = True
         with torch.no_grad():

@@ -58,6 +58,19 @@ def test_a_module_in_training_mode_is_compiled_for_inference_and_says_so(capsys)
     deplo.compile(net.eval(), [_seeded(2, 4)])
     assert "training mode" not in capsys.readouterr().err
     net.train()
+
+
+def test_compiling_leaves_every_module_in_its_own_mode() -> None:
+    """A callable's model in eval mode stays so (its wrapper, a fresh module in training mode,
+    was put back with train(True), which reached the model: eager then ran dropout); a batch
+    norm frozen in eval inside a model in training mode stays frozen."""
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout()).eval()
+    deplo.compile(lambda x: net(x) * 2, [_seeded(2, 4)])
+    assert not any(m.training for m in net.modules())
+    mixed = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
+    mixed[1].eval()
+    deplo.compile(mixed, [_seeded(2, 4)])
+    assert mixed.training and mixed[0].training and not mixed[1].training
     deplo.compile(lambda x: net(x) * 2, [_seeded(2, 4)])  # named as the user's, not our wrapper's
     assert "'1', '2' are in training mode" in capsys.readouterr().err
 

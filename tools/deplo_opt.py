@@ -273,6 +273,11 @@ class DeploOptMain(xDSLOptMain):
         self.callback = callback
 
     def apply_passes(self, prog):
+        nested = sum(isinstance(op, ModuleOp) for op in prog.ops)
+        if nested and pipeline.parse_passes(self.spec):
+            raise pipeline.PipelineError(
+                f"the input holds {nested} builtin.modules in one; the passes take one module "
+                "(put `// -----` between them and pass --split-input-file)")
         passes = pipeline.plan(self.spec, pipeline.ir_level(prog))
         PassPipeline(passes, self.callback).apply(self.ctx, prog)
 

@@ -152,6 +152,14 @@ def test_deep_nesting_is_refused(opener: str, closer: str) -> None:
     assert_error(opt(text=text), "in.mlir:", "nested deeper than 64 levels")
 
 
+def test_two_modules_in_one_input_name_the_fix() -> None:
+    """Two top-level modules parse into one (as in MLIR); a pass then found nothing to convert
+    and blamed the first op it met."""
+    one = "builtin.module {\n" + LOOP_IR + "}\n"
+    assert_error(opt("-p", "loop-fuse", text=one + one), "holds 2 builtin.modules",
+                 "--split-input-file")
+
+
 def test_bounds_no_gpu_can_run() -> None:
     """Loop bounds past 2^63 were an OverflowError in tile.for's `extent`."""
     text = LOOP_IR.replace("0 to 4", "0 to 9223372036854775808")

@@ -290,7 +290,10 @@ class _Translator:
             # int32/int64 data wraps, as aten's: signed overflow is undefined in C, and a
             # compiler folds (x + 1) < 0 to x < -1 (index arithmetic keeps its signed form)
             form = "ubinary"
-        if form == "binary":
+        if form == "binary" and name in ("div", "rem") and isinstance(t, IntegerType) \
+                and t.width.data >= 32:
+            r = self.int_divide(name, *args)
+        elif form == "binary":
             r = self.emit(cuda.BinaryOp(name, *args))
         elif form == "ubinary":
             r = self.emit(cuda.BinaryOp(name, *(self.unsigned(a) for a in args)))
@@ -308,6 +311,19 @@ class _Translator:
             fn = name if args[0].type != F32 else name + "f"
             r = self.emit(cuda.CallOp(fn, args, args[0].type))
         return self.cast(r, out)
+
+    def int_divide(self, name: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """int32/int64 data `a / b` or `a % b` as aten's: the least value over -1 is itself
+        (-x wrapping) and its remainder 0, where C's division traps (SIGFPE on x86): the
+        divisor -1 is taken as 1, the quotient negated in unsigned arithmetic."""
+        minus_one = self.emit(cuda.CompareOp("eq", b, self.const(-1, b.type)))
+        safe = self.emit(cuda.SelectOp(minus_one, self.const(1, b.type), b))
+        r = self.emit(cuda.BinaryOp(name, a, safe))
+        if name == "rem":
+            return r
+        negated = self.emit(cuda.BinaryOp("sub", self.const(0, UNSIGNED[a.type.width.data]),
+                                          self.unsigned(a)))
+        return self.emit(cuda.SelectOp(minus_one, self.cast(negated, a.type), r))
 
     def op_arith_constant(self, op: arith.ConstantOp) -> None:
         val, t = op.value, self.ctype(op.result.type, op)
@@ -344,8 +360,12 @@ class _Translator:
     def _divmod(self, op: Operation, ceil: bool) -> None:
         """floordivsi / ceildivsi: C `/` truncates; step one towards -inf / +inf if inexact."""
         a, b = self.v(op.lhs), self.v(op.rhs)
-        q = self.emit(cuda.BinaryOp("div", a, b))
-        r = self.emit(cuda.BinaryOp("rem", a, b))
+        t = op.lhs.type  # (an index is IndexType here, i32 in C: no -1 check for it)
+        if isinstance(t, IntegerType) and t.width.data >= 32:
+            q, r = self.int_divide("div", a, b), self.int_divide("rem", a, b)
+        else:
+            q = self.emit(cuda.BinaryOp("div", a, b))
+            r = self.emit(cuda.BinaryOp("rem", a, b))
         zero = self.const(0, a.type)
         inexact = self.emit(cuda.CompareOp("ne", r, zero))
         sr = self.emit(cuda.CompareOp("lt", r, zero))

@@ -354,3 +354,33 @@ func.func @main(%x: memref<4xi32>, %y: memref<4xi64>) {
   kernel.launch @wrapping(%x, %y) : memref<4xi32>, memref<4xi64>
   func.return
 }
+
+// -----
+// int32 / int64 data divided by -1: the least value over -1 traps in C (SIGFPE on x86) where
+// aten gives itself and remainder 0; the divisor -1 is taken as 1 and the quotient negated in
+// unsigned arithmetic. An index's division stays plain.
+
+// CHECK-LABEL: cuda.kernel @divide(
+// CHECK:         %[[M1:.*]] = cuda.compare eq %[[B:.*]], %{{.*}} : i64
+// CHECK:         %[[SAFE:.*]] = cuda.select %[[M1]], %{{.*}}, %[[B]] : i64
+// CHECK:         %[[Q:.*]] = cuda.binary div %[[A:.*]], %[[SAFE]] : i64
+// CHECK:         %[[N:.*]] = cuda.binary sub %{{.*}}, %{{.*}} : ui64
+// CHECK:         %[[NEG:.*]] = cuda.cast %[[N]] : ui64 to i64
+// CHECK:         cuda.select %[[M1]], %[[NEG]], %[[Q]] : i64
+// CHECK:         cuda.binary rem %{{.*}}, %{{.*}} : i64
+// CHECK:         cuda.binary div %{{.*}}, %{{.*}} : i32
+kernel.func @divide(%x: memref<4xi64>, %y: memref<4xi64>) grid(1, 1, 1) block(4, 1, 1) {
+  %t = kernel.thread_id x
+  %a = memref.load %x[%t] : memref<4xi64>
+  %b = memref.load %y[%t] : memref<4xi64>
+  %q = arith.divsi %a, %b : i64
+  %r = arith.remsi %a, %b : i64
+  %s = arith.addi %q, %r : i64
+  %c2 = arith.constant 2 : index
+  %i = arith.divsi %t, %c2 : index
+  memref.store %s, %y[%i] : memref<4xi64>
+}
+func.func @main(%x: memref<4xi64>, %y: memref<4xi64>) {
+  kernel.launch @divide(%x, %y) : memref<4xi64>, memref<4xi64>
+  func.return
+}

@@ -43,6 +43,13 @@ CASES = {
     "fmod_large_quotient": (lambda a, b: torch.stack([torch.fmod(a, b), torch.remainder(a, b)]),
                             [torch.tensor([2.0**31, -3e9, 1e12, 7.5, -1e15]),
                              torch.tensor([2.5, 0.7, 0.3, -2.0, 1.3])]),
+    # the least integer over -1: itself and remainder 0, as aten (C's division traps there)
+    "int_min_over_minus_one": (
+        lambda a, b, c, d: torch.stack([a // b, a % b, torch.fmod(a, b)]).sum(0)
+        + (c // d + c % d + torch.fmod(c, d)).long(),
+        [torch.tensor([-2**63, 7, -7, -2**63]), torch.tensor([-1, -1, 2, 3]),
+         torch.tensor([-2**31, 7, -7, 5], dtype=torch.int32),
+         torch.tensor([-1, -1, 2, -1], dtype=torch.int32)]),
     "int_fmod": (lambda a, b: torch.fmod(a, b) + torch.fmod(a, -3),
                  [_ints(5, 7), _ints(5, 7, lo=1, hi=6) * torch.tensor([1, -1] * 3 + [1])]),
     "int_remainder": (lambda a, b: torch.remainder(a, b) * 10 + torch.remainder(a, -4),

@@ -78,7 +78,9 @@ class Importer:
             return self.values[arg]
         if isinstance(arg, (int, float)) and (like is not None or not isinstance(arg, bool)):
             elt = like.element_type if like is not None else mlir_element_type(torch.float32)
-            if isinstance(elt, IntegerType):  # a number in an integer tensor's type (a fill,
+            if isinstance(elt, IntegerType) and elt.width.data == 1:
+                arg = int(bool(arg))  # (a bool's fill: any nonzero number is True)
+            elif isinstance(elt, IntegerType):  # a number in an integer tensor's type (a fill,
                 arg = self._wrapped(int(arg), elt.width.data)  # a scatter, `x > -1`): as aten
             t = TensorType(elt, [])
             op = T.FullOp(arg, t) if isinstance(elt, IntegerType) \
@@ -791,6 +793,11 @@ def _cmp(im: Importer, name: str, a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 def _scalar(im: Importer, value: float, like: SSAValue) -> SSAValue:
+    """A 0-d constant in `like`'s type; an integer type takes the number truncated, as aten
+    converts a Scalar (hardtanh(int8, -0.5, 0.5) clamps to [0, 0])."""
+    elt = like.type.element_type
+    if isinstance(elt, IntegerType) and math.isfinite(value):
+        value = int(bool(value)) if elt.width.data == 1 else int(value)
     return im.insert(T.FullOp(value, _t(like, [])), "cst")
 
 

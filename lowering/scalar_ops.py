@@ -11,7 +11,12 @@ from collections.abc import Callable
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
-    Float32Type, FloatAttr, IndexType, IntegerAttr, IntegerType, f64,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    f64,
 )
 from xdsl.ir import Attribute, SSAValue
 

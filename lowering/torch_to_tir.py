@@ -45,6 +45,7 @@ BINARY_KIND = {"add": EK.ADD, "sub": EK.SUB, "mul": EK.MUL, "div": EK.DIV,
 # a unary torch op named as a tir kind is that kind (relu and reciprocal decompose below)
 UNARY_KIND = {name: EK(name) for name in T.UNARY_OPS if name in {k.value for k in EK}}
 COMPARE_KIND = {k.value: k for k in tir.CompareKind}  # torch.eq ... torch.ge
+_BOOL_KIND = {EK.ADD: EK.OR, EK.MUL: EK.AND}
 
 
 class TirBuilder:
@@ -61,6 +62,10 @@ class TirBuilder:
         return op.results[0]
 
     def ew(self, kind: EK, *xs: SSAValue) -> SSAValue:
+        if tir.is_i1(xs[0].type.element_type):  # bools as aten computes them: a sum is an or
+            if kind == EK.SIGN:  # (scatter_add, index_put's accumulate), a product an and,
+                return xs[0]  # the sign the value itself
+            kind = _BOOL_KIND.get(kind, kind)
         return self._add(tir.ElementwiseOp(kind, xs))
 
     def compare(self, kind: tir.CompareKind, x: SSAValue, y: SSAValue) -> SSAValue:

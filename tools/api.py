@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import inspect
-
 import json
 import sys
 from collections.abc import Callable, Sequence

@@ -16,8 +16,8 @@ import argparse
 import io
 import re
 import sys
-from math import prod
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.dialects import arith, builtin, func, math, memref, scf
 from xdsl.dialects.builtin import ModuleOp, ShapedType

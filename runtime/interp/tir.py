@@ -116,7 +116,8 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.CEIL: np.ceil,
     tir.ElementwiseKind.TRUNC: np.trunc,
     tir.ElementwiseKind.ROUND: np.rint,  # half to even
-    tir.ElementwiseKind.SIGN: lambda x: np.nan_to_num(np.sign(x), nan=0) + x.dtype.type(0),
+    tir.ElementwiseKind.SIGN: lambda x: x if x.dtype == np.bool_ else  # (a bool's is itself)
+    np.nan_to_num(np.sign(x), nan=0) + x.dtype.type(0),
     tir.ElementwiseKind.EXPM1: np.expm1,
     tir.ElementwiseKind.LOG1P: np.log1p,
     tir.ElementwiseKind.LOG2: np.log2,

@@ -50,6 +50,17 @@ CASES = {
         [torch.tensor([-2**63, 7, -7, -2**63]), torch.tensor([-1, -1, 2, 3]),
          torch.tensor([-2**31, 7, -7, 5], dtype=torch.int32),
          torch.tensor([-1, -1, 2, -1], dtype=torch.int32)]),
+    # bools as aten computes them: a sum is an or, a product an and, the sign the value, any
+    # nonzero fill True (they failed to verify: "expected numbers")
+    "bool_arithmetic": (
+        lambda a, s: torch.stack([
+            torch.sign(a), a.scatter_add(0, torch.tensor([0, 2, 0]), s),
+            a.masked_fill(s, 10), a.index_add(0, torch.tensor([0, 1, 0]), s),
+            a.scatter_reduce(0, torch.tensor([2, 1, 2]), s, "prod"), a * s]),
+        [torch.tensor([False, True, False]), torch.tensor([True, False, True])]),
+    # an integer clamp by fractional bounds: truncated, as aten converts a Scalar
+    "int_hardtanh_fractional": (lambda a: F.hardtanh(a, -0.5, 2.7) * 10 + F.hardtanh(a, -2.5),
+                                [torch.tensor([-3, 0, 1, 3], dtype=torch.int8)]),
     "int_fmod": (lambda a, b: torch.fmod(a, b) + torch.fmod(a, -3),
                  [_ints(5, 7), _ints(5, 7, lo=1, hi=6) * torch.tensor([1, -1] * 3 + [1])]),
     "int_remainder": (lambda a, b: torch.remainder(a, b) * 10 + torch.remainder(a, -4),

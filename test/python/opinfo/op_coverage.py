@@ -533,6 +533,9 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 - `narrow` with a tensor start, `nonzero`, boolean-mask indexing: data-dependent (torch.export
   cannot trace the first; shapes would depend on values for the others).
 - Matrix norms (`norm(p="nuc")`, an SVD).
+- uint8 `interpolate` (bilinear, bicubic): computed in float32 and rounded, where aten's uint8
+  path works in fixed point: a value can be one off (16690 of 101400 in one 270x270 -> 130x130
+  sample).
 - `searchsorted` of a sequence holding NaN where some number
   reaches the value (PyTorch's answer then depends on its search path: deplo counts the numbers
   below); float64 `erfc` and `erfinv` (float32-accurate approximations).

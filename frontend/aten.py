@@ -399,9 +399,11 @@ def _fill_value(node: torch.fx.Node, v, floats: bool = True):
         return v
     if dtype.is_floating_point:
         over = floats and math.isfinite(v) and abs(v) > torch.finfo(dtype).max
-    else:
+    else:  # (an unsigned type takes a negative int as its wrap, not a negative float; NaN none)
         info = torch.iinfo(dtype)
-        over = v > info.max or v < (-info.max if info.min == 0 else info.min)
+        least = 0 if isinstance(v, float) and info.min == 0 else \
+            -info.max if info.min == 0 else info.min
+        over = not v <= info.max or v < least
     if over:
         raise FrontendError(f"value {v} cannot be converted to type {dtype} without overflow "
                             f"(in '{node.target}' {where_from(node)}), as eager raises")

@@ -86,10 +86,11 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
         hi = x * 134217729.0 - (x * 134217729.0 - x)  # 2^27 + 1: Veltkamp's halves
         return hi, x - hi
 
-    (ah, al), (bh, bl) = split(a), split(b)
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isfinite(p), (p + c) + e, p + c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        (ah, al), (bh, bl) = split(a), split(b)
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        # (past ~1e300 the split overflows: the plain sum there, rounded twice)
+        return np.where(np.isfinite(p) & np.isfinite(e), (p + c) + e, p + c)
 
 
 def _erf(x: Any) -> Any:

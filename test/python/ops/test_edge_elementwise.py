@@ -61,6 +61,9 @@ CASES = {
     # an integer clamp by fractional bounds: truncated, as aten converts a Scalar
     "int_hardtanh_fractional": (lambda a: F.hardtanh(a, -0.5, 2.7) * 10 + F.hardtanh(a, -2.5),
                                 [torch.tensor([-3, 0, 1, 3], dtype=torch.int8)]),
+    "fmod_f64_huge": (lambda a, b: torch.fmod(a, b),  # (the interpreter's fma past 1e300)
+                      [torch.tensor([1.1e301, 5e300, 7.0, -1.1e301], dtype=torch.float64),
+                       torch.tensor([2e300, 3e300, 2e300, 2e300], dtype=torch.float64)]),
     "int_fmod": (lambda a, b: torch.fmod(a, b) + torch.fmod(a, -3),
                  [_ints(5, 7), _ints(5, 7, lo=1, hi=6) * torch.tensor([1, -1] * 3 + [1])]),
     "int_remainder": (lambda a, b: torch.remainder(a, b) * 10 + torch.remainder(a, -4),

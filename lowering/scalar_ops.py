@@ -11,6 +11,8 @@ from collections.abc import Callable
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
     Float32Type,
     FloatAttr,
     IndexType,
@@ -53,6 +55,21 @@ def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
     one = const(b, 1.0, x.type)
     e = b.insert(math.ExpOp(b.insert(arith.NegfOp(x)).result)).result
     return b.insert(arith.DivfOp(one, b.insert(arith.AddfOp(one, e)).result)).result
+
+
+def _in_f32(compose: Callable[..., SSAValue]) -> Callable[..., SSAValue]:
+    """A composite of several ops (sigmoid's 1 / (1 + exp(-x))) computed on f16/bf16 operands in
+    float32 and rounded once, as aten's opmath: rounding exp(-x) to half overflows past 11
+    (sigmoid 0 where eager has 1.5e-5), and 1 + it rounds to 1 in bf16."""
+
+    def go(b: Builder, *xs: SSAValue) -> SSAValue:
+        t = xs[0].type
+        if not isinstance(t, Float16Type | BFloat16Type):
+            return compose(b, *xs)
+        wide = [b.insert(arith.ExtFOp(x, Float32Type())).result for x in xs]
+        return b.insert(arith.TruncFOp(compose(b, *wide), t)).result
+
+    return go
 
 
 def _typed(float_op: type, int_op: type) -> Callable[..., SSAValue]:
@@ -144,8 +161,8 @@ ELEMENTWISE: dict[EK, Callable[..., SSAValue]] = {
     EK.RSQRT: lambda b, x: b.insert(math.RsqrtOp(x)).result,
     EK.SQRT: lambda b, x: b.insert(math.SqrtOp(x)).result,
     EK.TANH: lambda b, x: b.insert(math.TanhOp(x)).result,
-    EK.SIGMOID: _sigmoid,
-    EK.SILU: lambda b, x: b.insert(arith.MulfOp(x, _sigmoid(b, x))).result,
+    EK.SIGMOID: _in_f32(_sigmoid),
+    EK.SILU: _in_f32(lambda b, x: b.insert(arith.MulfOp(x, _sigmoid(b, x))).result),
     EK.POW: lambda b, x, y: b.insert(math.PowFOp(x, y)).result,
     EK.FMOD: _fmod,
     EK.COS: lambda b, x: b.insert(math.CosOp(x)).result,

@@ -325,16 +325,17 @@ def layer_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, bias: SSAValue | 
 def gelu(b: TirBuilder, x: SSAValue, approximate: str) -> SSAValue:
     """x * 0.5 * (1 + erf(x / sqrt(2))), or 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
     for approximate="tanh" (aten's formulas)."""
-    t: TensorType = x.type
+    like, x = x.type, _opmath(b, x)  # (f16/bf16 in float32, rounded once: 1 + erf(x) of a
+    t: TensorType = x.type  # half erf cancels to 0 below -3.8)
     one = b.full(1.0, t)
     half = b.full(0.5, t)
     if approximate == "tanh":
         cube = b.ew(EK.MUL, b.ew(EK.MUL, x, x), x)
         inner = b.ew(EK.ADD, x, b.ew(EK.MUL, b.full(0.044715, t), cube))
         th = b.ew(EK.TANH, b.ew(EK.MUL, b.full(math.sqrt(2 / math.pi), t), inner))
-        return b.ew(EK.MUL, b.ew(EK.MUL, half, x), b.ew(EK.ADD, one, th))
+        return _back(b, b.ew(EK.MUL, b.ew(EK.MUL, half, x), b.ew(EK.ADD, one, th)), like)
     cdf = b.ew(EK.ADD, one, b.ew(EK.ERF, b.ew(EK.MUL, x, b.full(1 / math.sqrt(2), t))))
-    return b.ew(EK.MUL, b.ew(EK.MUL, x, half), cdf)
+    return _back(b, b.ew(EK.MUL, b.ew(EK.MUL, x, half), cdf), like)
 
 
 def constant_value(v: SSAValue) -> float | None:

@@ -266,3 +266,19 @@ def test_fill_values_eager_accepts_compile() -> None:
     for fn, a in [(lambda x: torch.full_like(x, -1), x), (lambda h: torch.where(h > 0, h, 1e6), h),
                   (lambda x: x.to(torch.int8) + 1000, x)]:
         assert torch.equal(deplo.compile(fn, [a])(a), fn(a))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("fn", [torch.sigmoid, F.silu, F.gelu,
+                                lambda x: F.gelu(x, approximate="tanh")],
+                         ids=["sigmoid", "silu", "gelu", "gelu_tanh"])
+def test_half_activations_round_once_as_eager(fn, dtype) -> None:
+    """f16/bf16 activations computed in float32 and rounded once, as aten's opmath: rounding
+    each step to half made sigmoid(-12) 0 in fp16 (exp(12) overflows) and gelu(-4) -0 (1 +
+    erf(x) cancels), where eager is right to an ulp. Against float64: within 2 ulps, or twice
+    eager's own error (tanh-gelu's 1 + tanh cancels in float32 too)."""
+    x = torch.linspace(-16, 8, 481).to(dtype)
+    got, want, exact = deplo.compile(fn, [x])(x).double(), fn(x).double(), fn(x.double())
+    allowed = torch.maximum(2 * torch.finfo(dtype).eps * exact.abs(), 2 * (want - exact).abs())
+    assert torch.all((got - exact).abs() <= allowed + torch.finfo(dtype).tiny), \
+        x[((got - exact).abs() - allowed).argmax()]

@@ -171,7 +171,8 @@ def column_reads(red: loop.ForOp | tile.ForOp, column: SSAValue) -> int:
     is one, else 0."""
     moved = [o for o in red.body.walk() if isinstance(o, loop.LoadOp) and red.iv in o.indices]
     for ld in moved:
-        col = ld.access_map().results[-1]
+        coords = ld.access_map().results  # (none: a 0-d buffer, its index mapped away)
+        col = coords[-1] if coords else None
         if not isinstance(col, AffineDimExpr) or ld.indices[col.position] is not column:
             return 0
     return max((ld.result.type.bitwidth // 8 for ld in moved), default=0)

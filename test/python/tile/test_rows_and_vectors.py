@@ -373,3 +373,11 @@ def test_a_short_1d_loop_is_one_block_of_the_warps_it_needs(expr: str, block: in
     (f,) = [f for f in c.module("kernel").ops if isinstance(f, kernel.FuncOp)]
     assert (f.grid_dims, f.block_dims) == ((1, 1, 1), (block, 1, 1))
     assert c.check(seed=1).ok
+
+
+def test_split_reduction_reading_a_zero_d_constant() -> None:
+    """logsigmoid's row sum reads a 0-d constant inside the reduction (its load's map has no
+    coordinate): the column test took that map's last coordinate (IndexError)."""
+    c = deplo.compile(lambda a: F.logsigmoid(a).sum(-1), [torch.randn(8, 8192)])
+    result = c.check(seed=3)
+    assert result.ok, result.line()

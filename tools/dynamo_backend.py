@@ -40,11 +40,13 @@ def best_target() -> str:
 
 def deplo_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **_):
     if written := _state_written(gm):  # (an optimizer step: deplo would drop the update)
+        norm = any(re.search(r"running_(mean|var)|num_batches_tracked", w) for w in written)
         print(f"deplo: note: this graph writes {len(written)} tensor(s) of its state or inputs "
               f"in place ({', '.join(written[:4])}{', ...' if len(written) > 4 else ''}: an "
               "optimizer step, a training-mode BatchNorm's statistics); deplo compiles "
-              "programs without side effects, so it runs eagerly (model.eval() compiles a "
-              "BatchNorm)", file=sys.stderr)
+              "programs without side effects, so it runs eagerly"
+              + (" (model.eval() compiles the BatchNorm as inference)" if norm else ""),
+              file=sys.stderr)
         return gm.forward
     _user_module_paths(gm)
     forward = _without_grad_modes(gm)

@@ -401,8 +401,7 @@ def _fill_value(node: torch.fx.Node, v, floats: bool = True):
         over = floats and math.isfinite(v) and abs(v) > torch.finfo(dtype).max
     else:  # (an unsigned type takes a negative int as its wrap, not a negative float; NaN none)
         info = torch.iinfo(dtype)
-        least = 0 if isinstance(v, float) and info.min == 0 else \
-            -info.max if info.min == 0 else info.min
+        least = info.min if info.min < 0 else 0 if isinstance(v, float) else -info.max
         over = not v <= info.max or v < least
     if over:
         raise FrontendError(f"value {v} cannot be converted to type {dtype} without overflow "

@@ -146,6 +146,12 @@ def _fail(op: Operation, what: str) -> ConversionError:
     return ConversionError(f"kernel-to-cuda: {what} '{op.name}'{where}{loc}")
 
 
+def _int_data(t: Attribute) -> bool:
+    """int32/int64 data, whose arithmetic follows aten's (wrapping, division by -1); an index
+    is IndexType at this level (i32 in C) and keeps plain C arithmetic."""
+    return isinstance(t, IntegerType) and t.width.data >= 32
+
+
 class _Translator:
     """Builds one cuda.kernel from one kernel.func, op by op, with a map old value -> new value."""
 
@@ -285,13 +291,12 @@ class _Translator:
     def scalar(self, op: Operation, form: str, name: str) -> SSAValue:
         args = [self.f32(self.v(a)) for a in op.operands]
         out = self.ctype(op.results[0].type, op)
-        t = op.results[0].type
-        if name in ("add", "sub", "mul") and isinstance(t, IntegerType) and t.width.data >= 32:
+        data = _int_data(op.results[0].type)
+        if name in ("add", "sub", "mul") and data:
             # int32/int64 data wraps, as aten's: signed overflow is undefined in C, and a
             # compiler folds (x + 1) < 0 to x < -1 (index arithmetic keeps its signed form)
             form = "ubinary"
-        if form == "binary" and name in ("div", "rem") and isinstance(t, IntegerType) \
-                and t.width.data >= 32:
+        if form == "binary" and name in ("div", "rem") and data:
             r = self.int_divide(name, *args)
         elif form == "binary":
             r = self.emit(cuda.BinaryOp(name, *args))
@@ -360,8 +365,7 @@ class _Translator:
     def _divmod(self, op: Operation, ceil: bool) -> None:
         """floordivsi / ceildivsi: C `/` truncates; step one towards -inf / +inf if inexact."""
         a, b = self.v(op.lhs), self.v(op.rhs)
-        t = op.lhs.type  # (an index is IndexType here, i32 in C: no -1 check for it)
-        if isinstance(t, IntegerType) and t.width.data >= 32:
+        if _int_data(op.lhs.type):
             q, r = self.int_divide("div", a, b), self.int_divide("rem", a, b)
         else:
             q = self.emit(cuda.BinaryOp("div", a, b))

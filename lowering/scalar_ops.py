@@ -119,8 +119,8 @@ def _sign(b: Builder, x: SSAValue) -> SSAValue:
 def _fmod(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
     """C's fmod (xDSL's arith has no remf): x - trunc(x / y) y in one rounding (an fma), moved by
     |y| once where the rounded quotient was one off (1e8 fmod 3 is 1, not 0 or -2); exact while
-    the quotient is below 2^53 (f32 and narrower are computed in f64). A zero keeps x's sign; a finite x over an infinite y is x.
-    Integers: C's `%` (arith.remsi), the same sign rule."""
+    the quotient is below 2^53 (f32 and narrower are computed in f64). A zero keeps x's sign; a
+    finite x over an infinite y is x. Integers: C's `%` (arith.remsi), the same sign rule."""
     def ins(op):
         return b.insert(op).result
 

@@ -62,9 +62,11 @@ class TirBuilder:
         return op.results[0]
 
     def ew(self, kind: EK, *xs: SSAValue) -> SSAValue:
-        if tir.is_i1(xs[0].type.element_type):  # bools as aten computes them: a sum is an or
-            if kind == EK.SIGN:  # (scatter_add, index_put's accumulate), a product an and,
-                return xs[0]  # the sign the value itself
+        # bools as aten computes them: a sum (scatter_add, index_put's accumulate) is an or, a
+        # product an and, the sign the value itself
+        if tir.is_i1(xs[0].type.element_type):
+            if kind == EK.SIGN:
+                return xs[0]
             kind = _BOOL_KIND.get(kind, kind)
         return self._add(tir.ElementwiseOp(kind, xs))
 
@@ -325,8 +327,9 @@ def layer_norm(b: TirBuilder, x: SSAValue, w: SSAValue | None, bias: SSAValue | 
 def gelu(b: TirBuilder, x: SSAValue, approximate: str) -> SSAValue:
     """x * 0.5 * (1 + erf(x / sqrt(2))), or 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
     for approximate="tanh" (aten's formulas)."""
-    like, x = x.type, _opmath(b, x)  # (f16/bf16 in float32, rounded once: 1 + erf(x) of a
-    t: TensorType = x.type  # half erf cancels to 0 below -3.8)
+    # f16/bf16 in float32, rounded once (1 + a half erf(x) cancels to 0 below -3.8)
+    like, x = x.type, _opmath(b, x)
+    t: TensorType = x.type
     one = b.full(1.0, t)
     half = b.full(0.5, t)
     if approximate == "tanh":

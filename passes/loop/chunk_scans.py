@@ -18,15 +18,16 @@ the row into S chunks of C (C divides E, chosen near (2E)^(1/3), which minimizes
 E * C + S * S loads a row instead of E * E (100000: 5.6M against 10^10). A row with no such
 divisor (a prime length) keeps S = E // C whole chunks and a tail of T = E - S C positions:
 the offsets get one more entry, and @name_tail sums within the tail from S C and adds it
-(T * T more loads, a fourth launch). All three are plain
-loop nests the tile planner schedules like any other. Qualifies: a kernel whose innermost free
-loop `a` (0 to E by 1, under plain free loops; size-1 loops may sit between) holds one reduce
-loop over the same range carrying one sum (float or integer) of `select(r <= a, V, 0)` (or `a >= r`), V
-computed from neither the sum nor `a`, `r` used only by V's loads and the mask, `a` only by the
-mask and by loads and stores; E at least MIN_EXTENT (or rows x E x E at least MIN_LOADS). The sum's order changes (chunks, then their
-offsets): fp32 rounding, not a different result. A scan over a dim that is not the last
-(`[100000, 2].cumsum(0)`) first has its position loop moved innermost in the free nest
-(`_scan_dim_innermost`; free iterations are independent), when the row is one to chunk.
+(T * T more loads, a fourth launch). Each is a plain loop nest the tile planner schedules like
+any other. Qualifies: a kernel whose innermost free loop `a` (0 to E by 1, under plain free
+loops; size-1 loops may sit between) holds one reduce loop over the same range carrying one
+sum (float or integer) of `select(r <= a, V, 0)` (or `a >= r`), V computed from neither the
+sum nor `a`, `r` used only by V's loads and the mask, `a` only by the mask and by loads and
+stores; E at least MIN_EXTENT (or rows x E x E at least MIN_LOADS). The sum's order changes
+(chunks, then their offsets): fp32 rounding, not a different result. A scan over a dim that
+is not the last (`[100000, 2].cumsum(0)`) first has its position loop moved innermost in the
+free nest (`_scan_dim_innermost`; free iterations are independent), when the row is one to
+chunk.
 A cumprod is the same with products from 1; an exclusive mask (`r < a`) is left as it is.
 """
 
@@ -282,16 +283,16 @@ def _scan(kernel: loop.KernelOp, launch: loop.LaunchOp) -> bool:
     slices, tail = divmod(extent, chunk)
     name = kernel.sym_name.data
     rows = [lp.ub.data for lp in s.path]
-    ftype = s.red.res[0].type
+    elt = s.red.res[0].type
     shapes = ([*rows, slices], [*rows, slices + (tail > 0)])  # the partials, the offsets
-    allocs = [memref.AllocOp.get(ftype, shape=shape) for shape in shapes]
+    allocs = [memref.AllocOp.get(elt, shape=shape) for shape in shapes]
     for a, hint in zip(allocs, ("part", "offsets")):
         a.memref.name_hint = f"{name}_{hint}"
         Rewriter.insert_op(a, InsertPoint.before(launch))
     args = [*launch.args, *(a.memref for a in allocs)]
     bufs = []
     for hint, shape in zip(("part", "offs"), shapes):
-        arg = kernel.body.block.insert_arg(MemRefType(ftype, shape), len(kernel.body.block.args))
+        arg = kernel.body.block.insert_arg(MemRefType(elt, shape), len(kernel.body.block.args))
         arg.name_hint = hint
         bufs.append(arg)
     stages = []

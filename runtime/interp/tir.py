@@ -82,6 +82,11 @@ def c_pow(x: Any, y: Any) -> Any:
     return r
 
 
+def _sign(x: Any) -> Any:
+    """1, -1 or 0 (NaN gives 0, as torch.sign); a bool's is itself."""
+    return x if x.dtype == np.bool_ else np.nan_to_num(np.sign(x), nan=0) + x.dtype.type(0)
+
+
 def _out_of_width(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Shift amounts PyTorch answers with 0 or the sign (C leaves them undefined)."""
     return (y < 0) | (y >= 8 * x.dtype.itemsize)
@@ -116,8 +121,7 @@ ELEMENTWISE_IMPLS: dict[tir.ElementwiseKind, Callable[..., Any]] = {
     tir.ElementwiseKind.CEIL: np.ceil,
     tir.ElementwiseKind.TRUNC: np.trunc,
     tir.ElementwiseKind.ROUND: np.rint,  # half to even
-    tir.ElementwiseKind.SIGN: lambda x: x if x.dtype == np.bool_ else  # (a bool's is itself)
-    np.nan_to_num(np.sign(x), nan=0) + x.dtype.type(0),
+    tir.ElementwiseKind.SIGN: _sign,
     tir.ElementwiseKind.EXPM1: np.expm1,
     tir.ElementwiseKind.LOG1P: np.log1p,
     tir.ElementwiseKind.LOG2: np.log2,

@@ -317,7 +317,7 @@ def _walk(block: Block, blk: _Block, trips: np.ndarray, active: np.ndarray, w: W
             n = len(op.values) if store else len(op.res)
             _access(w, blk, op.memref, op.indices, n, weight, active, store)
         elif isinstance(op, kernel.CpAsyncOp):
-            n = op.bytes.value.data // _elt_bytes(op.src)
+            n = op.bytes.value.data // kernel.element_bytes(op.src.type.element_type)
             _access(w, blk, op.src, op.src_indices, n, weight, active)
             # a stage's copies go out back to back: its loop's trips, in flight together
             copy_loop = op.parent_op()
@@ -391,11 +391,6 @@ def buffer_key(buf: SSAValue) -> str:
 
 def _is_float(v: SSAValue) -> bool:
     return "f" in str(v.type) and "i" not in str(v.type)[:1]
-
-
-def _elt_bytes(buf: SSAValue) -> int:
-    t = buf.type
-    return max(1, getattr(t.element_type, "bitwidth", 32) // 8)
 
 
 def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active,

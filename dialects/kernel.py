@@ -79,8 +79,8 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from deplo.dialects.loop import INDEX_LIMIT, same_elements
-from deplo.dialects.tile import PackHalves
+from deplo.dialects.loop import INDEX_LIMIT, enclosing_ops, same_elements
+from deplo.dialects.tile import PackHalves, element_bytes
 from deplo.hardware import (
     MAX_BLOCK,
     MAX_BLOCK_THREADS,
@@ -95,24 +95,12 @@ PRELUDE_SHARED_BYTES = 16  # static shared data of kc_prelude.cuh: kc_arrive_las
 CP_ASYNC_BYTES = (4, 16)  # kc_cp_async4 / kc_cp_async16 of the prelude
 
 
-def element_bytes(t: Attribute) -> int:
-    """Size in bytes of a memref element (`index` is a 32-bit int in the emitted C)."""
-    if isinstance(t, IndexType):
-        return 4
-    if isinstance(t, IntegerType | AnyFloat):
-        return max(1, t.bitwidth // 8)
-    raise VerifyException(f"expected an integer, float or index element type, got {t}")
-
-
 def is_shared(t: Attribute) -> bool:
     return isinstance(t, MemRefType) and t.memory_space == IntegerAttr(SHARED_SPACE, i64)
 
 
 def _enclosing_kernel(op: Operation) -> FuncOp | None:
-    p = op.parent_op()
-    while p is not None and not isinstance(p, FuncOp):
-        p = p.parent_op()
-    return p
+    return next(enclosing_ops(op, FuncOp), None)
 
 
 def _verify_in_kernel(op: Operation) -> None:

@@ -41,7 +41,7 @@ Memory accesses are Loop IR's `loop.load` / `loop.store` (ARCHITECTURE.md, Depar
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -108,6 +108,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from deplo.dialects.loop import (
+    enclosing_ops,
     parse_iter_args,
     parse_kernel_header,
     print_iter_and_body,
@@ -183,20 +184,13 @@ class CombineKindAttr(EnumAttribute[CombineKind], SpacedOpaqueSyntaxAttribute):
     name = "tile.combine_kind"
 
 
-def _ancestors(op: Operation) -> Iterator[Operation]:
-    parent = op.parent_op()
-    while parent is not None:
-        yield parent
-        parent = parent.parent_op()
-
-
 def enclosing_kernel(op: Operation) -> KernelOp | None:
-    return next((p for p in _ancestors(op) if isinstance(p, KernelOp)), None)
+    return next(enclosing_ops(op, KernelOp), None)
 
 
 def enclosing_loops(op: Operation) -> list[ForOp]:
     """The `tile.for` ops around `op`, innermost first."""
-    return [p for p in _ancestors(op) if isinstance(p, ForOp)]
+    return list(enclosing_ops(op, ForOp))
 
 
 # --------------------------------------------------------------------------------------------
@@ -625,9 +619,12 @@ def staged_type(source: MemRefType, sizes: Sequence[int], pad: int,
 
 
 def element_bytes(t: Attribute) -> int:
+    """Size in bytes of a memref element (`index` is a 32-bit int in the emitted C)."""
+    if isinstance(t, IndexType):
+        return 4
     if isinstance(t, IntegerType | AnyFloat):
         return max(1, t.bitwidth // 8)
-    return 4  # index: a 32-bit int in the emitted C
+    raise VerifyException(f"expected an integer, float or index element type, got {t}")
 
 
 @irdl_op_definition

@@ -46,8 +46,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
-
 
 def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
     """PyTorch/numpy broadcasting of two shapes, or None where they do not broadcast."""

@@ -35,8 +35,8 @@ from xdsl.ir import Operation
 
 from deplo.analysis.index import linear_expr
 from deplo.dialects import loop
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+from deplo.dialects.tile import element_bytes
+from deplo.frontend.models import DTYPES
 
 
 @dataclass(frozen=True)
@@ -272,10 +272,7 @@ FLOP_OPS = {"arith.addf": 1, "arith.subf": 1, "arith.mulf": 1, "arith.divf": 1, 
 
 
 def _element_bytes(t: MemRefType) -> int:
-    elt = t.element_type
-    width = getattr(elt, "bitwidth", None) or getattr(elt, "width", None)
-    width = width.data if hasattr(width, "data") else width
-    return max(1, int(width or 64) // 8)
+    return element_bytes(t.element_type)
 
 
 def _buffer_bytes(t) -> int:
@@ -284,28 +281,16 @@ def _buffer_bytes(t) -> int:
 
 @dataclass
 class LoopCounts:
-    """What one loop.kernel does: element loads/stores, their bytes, and FLOPs (see FLOP_OPS)."""
+    """What one loop.kernel's launches do: the bytes they load and store, and FLOPs (FLOP_OPS)."""
 
-    loads: int = 0
-    stores: int = 0
     bytes: int = 0
     flops: int = 0
-
-    def add(self, other: LoopCounts) -> None:
-        self.loads += other.loads
-        self.stores += other.stores
-        self.bytes += other.bytes
-        self.flops += other.flops
 
 
 def _count(op: Operation, trips: int, acc: LoopCounts) -> None:
     if isinstance(op, loop.ForOp):
         trips *= op.extent
-    elif isinstance(op, loop.LoadOp):
-        acc.loads += trips
-        acc.bytes += trips * _element_bytes(op.buffer.type)
-    elif isinstance(op, loop.StoreOp):
-        acc.stores += trips
+    elif isinstance(op, loop.LoadOp | loop.StoreOp):
         acc.bytes += trips * _element_bytes(op.buffer.type)
     elif op.name in FLOP_OPS:
         acc.flops += trips * FLOP_OPS[op.name]
@@ -330,12 +315,8 @@ def loop_counts(module: ModuleOp) -> dict[str, LoopCounts]:
     out = {}
     for k in module.ops:
         if isinstance(k, loop.KernelOp):
-            one = LoopCounts()
-            _count(k, 1, one)
-            total = LoopCounts()
-            for _ in range(launches.get(k.sym_name.data, 1)):
-                total.add(one)
-            out[k.sym_name.data] = total
+            out[k.sym_name.data] = counts = LoopCounts()
+            _count(k, launches.get(k.sym_name.data, 1), counts)
     return out
 
 

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType
 
+from deplo.dialects.tile import element_bytes
+
 ALIGN = 256  # bytes: what cudaMalloc guarantees, so a GPU arena keeps every vector access legal
 
 
 def _bytes(t: MemRefType) -> int:
-    width = max(1, getattr(t.element_type, "bitwidth", 32) // 8)
-    return max(1, math.prod(t.get_shape()) * width)
+    return max(1, math.prod(t.get_shape()) * element_bytes(t.element_type))
 
 
 @dataclass

@@ -25,7 +25,6 @@ do not. Index values are int64.
 
 from __future__ import annotations
 
-import math as pymath
 from collections.abc import Callable
 from typing import Any
 
@@ -54,7 +53,7 @@ from xdsl.utils.exceptions import InterpretationError, VerifyException
 from deplo.dialects import loop
 from deplo.dialects.tir import expr_range
 from deplo.runtime.interp.host import fit, numpy_dtype
-from deplo.runtime.interp.tir import affine_evaluator, c_pow, divide, rsqrt
+from deplo.runtime.interp.tir import affine_evaluator, c_pow, divide, erf, rsqrt
 
 # ---------------------------------------------------------------------------------------------
 # arith / math on numpy
@@ -91,14 +90,6 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
         e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
         # (past ~1e300 the split overflows: the plain sum there, rounded twice)
         return np.where(np.isfinite(p) & np.isfinite(e), (p + c) + e, p + c)
-
-
-def _erf(x: Any) -> Any:
-    try:
-        from scipy.special import erf
-    except ImportError:  # pragma: no cover - scipy is optional
-        return np.vectorize(pymath.erf, otypes=[np.asarray(x).dtype])(x)
-    return erf(x)
 
 
 # op class -> numpy function of the operands. The result is then cast to the op's result type.
@@ -182,7 +173,7 @@ ARITH_MATH_IMPLS: dict[type, Callable[..., Any]] = {
     math_d.FPowIOp: lambda a, b: np.power(a, b.astype(a.dtype) if hasattr(b, "astype") else b),
     math_d.IPowIOp: np.power,
     math_d.FmaOp: _fma,
-    math_d.ErfOp: _erf,
+    math_d.ErfOp: erf,
 }
 
 _CMPF: dict[int, Callable[[Any, Any], Any]] = {

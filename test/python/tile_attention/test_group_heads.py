@@ -167,3 +167,14 @@ def test_a_per_head_mask_leaves_the_group_to_k_and_v() -> None:
     knobs, facts, _ = _plan(c)
     assert facts["kv_group"] == 4 and knobs["group_heads"] == 4
     matches_float64(c, f)
+
+
+@pytest.mark.parametrize("scan", [torch.cumsum, torch.logcumsumexp])
+def test_a_flash_row_with_no_grid_loop_plans(scan) -> None:
+    """softmax(scan(a)) @ b over one 1 x 1 row: a flash row with no row loop on the grid (the
+    heuristic's grouped heads had indexed the last of no rows: an IndexError)."""
+    def f(a, b):
+        return torch.softmax(scan(a, 1), 1) @ b
+
+    a, b = torch.randn(1, 1), torch.randn(1, 1)
+    torch.testing.assert_close(deplo.compile(f, [a, b])(a, b), f(a, b))

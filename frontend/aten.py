@@ -86,7 +86,8 @@ class Importer:
             op = T.FullOp(arg, t) if isinstance(elt, IntegerType) \
                 else T.ConstantOp(rounded(arg, elt), t)
             return self.insert(op, "cst")
-        raise FrontendError(f"unsupported argument {arg!r}")
+        op = f" of '{self.node.target}' {where_from(self.node)}" if self.node is not None else ""
+        raise FrontendError(f"unsupported argument {arg!r}{op}")
 
     def _wrapped(self, number: int, bits: int) -> int:
         """An integer as the op's integer type holds it, as aten casts a scalar: modulo 2^bits
@@ -549,7 +550,7 @@ def _logical(name: str) -> Converter:
     def convert(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
         vs = []
         for arg in node.args[:2]:
-            v = im.value(arg)
+            v = im.value(arg, None if isinstance(arg, torch.fx.Node) else rt)  # (`m & True`)
             if str(v.type.element_type) != "i1":
                 i1 = TensorType(rt.element_type, v.type.get_shape())
                 v = im.insert(T.NeOp(v, im.value(0.0, v.type), i1), "ne")

@@ -90,6 +90,8 @@ CASES = {
                         [torch.randn(6, 5) * 7, torch.randn(5)]),
     "bitwise_and_or_xor": (lambda a, b: (a & b) + (a | b) * 3 - (a ^ b) + (a & 7) * (~b),
                            [_ints(5, 7, lo=-100, hi=100), _ints(7, lo=-100, hi=100, seed=1)]),
+    "bool_and_or_xor_a_python_bool": (lambda a: ((a > 0) & True) ^ ((a < 1) | False) ^ True,
+                                      [torch.randn(5, 7)]),
     "shift_past_the_width": (lambda a, s: (a << s) + (a >> s) * 7,  # 0 / the sign, as PyTorch
                              [_ints(70, lo=-99, hi=99), torch.arange(-3, 67)]),
     "int32_shifts": (lambda a, s: torch.bitwise_left_shift(a, s) ^ torch.bitwise_right_shift(a, s)

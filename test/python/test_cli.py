@@ -153,6 +153,24 @@ def test_inputs_past_the_memory_are_refused_before_they_are_drawn(monkeypatch) -
         capture_expression("torch.randn(1000, 1001) * 2")
 
 
+def test_a_big_expression_is_captured_on_fake_tensors(monkeypatch) -> None:
+    """Capture checks shapes on fake tensors, and runs eagerly only below EAGER_CHECK_FLOPS
+    (an fp16 matmul crawls on a CPU): a value error (an index past its dim) is then caught by
+    the eager run of a small expression and left to the compiled program past the bound."""
+    from deplo.frontend import expr
+    from deplo.frontend.errors import FrontendError
+
+    oob = "torch.randn(5)[torch.tensor([7])] @ torch.randn(1, 3)"
+    with pytest.raises(FrontendError, match="IndexError: index 7 is out of bounds"):
+        expr.capture_expression(oob)
+    with pytest.raises(FrontendError, match="mat1 and mat2 shapes cannot be multiplied"):
+        expr.capture_expression("torch.randn(300, 400) @ torch.randn(500, 300)")
+    monkeypatch.setattr(expr, "EAGER_CHECK_FLOPS", 5)
+    expr.capture_expression(oob)  # 6 FLOPs: shapes alone
+    with pytest.raises(FrontendError, match="mat1 and mat2 shapes cannot be multiplied"):
+        expr.capture_expression("torch.randn(300, 400) @ torch.randn(500, 300)")
+
+
 def test_running_meta_tensors_is_one_line() -> None:
     """A meta tensor has a shape and no data: it compiles, and running it says why not."""
     expr = 'torch.randn(4, device="meta") + 1'

@@ -210,15 +210,40 @@ def _grouped(kernel: loop.KernelOp) -> bool:
     return False
 
 
+def _flash_order(kernel: loop.KernelOp) -> list[int] | None:
+    """A flash row (a `loop.private` output row beside the key loop) whose outer nest has a
+    loop the keys' loads do not read (a query row) outside one they do (a head): the query
+    loops innermost, where the attention planner takes the rows it blocks and shares K and V
+    between (attention written through a transpose, ViT's `.transpose(1, 2).reshape`, came in
+    (batch, query, head) order: the model, [4, 6, 197, 64], 143 -> 18 us)."""
+    nest = outer_free_nest(kernel)
+    body = list(nest[-1].body.block.ops) if nest else []
+    keys = [o for o in body if isinstance(o, loop.ForOp) and o.kind.data == loop.LoopKind.REDUCE]
+    if len(keys) != 1 or not any(isinstance(o, loop.PrivateOp) for o in body):
+        return None
+    ivs = [f.iv for f in nest]
+    reads = [r for ld, r in zip((o for o in keys[0].body.walk() if isinstance(o, loop.LoadOp)),
+                                _reads(keys[0], ivs))
+             if keys[0].iv in {ld.indices[d] for d in ld.access_map().used_dims()}]
+    kv = set().union(*reads) if reads else set()
+    order = [k for k in range(len(nest)) if ivs[k] in kv] \
+        + [k for k in range(len(nest)) if ivs[k] not in kv]
+    return None if not kv or order == list(range(len(nest))) else order
+
+
 @dataclass(frozen=True)
 class LoopOrderContractionsPass(ModulePass):
-    """Move a contraction's free loops so its innermost pair is a matmul's (conv2d)."""
+    """Move a contraction's free loops so its innermost pair is a matmul's (conv2d), and a
+    flash row's query loops innermost."""
 
     name = "loop-order-contractions"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in op.walk():
             if not isinstance(kernel, loop.KernelOp):
+                continue
+            if (flash := _flash_order(kernel)) is not None:
+                permute_free_nest(outer_free_nest(kernel), flash)
                 continue
             found = _order(kernel)
             if found is None and _grouped(kernel):

@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -30,10 +31,10 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.dialects import loop
-from deplo.passes.loop.fusion_rules import written_args
+from deplo.passes.loop.fusion_rules import outer_free_nest, written_args
 
 
 def is_pure(op: Operation, read_only: set[SSAValue]) -> bool:
@@ -123,3 +124,50 @@ class LoopSimplifyPass(ModulePass):
             GreedyRewritePatternApplier([SimplifyKernel()], dce_enabled=False),
             apply_recursively=False,
         ).rewrite_module(op)
+        forward_copies(op)
+
+
+def _identity_copy(kernel: loop.KernelOp) -> tuple[int, int] | None:
+    """(source, destination) argument of a kernel that copies a buffer into one of its type
+    element for element: a perfect free nest over the shape, a load and a store at its ivs."""
+    nest = outer_free_nest(kernel)
+    body = [o for o in nest[-1].body.block.ops if not isinstance(o, loop.YieldOp)] if nest else []
+    if len(body) != 2 or not isinstance(ld := body[0], loop.LoadOp) \
+            or not isinstance(st := body[1], loop.StoreOp) or st.value is not ld.result:
+        return None
+    ivs = [f.iv for f in nest]
+    identity = AffineMap.identity(len(ivs))
+    if ld.buffer.type != st.buffer.type or ld.buffer.type.get_shape() != tuple(
+            f.ub.data for f in nest) or any(f.lb.data or f.step.data != 1 for f in nest) \
+            or any(list(a.indices) != ivs or a.access_map() != identity for a in (ld, st)):
+        return None
+    args = list(kernel.args)
+    return args.index(ld.buffer), args.index(st.buffer)
+
+
+def forward_copies(module: ModuleOp) -> None:
+    """A launch copying an intermediate that nothing reads afterwards into a fresh buffer (a
+    reshape of what fusion wrote transposed, ViT's attention output) goes: the destination is
+    the intermediate. Both are allocs in one host block, the destination unused before."""
+    kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, loop.KernelOp)}
+    copies = {name: c for name, k in kernels.items() if (c := _identity_copy(k))}
+    for launch in [o for o in module.walk() if isinstance(o, loop.LaunchOp)]:
+        found = copies.get(launch.callee.root_reference.data)
+        if found is None:
+            continue
+        src, dst = (launch.args[i] for i in found)
+        block = launch.parent_block()
+        if not all(isinstance(v, OpResult) and isinstance(v.op, memref.AllocOp)
+                   and v.op.parent_block() is block for v in (src, dst)) or not all(
+                u.operation is launch or (u.operation.parent_block() is block
+                                          and u.operation.is_before_in_block(launch))
+                for u in src.uses) or any(u.operation.parent_block() is not block or (
+                    u.operation is not launch and u.operation.is_before_in_block(launch))
+                                          for u in dst.uses):
+            continue
+        Rewriter.erase_op(launch)
+        dst.replace_all_uses_with(src)
+        Rewriter.erase_op(dst.op)
+    used = {o.callee.root_reference.data for o in module.walk() if isinstance(o, loop.LaunchOp)}
+    for name in copies.keys() - used:
+        Rewriter.erase_op(kernels[name])

@@ -224,3 +224,66 @@ builtin.module {
     func.return %grouped : memref<2x8x4x4xf32>
   }
 }
+
+// -----
+
+// A flash row written through a transpose (attention's output as [batch, query, head, d]): the
+// nest came in (b, q, h) order. The keys' loads read b and h, not q: q moves innermost, where
+// the attention planner takes the query rows it blocks.
+// CHECK-LABEL: loop.kernel @flash(
+// CHECK:         loop.for %b = 0 to 2 free {
+// CHECK-NEXT:      loop.for %h = 0 to 3 free {
+// CHECK-NEXT:        loop.for %q = 0 to 5 free {
+// CHECK-NEXT:          %{{.*}} = loop.private : memref<4xf32>
+// CHECK:                 loop.load %x0[%b, %h, %q, %r, %d] map (d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)
+// CHECK:                 loop.load %x1[%b, %h, %q, %r, %d] map (d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)
+// CHECK:           loop.store %{{.*}}, %out[%b, %q, %h, %k] : memref<2x5x3x4xf32>
+
+builtin.module {
+  loop.kernel @flash(%x0: memref<2x3x5x4xf32>, %x1: memref<2x3x5x4xf32>, %x2: memref<2x3x5x4xf32>, %out: memref<2x5x3x4xf32>) {
+    %c0 = arith.constant 0.0 : f32
+    %c1 = arith.constant 1.0 : f32
+    %lo = arith.constant -3.40282347e+38 : f32
+    loop.for %b = 0 to 2 free {
+      loop.for %q = 0 to 5 free {
+        loop.for %h = 0 to 3 free {
+          %acc = loop.private : memref<4xf32>
+          loop.for %z = 0 to 4 free {
+            loop.store %c0, %acc[%z] : memref<4xf32>
+          }
+          %m, %l = loop.for %r = 0 to 5 reduce iter(%mi = %lo, %li = %c0) -> (f32, f32) {
+            %s = loop.for %d = 0 to 4 reduce iter(%a = %c0) -> f32 {
+              %qv = loop.load %x0[%b, %h, %q, %r, %d] map (d0, d1, d2, d3, d4) -> (d0, d1, d2, d4) : memref<2x3x5x4xf32>
+              %kv = loop.load %x1[%b, %h, %q, %r, %d] map (d0, d1, d2, d3, d4) -> (d0, d1, d3, d4) : memref<2x3x5x4xf32>
+              %p = arith.mulf %qv, %kv : f32
+              %a2 = arith.addf %a, %p : f32
+              loop.yield %a2 : f32
+            }
+            %mn = arith.maximumf %mi, %s : f32
+            %t = arith.subf %s, %mn : f32
+            %e = math.exp %t : f32
+            %t2 = arith.subf %mi, %mn : f32
+            %al = math.exp %t2 : f32
+            %l2 = arith.mulf %li, %al : f32
+            %l3 = arith.addf %l2, %e : f32
+            loop.for %j = 0 to 4 free {
+              %vv = loop.load %x2[%b, %h, %q, %j, %r] map (d0, d1, d2, d3, d4) -> (d0, d1, d4, d3) : memref<2x3x5x4xf32>
+              %o = loop.load %acc[%j] : memref<4xf32>
+              %w = arith.mulf %e, %vv : f32
+              %o2 = arith.mulf %o, %al : f32
+              %o3 = arith.addf %o2, %w : f32
+              loop.store %o3, %acc[%j] : memref<4xf32>
+            }
+            loop.yield %mn, %l3 : f32, f32
+          }
+          %n = arith.maximumf %l, %c1 : f32
+          loop.for %k = 0 to 4 free {
+            %o = loop.load %acc[%k] : memref<4xf32>
+            %y = arith.divf %o, %n : f32
+            loop.store %y, %out[%b, %q, %h, %k] : memref<2x5x3x4xf32>
+          }
+        }
+      }
+    }
+  }
+}

@@ -27,3 +27,49 @@ loop.kernel @k(%x: memref<4x8xf32>, %s: memref<4xf32>, %out: memref<4x8xf32>) {
     }
   }
 }
+
+// A copy of an intermediate nothing reads afterwards goes: the destination is the intermediate
+// (a reshape of what fusion wrote transposed). A copy of an input stays (outputs are fresh
+// buffers), and so does one whose source is read after it.
+// CHECK-LABEL: func.func @copies(%in: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>, memref<2x3xf32>) {
+// CHECK-NEXT:    %[[T:.*]] = memref.alloc() : memref<2x3xf32>
+// CHECK-NEXT:    loop.launch @make(%in, %[[T]])
+// CHECK-NEXT:    %[[U:.*]] = memref.alloc() : memref<2x3xf32>
+// CHECK-NEXT:    loop.launch @make(%in, %[[U]])
+// CHECK-NEXT:    %[[V:.*]] = memref.alloc() : memref<2x3xf32>
+// CHECK-NEXT:    loop.launch @copy(%[[U]], %[[V]])
+// CHECK-NEXT:    %[[W:.*]] = memref.alloc() : memref<2x3xf32>
+// CHECK-NEXT:    loop.launch @copy(%in, %[[W]])
+// CHECK-NEXT:    loop.launch @make(%[[U]], %[[V]])
+// CHECK-NEXT:    func.return %[[T]], %[[V]], %[[W]]
+loop.kernel @make(%x: memref<2x3xf32>, %out: memref<2x3xf32>) {
+  loop.for %i = 0 to 2 free {
+    loop.for %j = 0 to 3 free {
+      %v = loop.load %x[%i, %j] : memref<2x3xf32>
+      %y = arith.mulf %v, %v : f32
+      loop.store %y, %out[%i, %j] : memref<2x3xf32>
+    }
+  }
+}
+loop.kernel @copy(%x: memref<2x3xf32>, %out: memref<2x3xf32>) {
+  loop.for %i = 0 to 2 free {
+    loop.for %j = 0 to 3 free {
+      %v = loop.load %x[%i, %j] : memref<2x3xf32>
+      loop.store %v, %out[%i, %j] : memref<2x3xf32>
+    }
+  }
+}
+func.func @copies(%in: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>, memref<2x3xf32>) {
+  %t = memref.alloc() : memref<2x3xf32>
+  loop.launch @make(%in, %t) : memref<2x3xf32>, memref<2x3xf32>
+  %c = memref.alloc() : memref<2x3xf32>
+  loop.launch @copy(%t, %c) : memref<2x3xf32>, memref<2x3xf32>
+  %u = memref.alloc() : memref<2x3xf32>
+  loop.launch @make(%in, %u) : memref<2x3xf32>, memref<2x3xf32>
+  %v = memref.alloc() : memref<2x3xf32>
+  loop.launch @copy(%u, %v) : memref<2x3xf32>, memref<2x3xf32>
+  %w = memref.alloc() : memref<2x3xf32>
+  loop.launch @copy(%in, %w) : memref<2x3xf32>, memref<2x3xf32>
+  loop.launch @make(%u, %v) : memref<2x3xf32>, memref<2x3xf32>
+  func.return %c, %v, %w : memref<2x3xf32>, memref<2x3xf32>, memref<2x3xf32>
+}

@@ -242,3 +242,23 @@ def test_stage_keys_knob_is_checked() -> None:
         assert [n for n, _ in bad] == ["stage_keys"] and why in bad[0][1], bad
     domain = CLASSES["attention"].domain("stage_keys", {"head_dim": 128}, knobs)
     assert domain == (0, 16, 32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_attention_written_through_a_transpose(dtype) -> None:
+    """ViT's `sdpa(q, k, v).transpose(1, 2).reshape(b, s, h * d)`: fusion writes the output
+    transposed, in (batch, query, head) order; loop-order-contractions puts the query rows
+    innermost again, where the planner blocks them (rows [2, 3, 13], not [2, 13, 3]), and the
+    reshape's copy goes (loop-simplify): one launch."""
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 13, 48)
+
+    c = deplo.compile(fn, [torch.randn(2, 3, 13, 16, dtype=dtype) for _ in range(3)])
+    (k,) = [k for k in c.module("tile").walk() if isinstance(k, tile.KernelOp)]
+    assert dict(k.the_plan.facts)["rows"] == (2, 3, 13)
+    assert len([op for op in c.module("loop").walk() if op.name == "loop.launch"]) == 1
+    if dtype == torch.float32:
+        matches_float64(c, fn)
+    else:
+        xs = [torch.randn(2, 3, 13, 16, dtype=dtype) for _ in range(3)]
+        torch.testing.assert_close(c(*xs), fn(*xs), rtol=2e-2, atol=2e-2)

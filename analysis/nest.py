@@ -178,6 +178,13 @@ def column_reads(red: loop.ForOp | tile.ForOp, column: SSAValue) -> int:
     return max((ld.result.type.bitwidth // 8 for ld in moved), default=0)
 
 
+def shared_reads(red: loop.ForOp | tile.ForOp, column: SSAValue) -> bool:
+    """No load `red` moves reads at the `column` index: outputs along it read the same
+    elements (a warp's threads one address a load)."""
+    return not any(isinstance(o, loop.LoadOp) and red.iv in o.indices and column in (
+        o.indices[d] for d in o.access_map().used_dims()) for o in red.body.walk())
+
+
 def _sum_terms(e) -> list:
     if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
         return _sum_terms(e.lhs) + _sum_terms(e.rhs)

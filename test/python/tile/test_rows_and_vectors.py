@@ -229,6 +229,16 @@ def test_long_scans_are_chunked(fn, shape, dtype) -> None:
     assert c.check(target="interp", level="loop", seed=10).ok
 
 
+def test_a_chunked_scans_outputs_take_a_thread_each() -> None:
+    """The outputs of a chunked scan (2^18 in chunks of 64: every SM's warps busy) share their
+    chunk's reads across a warp: a thread each (pointwise), not a block each sharing its chunk
+    (the model, [4, 10^6]: 418 -> 50 us, the scan 48x -> 8.8x its roofline)."""
+    c = deplo.compile(lambda x: x.cumsum(-1), [torch.randn(2**18)])
+    kinds = {p["name"]: p["kind"] for p in c.plans()["kernels"].values()}
+    assert kinds["cumsum"] == "pointwise", kinds
+    assert c.check(seed=3).ok
+
+
 def test_split_softmax_rows_of_minus_inf() -> None:
     """A slice of -inf only (a mask) has l = 0 and weighs nothing; a row of -inf only is NaN
     as PyTorch's."""

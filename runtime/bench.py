@@ -36,7 +36,8 @@ from xdsl.ir import Operation
 from deplo.analysis.index import linear_expr
 from deplo.dialects import loop
 from deplo.dialects.tile import element_bytes
-from deplo.frontend.models import DTYPES
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 @dataclass(frozen=True)

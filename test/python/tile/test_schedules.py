@@ -16,6 +16,7 @@ from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
 from deplo.passes import pipeline
+from deplo.passes.tile.kernel_pass import PassOptionError
 
 cpu = pytest.importorskip("deplo.runtime.cpu")
 emit = pytest.importorskip("deplo.lowering.emit_cuda")
@@ -181,6 +182,10 @@ def test_rms_norm(shape, passes):
     x = rng.standard_normal(shape, dtype=np.float32)
     w = rng.standard_normal(n, dtype=np.float32)
     out = np.empty_like(x)
+    if "tile-cooperative-reduce{threads=128}" in passes and n < 96:  # (a row of 48: a warp's)
+        with pytest.raises(PassOptionError, match="128 threads for 48 elements: at most 64"):
+            run(rms_norm_ir(b, r, n), "rms_norm", passes, [x, w, out], schedules=("LR-fwd",))
+        return
     run(rms_norm_ir(b, r, n), "rms_norm", passes, [x, w, out], schedules=("LR-fwd", "EG-rev"))
     np.testing.assert_allclose(out, rms_reference(x, w), rtol=1e-5, atol=1e-6)
 

@@ -188,3 +188,18 @@ def test_default_pipeline_decides_the_full_schedule():
     ) in head, head
     assert "kc_cp_async16(" in low.source and "kc_cp_async_wait(1)" in low.source
     assert "#pragma unroll" in low.source and "kc_ld128(" in low.source
+
+
+def test_few_outputs_over_a_long_k_split_past_32():
+    """[32, 32768] @ [32768, 64]: 2048 outputs fill 8 blocks; K splits up to 128 ways (slices
+    of 128 or more), so 128 x 8 blocks cover the SMs (the model, [64, 65536] @ [65536, 64]:
+    82 -> 28 us; the cap was 32)."""
+    import torch
+
+    import deplo
+
+    a, b = torch.randn(32, 32768), torch.randn(32768, 64)
+    c = deplo.compile(torch.matmul, [a, b])
+    (plan,) = [p for p in c.plans()["kernels"].values() if p["kind"] == "matmul"]
+    assert plan["knobs"]["splits"] > 32, plan
+    torch.testing.assert_close(c(a, b), a @ b, rtol=1e-5, atol=1e-3)

@@ -58,11 +58,13 @@ def _kernel_summary(mod: ModuleOp) -> str:
 
 def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None = None,
                schedule: str | None = None, strict: bool = True,
-               trace: list | None = None) -> ModuleOp:
-    """Apply the comma-separated pass spec in place, verifying after each pass. `schedule` (a
-    plan file's path or JSON text) is given to tile-plan; with `strict` off, plans for kernels
-    the module does not have are allowed (a file gathered from many programs). `trace`, if
-    given, receives (pass name, seconds, IR text after it) per pass (`deplo explore`)."""
+               trace: list | None = None, verify_each: bool = True) -> ModuleOp:
+    """Apply the comma-separated pass spec in place, verifying after each pass (`verify_each`
+    off: once, at the end — a ranking's candidate plans, verification was 40% of compiling a
+    ResNet block). `schedule` (a plan file's path or JSON text) is given to tile-plan; with
+    `strict` off, plans for kernels the module does not have are allowed (a file gathered
+    from many programs). `trace`, if given, receives (pass name, seconds, IR text after it)
+    per pass (`deplo explore`)."""
     if not spec:
         return module
     out = out or sys.stderr
@@ -71,7 +73,8 @@ def run_passes(module: ModuleOp, spec: str, verbose: int = 0, out: TextIO | None
     clock = [time.perf_counter()]
 
     def callback(prev, mod: ModuleOp, nxt) -> None:
-        pipeline.verified(mod, prev)
+        if verify_each or nxt is None:
+            pipeline.verified(mod, prev)
         if prev is None:
             clock[0] = time.perf_counter()
             return

@@ -127,7 +127,7 @@ def lower_with(task: Task, knobs: dict) -> ModuleOp:
     (kernel,) = tile_kernels(module)
     kind, rest = split_plan(knobs)
     kernel.set_plan(planner.complete(task.name, kind, task.classes[kind], rest), task.key)
-    return run_passes(module, ",".join(STEPS))
+    return run_passes(module, ",".join(STEPS), verify_each=False)
 
 
 def predict_us(task: Task, knobs: dict, gpu: str = "h100",

@@ -109,3 +109,34 @@ builtin.module {
     loop.store %a, %out[%z] : memref<1xf32>
   }
 }
+
+// -----
+
+// A row written over two dims after its reduction (instance_norm's [H, W]) is one free loop
+// (the block's threads then stride all of it): the load that read `h * 6 + w` reads the flat
+// index, the store splits it. The kernel's outer free loop (the grid's) stays.
+// CHECK-LABEL: loop.kernel @norm(
+// CHECK:         loop.for %n = 0 to 2 free {
+// CHECK:           loop.for %w = 0 to 24 free {
+// CHECK-NEXT:        %{{.*}} = loop.load %x[%n, %w] : memref<2x24xf32>
+// CHECK:             loop.store %{{.*}}, %out[%n, %w] map (d0, d1) -> (d0, (d1 floordiv 6), (d1 mod 6)) : memref<2x4x6xf32>
+
+builtin.module {
+  loop.kernel @norm(%x: memref<2x24xf32>, %out: memref<2x4x6xf32>) {
+    %zero = arith.constant 0.0 : f32
+    loop.for %n = 0 to 2 free {
+      %s = loop.for %r = 0 to 24 reduce iter(%a = %zero) -> f32 {
+        %v = loop.load %x[%n, %r] : memref<2x24xf32>
+        %a2 = arith.addf %a, %v : f32
+        loop.yield %a2 : f32
+      }
+      loop.for %h = 0 to 4 free {
+        loop.for %w = 0 to 6 free {
+          %v = loop.load %x[%n, %h, %w] map (d0, d1, d2) -> (d0, ((d1 * 6) + d2)) : memref<2x24xf32>
+          %y = arith.subf %v, %s : f32
+          loop.store %y, %out[%n, %h, %w] : memref<2x4x6xf32>
+        }
+      }
+    }
+  }
+}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import logging
 import math
 import os
 import re
@@ -186,6 +187,9 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
         body = _rename(body, "x0", "x")
     code = compile(body, "<expr>", "eval")
     module = _ExprModule(code, input_names, modules, env).eval()
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)  # (a meta kernel's error is logged: eager's message)
     try:  # shapes first, on fake tensors: a 2048^3 fp16 matmul takes a minute on a CPU
         with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True), \
                 FlopCounterMode(display=False) as flops:
@@ -193,6 +197,8 @@ def capture_expression(source: str, seed: int | None = None) -> CapturedExpr:
         eager = flops.get_total_flops() <= EAGER_CHECK_FLOPS
     except Exception:  # noqa: BLE001 - the user's code may raise anything: eager says what
         eager = True
+    finally:
+        fake_log.setLevel(level)
     try:  # and eagerly where that is cheap: a value error (an index past its dim) is theirs
         if eager:
             with torch.no_grad():

@@ -136,6 +136,9 @@ class Program:
             with torch.no_grad(), evaluating(module), _StableRanking(), \
                     _Widened() if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
+        except Exception as e:  # noqa: BLE001 - the user's program may raise anything
+            raise FrontendError(f"PyTorch eager, the reference, raises on these inputs: "
+                                f"{type(e).__name__}: {e}") from None
         finally:
             if float64:
                 _narrow(module, kept)

@@ -222,9 +222,12 @@ def _flash_order(kernel: loop.KernelOp) -> list[int] | None:
     if len(keys) != 1 or not any(isinstance(o, loop.PrivateOp) for o in body):
         return None
     ivs = [f.iv for f in nest]
+    # K's and V's loads: by key, inside the loops over the head dim (q.k's, P.V's); a mask's
+    # load in the key loop itself reads the query rows too
     reads = [r for ld, r in zip((o for o in keys[0].body.walk() if isinstance(o, loop.LoadOp)),
                                 _reads(keys[0], ivs))
-             if keys[0].iv in {ld.indices[d] for d in ld.access_map().used_dims()}]
+             if ld.parent_op() is not keys[0]
+             and keys[0].iv in {ld.indices[d] for d in ld.access_map().used_dims()}]
     kv = set().union(*reads) if reads else set()
     order = [k for k in range(len(nest)) if ivs[k] in kv] \
         + [k for k in range(len(nest)) if ivs[k] not in kv]

@@ -166,7 +166,13 @@ def test_a_big_expression_is_captured_on_fake_tensors(monkeypatch) -> None:
     with pytest.raises(FrontendError, match="mat1 and mat2 shapes cannot be multiplied"):
         expr.capture_expression("torch.randn(300, 400) @ torch.randn(500, 300)")
     monkeypatch.setattr(expr, "EAGER_CHECK_FLOPS", 5)
-    expr.capture_expression(oob)  # 6 FLOPs: shapes alone
+    expr.capture_expression(oob)  # 6 FLOPs: shapes alone (and the reference raises, one line)
+    big = "torch.randn(400, 400) @ torch.randn(400, 400) + torch.randn(5)[torch.tensor([7])]"
+    assert_clean_error(run("deplo", "run", "-c", big, "--check"),  # 1.3e8 FLOPs: not eagerly
+                       "PyTorch eager, the reference, raises on these inputs: IndexError")
+    p = run("deplo", "run", "-c", "nn.Linear(4, 8)(torch.randn(3, 5))")  # (fake tensors log
+    assert_clean_error(p, "mat1 and mat2 shapes cannot be multiplied")  # a meta kernel's error)
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     with pytest.raises(FrontendError, match="mat1 and mat2 shapes cannot be multiplied"):
         expr.capture_expression("torch.randn(300, 400) @ torch.randn(500, 300)")
 

@@ -84,7 +84,9 @@ def _written_pair(outer: loop.ForOp, grid: list[loop.ForOp]) -> loop.ForOp | Non
     written over two dims after its reductions (instance_norm's [H, W])."""
     ops = list(outer.body.block.ops)
     if outer in grid or len(ops) != 2 or not _plain_free(ops[0]) \
-            or not _only_indices(outer.iv) or not _only_indices(ops[0].iv):
+            or not _only_indices(outer.iv) or not _only_indices(ops[0].iv) \
+            or not any(isinstance(o, loop.ForOp) and o.kind.data == loop.LoopKind.REDUCE
+                       for o in outer.parent_block().ops):  # (a pad's parts: split-nests')
         return None
     return ops[0]
 

@@ -771,12 +771,13 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
                     "tile_rows": rows, "threads": threads, "stage_inputs": "crossed",
                     "copy": "sync", "unroll": 32} | fixed
     chunk = 0
-    short = f["leaf"] and len(chain) == 1 and chain[-1] <= threads
+    inner = chain[-1] if chain and chain[-1] is not None else 0  # (0: known at run time only)
+    short = f["leaf"] and len(chain) == 1 and 0 < inner <= threads
     if short and not {"threads", "chunk"} & set(fixed):
         # a short 1-D loop: one block of the warps it needs (relu of 7 was 7 blocks of 1)
-        threads = chunk = -(-chain[-1] // hw.WARP) * hw.WARP
-    elif f["leaf"] and chain[-1] > threads:
-        outer = math.prod(e for e in chain[:-1])
+        threads = chunk = -(-inner // hw.WARP) * hw.WARP
+    elif f["leaf"] and inner > threads:
+        outer = math.prod(e or 1 for e in chain[:-1])
         per = 4
         while per > 1 and outer * -(-chain[-1] // (threads * per)) < 2 * SMS:
             per //= 2

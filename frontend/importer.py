@@ -137,6 +137,8 @@ class Program:
                     _Widened() if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
         except Exception as e:  # noqa: BLE001 - the user's program may raise anything
+            if float64:  # (a second opinion the caller does without)
+                raise
             raise FrontendError(f"PyTorch eager, the reference, raises on these inputs: "
                                 f"{type(e).__name__}: {e}") from None
         finally:

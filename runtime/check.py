@@ -33,7 +33,8 @@ class Comparison:
     def line(self) -> str:
         verdict = "PASS" if self.ok else "FAIL"
         return (f"max abs err {self.max_abs:.3e}  max rel err {self.max_rel:.3e}  "
-                f"(tol {self.tolerance:.0e}){self.note}  {verdict}")
+                f"({f'tol {self.tolerance:.0e}' if self.tolerance else 'exact'}){self.note}  "
+                f"{verdict}")
 
 
 # by MLIR element type: the program's declared output type decides, because bf16 results travel
@@ -56,9 +57,9 @@ def compare(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray],
         this_tol = TOLERANCE.get(ref.dtype, 1e-5)
         if element_types is not None and k < len(element_types):
             this_tol = TOLERANCE_BY_TYPE.get(element_types[k], this_tol)
-        tol = max(tol, this_tol)
         if ref.dtype.kind in "iub":  # indices, masks: exact
             this_tol = 0.0
+        tol = max(tol, this_tol)
         if np.shape(out) != ref.shape:
             return Comparison(float("inf"), float("inf"), tol, False)
         if same_dtype and np.asarray(out).dtype != ref.dtype:  # (bf16: float32 on both sides)

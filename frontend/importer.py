@@ -136,7 +136,7 @@ class Program:
             with torch.no_grad(), evaluating(module), _StableRanking(), \
                     _Widened() if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
-        except Exception as e:  # noqa: BLE001 - the user's program may raise anything
+        except Exception as e:  # (the user's program may raise anything)
             if float64:  # (a second opinion the caller does without)
                 raise
             raise FrontendError(f"PyTorch eager, the reference, raises on these inputs: "

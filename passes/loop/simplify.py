@@ -142,6 +142,8 @@ def _identity_copy(kernel: loop.KernelOp) -> tuple[int, int] | None:
             or any(list(a.indices) != ivs or a.access_map() != identity for a in (ld, st)):
         return None
     args = list(kernel.args)
+    if ld.buffer is st.buffer or ld.buffer not in args or st.buffer not in args:
+        return None
     return args.index(ld.buffer), args.index(st.buffer)
 
 
@@ -157,6 +159,8 @@ def forward_copies(module: ModuleOp) -> None:
             continue
         src, dst = (launch.args[i] for i in found)
         block = launch.parent_block()
+        if src is dst:  # (one buffer passed as both)
+            continue
         if not all(isinstance(v, OpResult) and isinstance(v.op, memref.AllocOp)
                    and v.op.parent_block() is block for v in (src, dst)) or not all(
                 u.operation is launch or (u.operation.parent_block() is block

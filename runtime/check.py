@@ -32,9 +32,9 @@ class Comparison:
 
     def line(self) -> str:
         verdict = "PASS" if self.ok else "FAIL"
+        tol = f"tol {self.tolerance:.0e}" if self.tolerance else "exact"  # (integers)
         return (f"max abs err {self.max_abs:.3e}  max rel err {self.max_rel:.3e}  "
-                f"({f'tol {self.tolerance:.0e}' if self.tolerance else 'exact'}){self.note}  "
-                f"{verdict}")
+                f"({tol}){self.note}  {verdict}")
 
 
 # by MLIR element type: the program's declared output type decides, because bf16 results travel

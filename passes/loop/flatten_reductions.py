@@ -48,15 +48,15 @@ from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import outer_free_nest
 
 
-def _plain_reduce(op: Operation) -> bool:
-    return (isinstance(op, loop.ForOp) and op.kind.data == loop.LoopKind.REDUCE
+def _plain(op: Operation, kind: loop.LoopKind = loop.LoopKind.REDUCE) -> bool:
+    return (isinstance(op, loop.ForOp) and op.kind.data == kind
             and op.lb.data == 0 and op.step.data == 1)
 
 
 def _inner(outer: loop.ForOp) -> loop.ForOp | None:
     """The reduce loop that is all of `outer`'s body, carrying its accumulators on."""
     ops = list(outer.body.block.ops)
-    if len(ops) != 2 or not _plain_reduce(ops[0]):
+    if len(ops) != 2 or not _plain(ops[0]):
         return None
     inner, last = ops
     assert isinstance(inner, loop.ForOp) and isinstance(last, loop.YieldOp)
@@ -73,17 +73,12 @@ def _flattens(outer: loop.ForOp) -> bool:
     return inner is not None and _only_indices(outer.iv) and _only_indices(inner.iv)
 
 
-def _plain_free(op: Operation) -> bool:
-    return (isinstance(op, loop.ForOp) and op.kind.data == loop.LoopKind.FREE
-            and op.lb.data == 0 and op.step.data == 1)
-
-
 def _written_pair(outer: loop.ForOp, grid: list[loop.ForOp]) -> loop.ForOp | None:
     """The free loop that is all of `outer`'s body, where `outer` is a free loop inside the
     kernel's blocks (not one of its outer free nest `grid`) and both only index memory: a row
     written over two dims after its reductions (instance_norm's [H, W])."""
     ops = list(outer.body.block.ops)
-    if outer in grid or len(ops) != 2 or not _plain_free(ops[0]) \
+    if outer in grid or len(ops) != 2 or not _plain(ops[0], loop.LoopKind.FREE) \
             or not _only_indices(outer.iv) or not _only_indices(ops[0].iv) \
             or not any(isinstance(o, loop.ForOp) and o.kind.data == loop.LoopKind.REDUCE
                        for o in outer.parent_block().ops):  # (a pad's parts: split-nests')
@@ -171,7 +166,7 @@ class LoopFlattenReductionsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # innermost loops first (the walk's reverse): a nest of three has flattened its inner
         # pair by the time its outer loop is met, which then flattens with the flat loop
-        for outer in reversed([o for o in op.walk() if _plain_reduce(o)]):
+        for outer in reversed([o for o in op.walk() if _plain(o)]):
             if _flattens(outer):
                 flatten(outer, _inner(outer))
         # a row written over several dims: one loop, which the block's threads then stride
@@ -179,6 +174,6 @@ class LoopFlattenReductionsPass(ModulePass):
         # half of 256 idle: instance_norm of [8, 64, 128, 128] 89 -> 82 us by the model)
         for kernel in [k for k in op.walk() if isinstance(k, loop.KernelOp)]:
             grid = outer_free_nest(kernel)
-            for outer in reversed([o for o in kernel.walk() if _plain_free(o)]):
+            for outer in reversed([o for o in kernel.walk() if _plain(o, loop.LoopKind.FREE)]):
                 if (inner := _written_pair(outer, grid)) is not None:
                     flatten(outer, inner)

@@ -147,6 +147,24 @@ def _identity_copy(kernel: loop.KernelOp) -> tuple[int, int] | None:
     return args.index(ld.buffer), args.index(st.buffer)
 
 
+def _forwardable(launch: loop.LaunchOp, src: SSAValue, dst: SSAValue) -> bool:
+    """Two allocs of the launch's block, `src` used nowhere after the copy, `dst` nowhere
+    before it."""
+    block = launch.parent_block()
+
+    def local_alloc(v: SSAValue) -> bool:
+        return isinstance(v, OpResult) and isinstance(v.op, memref.AllocOp) \
+            and v.op.parent_block() is block
+
+    def before(u) -> bool:
+        return u.operation.parent_block() is block and u.operation.is_before_in_block(launch)
+
+    return src is not dst and local_alloc(src) and local_alloc(dst) \
+        and all(u.operation is launch or before(u) for u in src.uses) \
+        and all(u.operation is launch or u.operation.parent_block() is block and not before(u)
+                for u in dst.uses)
+
+
 def forward_copies(module: ModuleOp) -> None:
     """A launch copying an intermediate that nothing reads afterwards into a fresh buffer (a
     reshape of what fusion wrote transposed, ViT's attention output) goes: the destination is
@@ -158,16 +176,7 @@ def forward_copies(module: ModuleOp) -> None:
         if found is None:
             continue
         src, dst = (launch.args[i] for i in found)
-        block = launch.parent_block()
-        if src is dst:  # (one buffer passed as both)
-            continue
-        if not all(isinstance(v, OpResult) and isinstance(v.op, memref.AllocOp)
-                   and v.op.parent_block() is block for v in (src, dst)) or not all(
-                u.operation is launch or (u.operation.parent_block() is block
-                                          and u.operation.is_before_in_block(launch))
-                for u in src.uses) or any(u.operation.parent_block() is not block or (
-                    u.operation is not launch and u.operation.is_before_in_block(launch))
-                                          for u in dst.uses):
+        if not _forwardable(launch, src, dst):
             continue
         Rewriter.erase_op(launch)
         dst.replace_all_uses_with(src)

@@ -59,16 +59,29 @@ def _accesses(args: list[BlockArgument]) -> list[loop.LoadOp | loop.StoreOp]:
     return [u.operation for a in args for u in a.uses]
 
 
-def _splitting_dim(args: list[BlockArgument], shape: list[int]) -> int | None:
-    """A dim p that some access splits an index across (p, p + 1)."""
-    for acc in _accesses(args):
+def _splitting_dim(args: list[BlockArgument], shape: list[int], unit_tail: bool = False
+                   ) -> int | None:
+    """A dim p that some access splits an index across (p, p + 1); with `unit_tail`, also the
+    one before a trailing size-1 dim (`_unit_tail`)."""
+    accesses = _accesses(args)
+    for acc in accesses:
         if not isinstance(acc, loop.LoadOp | loop.StoreOp) or acc.buffer not in args:
             return None
         r = acc.access_map().results
         for p in range(len(shape) - 1):
             if _split(r[p], r[p + 1], shape[p + 1]) is not None:
                 return p
-    return None
+    return _unit_tail(accesses, shape) if unit_tail else None
+
+
+def _unit_tail(accesses: list, shape: list[int]) -> int | None:
+    """The dim before a trailing size-1 dim every access reads at 0: a 1x1 conv's weight
+    [O, C, 1, 1] read as (o, c, 0, 0) is then the plain [O, C] a fragment load takes."""
+    if len(shape) < 2 or shape[-1] != 1 or not accesses:
+        return None
+    zero = AffineExpr.constant(0)
+    return len(shape) - 2 if all(acc.access_map().results[-1] == zero for acc in accesses) \
+        else None
 
 
 def _merge(p: int, c: int):
@@ -110,7 +123,7 @@ class LoopCollapseDimsPass(ModulePass):
         for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
             for arg in [a for a in kernel.body.block.args
                         if a not in inner and isinstance(a.type, MemRefType)]:
-                while (p := _splitting_dim([arg], list(arg.type.get_shape()))) is not None:
+                while (p := _splitting_dim([arg], list(arg.type.get_shape()), True)) is not None:
                     c = arg.type.get_shape()[p + 1]
                     arg = Rewriter.replace_value_with_new_type(arg, _merged(arg.type, p))
                     _merge(p, c)(arg)

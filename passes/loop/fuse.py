@@ -18,8 +18,9 @@ kernel C reads it:
    loop with no q·k in the chain to make a flash loop of (`softmax(x) @ v` of an input x: the
    probabilities are written once; the model, [8, 4096] by [4096, 64]: 182 -> 16 us), and in
    the K loop of a matmul (>= 32 x 32 outputs, K >= 32) and in the q·k loop of a flash loop:
-   there only casts are inlined, so the product stays a plain product (tensor cores, one FMA
-   per MAC) and the producer — RMSNorm's scaling before q/k/v, the rotary embedding of q and k
+   there only casts are inlined (not a 16-bit copy through a window or a stride, an f16
+   conv's im2col: `fusion_rules.window_read`), so the product stays a plain product (tensor
+   cores, one FMA per MAC) and the producer — RMSNorm's scaling before q/k/v, the rotary embedding of q and k
    — writes its small output once (rotary embeddings inlined into q·k were computed again for
    every query row).
 2. P with a reduction moves into C only where each element of T is needed once: every load of
@@ -54,8 +55,9 @@ kernel C reads it:
    instead of a round trip through memory. Read any other way, it is materialized.
 6. Consumers are visited last to first and each absorbs its whole producer chain first, so a
    reduction lands in its final consumer rather than in an intermediate broadcast.
-7. A producer that uses a loop index as a value (an iota's `index_cast`) fuses only where every
-   load of T reads that coordinate at a plain loop index of C, which then stands for it.
+7. A producer that uses a loop index as a value (an iota's `index_cast`) fuses where C's loads
+   give that coordinate as a value: a plain loop index, or index arithmetic computed before
+   the load (`(k floordiv 3) mod 3`); a hoisted reduction takes plain indices only.
 
     loop.launch @matmul(%p, %mm) ; loop.launch @relu(%mm, %out)
   ->
@@ -104,6 +106,7 @@ from deplo.passes.loop.fusion_rules import (
     outer_free_nest,
     permute_free_nest,
     producer_nest,
+    window_read,
     readers,
     reads_each_element_once_in_place,
     sources,
@@ -509,7 +512,7 @@ class FuseProducer(RewritePattern):
         points = {}
         in_k_loop = any(f.kind.data == loop.LoopKind.REDUCE
                         for ld in loads for f in loop.enclosing_ops(ld, loop.ForOp))
-        arithmetic = in_k_loop and not _only_casts(nest)
+        arithmetic = in_k_loop and (not _only_casts(nest) or window_read(nest))
         if not nest.has_reduction and any(_recompute_factor(ld) > 1 for ld in loads) and (
                 _multiplies_reads(nest, p_launch)
                 or (arithmetic and _is_matmul(consumer) and not _softmax(consumer, p_launch))
@@ -542,11 +545,14 @@ class FuseProducer(RewritePattern):
                     return False
                 points[ld] = p
         # P's IVs used as values (an iota's index_cast) need a consumer value to stand for
-        # them: only a plain loop index will do (there is no op that computes an affine expr)
+        # them: a plain loop index, or its expression computed (index_value) where P is
+        # inlined at the load (a conv's im2col mask reads its kernel row at `(k floordiv 3)
+        # mod 3`); a hoisted reduction takes plain indices only
         direct = direct_iv_uses(nest)
         for ld in loads:
             exprs = dict(zip(nest.ivs, ld.access_map().results))
-            if any(not isinstance(exprs[iv], AffineDimExpr) for iv in direct):
+            if nest.has_reduction and any(not isinstance(exprs[iv], AffineDimExpr)
+                                          for iv in direct):
                 return False
         block = consumer.body.block
         t = launch.args[i]
@@ -578,7 +584,7 @@ class FuseProducer(RewritePattern):
             local = dict(mapper)
             for iv, e in zip(nest.ivs, m.results):
                 if iv in direct:
-                    local[iv] = ld.indices[e.position]
+                    local[iv] = _coordinate(e, ld, rewriter)
             value = clone_producer_body(nest, at, subst, local, rewriter)
             done[key] = value
             if not nest.has_reduction:
@@ -592,6 +598,16 @@ class FuseProducer(RewritePattern):
             if b not in a:
                 _rename(consumer, launch, f"{a}_{b}")
         return True
+
+
+def _coordinate(e: AffineExpr, ld: loop.LoadOp, rewriter) -> SSAValue:
+    """The value of coordinate `e` of load `ld`: its index, or index arithmetic before it."""
+    if isinstance(e, AffineDimExpr):
+        return ld.indices[e.position]
+    ops: list[Operation] = []
+    value = index_value(e, list(ld.indices), ops)
+    rewriter.insert(ops, InsertPoint.before(ld))
+    return value
 
 
 def _available(value: SSAValue, op: Operation, kernel: loop.KernelOp, rewriter) -> bool:

@@ -20,8 +20,15 @@ from weakref import WeakKeyDictionary
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
@@ -174,6 +181,65 @@ def producer_nest(kernel: loop.KernelOp) -> ProducerNest | None:
     return ProducerNest(
         kernel, out, ivs, body, store.value, any(isinstance(o, loop.ForOp) for o in body)
     )
+
+
+def window_read(nest: ProducerNest) -> bool:
+    """A producer that copies a 16-bit input through a window or a stride (an f16 conv's
+    im2col tensor, `s * stride + k * dilation`): some coordinate of a load is no mixed-radix
+    digit sum of its loop indices (terms that overlap, or leave gaps). Inlined into a K loop
+    it would make the product's operand a gather that tensor cores cannot take; a reshape's
+    `h * 16 + d` (d < 16) or `e floordiv 56` is no window."""
+    extents = {k: f.extent for k, iv in enumerate(nest.ivs)
+               if isinstance(f := iv.owner.parent_op() if isinstance(iv, BlockArgument) else None,
+                             loop.ForOp)}
+    for ld in (o for o in nest.body if isinstance(o, loop.LoadOp)):
+        if str(ld.buffer.type.element_type) not in ("f16", "bf16"):
+            continue
+        positions = [nest.ivs.index(v) if v in nest.ivs else None for v in ld.indices]
+        for e in ld.access_map().results:
+            if not _digit_sum(e, {k: extents.get(p) for k, p in enumerate(positions)}):
+                return True
+    return False
+
+
+def _digit_sum(e: AffineExpr, extents: dict[int, int | None]) -> bool:
+    """Whether `e`'s terms (a constant aside) are c0 * t0 + c1 * t1 + ... with c0 = 1 and each
+    next coefficient the span of those before (each term's values counted by `_values`)."""
+    terms: list[tuple[int, AffineExpr]] = []
+
+    def split(x: AffineExpr, coeff: int) -> None:
+        if isinstance(x, AffineBinaryOpExpr) and x.kind == AffineBinaryOpKind.Add:
+            split(x.lhs, coeff)
+            split(x.rhs, coeff)
+        elif isinstance(x, AffineBinaryOpExpr) and x.kind == AffineBinaryOpKind.Mul \
+                and isinstance(x.rhs, AffineConstantExpr):
+            split(x.lhs, coeff * x.rhs.value)
+        elif not isinstance(x, AffineConstantExpr):
+            terms.append((coeff, x))
+
+    split(e, 1)
+    expected = 1
+    for coeff, term in sorted(terms, key=lambda t: t[0]):
+        n = _values(term, extents)
+        if n == 1:
+            continue
+        if n is None or coeff != expected:
+            return False
+        expected = coeff * n
+    return True
+
+
+def _values(e: AffineExpr, extents: dict[int, int | None]) -> int | None:
+    """How many values `e` takes over its dims' extents (a bound), or None if unknown."""
+    if isinstance(e, AffineDimExpr):
+        return extents.get(e.position)
+    if isinstance(e, AffineBinaryOpExpr) and isinstance(e.rhs, AffineConstantExpr):
+        inner = _values(e.lhs, extents)
+        if e.kind == AffineBinaryOpKind.Mod:
+            return e.rhs.value if inner is None else min(inner, e.rhs.value)
+        if e.kind == AffineBinaryOpKind.FloorDiv and inner is not None:
+            return -(-inner // e.rhs.value)
+    return None
 
 
 def kernel_of(launch: loop.LaunchOp) -> Operation | None:

@@ -134,3 +134,38 @@ builtin.module {
     func.return %out : memref<36xf32>
   }
 }
+
+// -----
+
+// A 1x1 conv's weight [O, C, 1, 1], read at (o, c, 0, 0): the kernel's argument drops the
+// trailing unit dims, a plain [O, C] (a fragment load's [rows, K]); the launch passes it as it is.
+// CHECK-LABEL: loop.kernel @conv1x1(%x: memref<2x8x16xf16>, %w: memref<16x8xf16>, %out: memref<2x16x16xf32>) {
+// CHECK:             loop.load %w[%o, %k] : memref<16x8xf16>
+// CHECK-LABEL: func.func @main(
+// CHECK:         loop.launch @conv1x1(%x, %w, %y) : memref<2x8x16xf16>, memref<16x8x1x1xf16>, memref<2x16x16xf32>
+builtin.module {
+  loop.kernel @conv1x1(%x: memref<2x8x16xf16>, %w: memref<16x8x1x1xf16>, %out: memref<2x16x16xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    loop.for %n = 0 to 2 free {
+      loop.for %o = 0 to 16 free {
+        loop.for %s = 0 to 16 free {
+          %acc = loop.for %k = 0 to 8 reduce iter(%c = %zero) -> f32 {
+            %a = loop.load %x[%n, %k, %s] : memref<2x8x16xf16>
+            %b = loop.load %w[%o, %k] map (d0, d1) -> (d0, d1, 0, 0) : memref<16x8x1x1xf16>
+            %fa = arith.extf %a : f16 to f32
+            %fb = arith.extf %b : f16 to f32
+            %p = arith.mulf %fa, %fb : f32
+            %m = arith.addf %c, %p : f32
+            loop.yield %m : f32
+          }
+          loop.store %acc, %out[%n, %o, %s] : memref<2x16x16xf32>
+        }
+      }
+    }
+  }
+  func.func @main(%x: memref<2x8x16xf16>, %w: memref<16x8x1x1xf16>) -> memref<2x16x16xf32> {
+    %y = memref.alloc() : memref<2x16x16xf32>
+    loop.launch @conv1x1(%x, %w, %y) : memref<2x8x16xf16>, memref<16x8x1x1xf16>, memref<2x16x16xf32>
+    func.return %y : memref<2x16x16xf32>
+  }
+}

@@ -107,11 +107,15 @@ func.func @iota_into_gather(%w: tensor<9x4xf32>) -> tensor<2x5x4xf32> {
 
 // -----
 
-// Read at a computed coordinate (a slice with a step), the iota stays its own kernel.
-// CHECK-LABEL: loop.kernel @p(%out: memref<8xi64>) {
-// CHECK-LABEL: loop.kernel @s(%p: memref<8xi64>, %out: memref<4xi64>) {
-// CHECK:         loop.load %p[%{{.*}}] map (d0) -> ((d0 * 2)) : memref<8xi64>
-func.func @negative_iota_strided() -> tensor<4xi64> {
+// Read at a computed coordinate (a slice with a step), the iota is inlined with that
+// coordinate computed (a conv's im2col mask reads its kernel row at `(k floordiv 3) mod 3`).
+// CHECK-NOT:   loop.kernel @p(
+// CHECK-LABEL: loop.kernel @s(%out: memref<4xi64>) {
+// CHECK:         %[[TWO:.*]] = arith.constant 2 : index
+// CHECK-NEXT:    %[[C:.*]] = arith.muli %{{.*}}, %[[TWO]] : index
+// CHECK-NEXT:    %[[V:.*]] = arith.index_cast %[[C]] : index to i64
+// CHECK-NEXT:    loop.store %[[V]], %out
+func.func @iota_strided() -> tensor<4xi64> {
   %p = tir.iota dim 0 start 0 step 1 : tensor<8xi64>
   %s = tir.index_map %p (d0) -> (d0 * 2) : tensor<8xi64> -> tensor<4xi64>
   func.return %s : tensor<4xi64>
@@ -304,4 +308,37 @@ func.func @main(%gate: tensor<4x16xf32>, %up: tensor<4x16xf32>, %w: tensor<16x8x
   %p = tir.elementwise mul(%pa, %pw) : tensor<4x8x16xf32>
   %down = tir.reduce add %p [2] : tensor<4x8x16xf32> -> tensor<4x8xf32>
   func.return %down : tensor<4x8xf32>
+}
+
+// -----
+
+// An f16 window copy (a conv's im2col, read at `d2 + (d1 mod 3)`) stays a kernel of its own
+// before a matmul's K loop: inlined, the product's operand would be a gather no tensor core
+// takes. Written, the product reads it plainly.
+// CHECK-LABEL: loop.kernel @c(%x: memref<2x16x66xf16>, %out: memref<2x48x64xf16>) {
+// CHECK-LABEL: loop.kernel @y(%c: memref<2x48x64xf16>, %w: memref<32x48xf16>, %out: memref<2x32x64xf32>) {
+// CHECK:           loop.load %c[%a0, %r0, %a2] : memref<2x48x64xf16>
+func.func @window_f16(%x: tensor<2x16x66xf16>, %w: tensor<32x48xf16>) -> tensor<2x32x64xf32> {
+  %c = tir.index_map %x (d0, d1, d2) -> (d0, (d1 floordiv 3), (d2 + (d1 mod 3))) : tensor<2x16x66xf16> -> tensor<2x48x64xf16>
+  %cf = tir.cast %c : tensor<2x48x64xf16> -> tensor<2x48x64xf32>
+  %wf = tir.cast %w : tensor<32x48xf16> -> tensor<32x48xf32>
+  %a = tir.index_map %cf (d0, d1, d2, d3) -> (d0, d3, d2) : tensor<2x48x64xf32> -> tensor<2x32x64x48xf32>
+  %b = tir.index_map %wf (d0, d1, d2, d3) -> (d1, d3) : tensor<32x48xf32> -> tensor<2x32x64x48xf32>
+  %p = tir.elementwise mul(%a, %b) : tensor<2x32x64x48xf32>
+  %y = tir.reduce add %p [3] : tensor<2x32x64x48xf32> -> tensor<2x32x64xf32>
+  func.return %y : tensor<2x32x64xf32>
+}
+
+// -----
+
+// The same window over f32 is inlined (an FMA product reads its gathers through L1).
+// CHECK-LABEL: loop.kernel @y(%x: memref<2x16x66xf32>, %w: memref<32x48xf32>, %out: memref<2x32x64xf32>) {
+// CHECK:           loop.load %x[%a0, %r0, %a2] map (d0, d1, d2) -> (d0, (d1 floordiv 3), (d2 + (d1 mod 3)))
+func.func @window_f32(%x: tensor<2x16x66xf32>, %w: tensor<32x48xf32>) -> tensor<2x32x64xf32> {
+  %c = tir.index_map %x (d0, d1, d2) -> (d0, (d1 floordiv 3), (d2 + (d1 mod 3))) : tensor<2x16x66xf32> -> tensor<2x48x64xf32>
+  %a = tir.index_map %c (d0, d1, d2, d3) -> (d0, d3, d2) : tensor<2x48x64xf32> -> tensor<2x32x64x48xf32>
+  %b = tir.index_map %w (d0, d1, d2, d3) -> (d1, d3) : tensor<32x48xf32> -> tensor<2x32x64x48xf32>
+  %p = tir.elementwise mul(%a, %b) : tensor<2x32x64x48xf32>
+  %y = tir.reduce add %p [3] : tensor<2x32x64x48xf32> -> tensor<2x32x64xf32>
+  func.return %y : tensor<2x32x64xf32>
 }

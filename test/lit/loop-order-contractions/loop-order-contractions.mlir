@@ -287,3 +287,39 @@ builtin.module {
     }
   }
 }
+
+// -----
+
+// An f16 product (tensor cores): only the loops read after K's dim in the input fold into w
+// (h: loop-collapse-dims then merges (h, w), and the input is a plain [K, h * w] slab per
+// image); the image n stays a batch outside, whatever the output count.
+// CHECK-LABEL: loop.kernel @conv16(
+// CHECK-NEXT:    %{{.*}} = arith.constant
+// CHECK-NEXT:    loop.for %n = 0 to 8 free {
+// CHECK-NEXT:      loop.for %o = 0 to 64 free {
+// CHECK-NEXT:        loop.for %h_w = 0 to 16 free {
+// CHECK:               loop.load %x[%n, %o, %h_w, %k] map (d0, d1, d2, d3) -> (d0, d3, (d2 floordiv 4), (d2 mod 4)) : memref<8x32x4x4xf16>
+builtin.module {
+  loop.kernel @conv16(%x: memref<8x32x4x4xf16>, %wt: memref<64x32xf16>, %out: memref<8x64x4x4xf16>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %n = 0 to 8 free {
+      loop.for %o = 0 to 64 free {
+        loop.for %h = 0 to 4 free {
+          loop.for %w = 0 to 4 free {
+            %1 = loop.for %k = 0 to 32 reduce iter(%acc = %0) -> f32 {
+              %2 = loop.load %x[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d0, d4, d2, d3) : memref<8x32x4x4xf16>
+              %3 = loop.load %wt[%n, %o, %h, %w, %k] map (d0, d1, d2, d3, d4) -> (d1, d4) : memref<64x32xf16>
+              %e2 = arith.extf %2 : f16 to f32
+              %e3 = arith.extf %3 : f16 to f32
+              %4 = arith.mulf %e2, %e3 : f32
+              %5 = arith.addf %acc, %4 : f32
+              loop.yield %5 : f32
+            }
+            %t = arith.truncf %1 : f32 to f16
+            loop.store %t, %out[%n, %o, %h, %w] : memref<8x64x4x4xf16>
+          }
+        }
+      }
+    }
+  }
+}

@@ -747,7 +747,7 @@ def _tensor_core_window(op: Operation, out: Sequence[int]) -> bool:
     in f16) and the product reads it as a plain [K, columns] operand, which tensor cores take;
     read through the window, it ran on FMAs (the model, H100, [8, 64, 56, 56] by 64 x 3 x 3:
     65 us, 15x the roofline). A 1x1 conv of stride 1 reads its input plainly already."""
-    st, lo, hi, dil = op.window()
+    st = op.window()[0]
     _, cg, *kernel = op.weight.type.get_shape()
     return str(op.input.type.element_type) in ("f16", "bf16") and op.groups.value.data == 1 \
         and (math.prod(kernel) > 1 or any(s != 1 for s in st)) and cg * math.prod(kernel) >= 16 \

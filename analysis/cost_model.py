@@ -73,6 +73,7 @@ class Work:
     written: set[str] = field(default_factory=set)  # the buffers it stores into
     # global buffer -> (distinct sectors one block reads or writes, the block ids they vary with)
     per_buffer: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
+    copies: set[tuple] = field(default_factory=set)  # the accesses counted (`_repeats`)
     # what the last block of every `arrivals` to kernel.arrive_last does after it (a split-K
     # tile finished in the kernel): it runs after the rest, on one block a tile
     tail: Work | None = None
@@ -431,13 +432,28 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
     moves = math.prod(_spread(blk, buf, indices, addr, lp, active) for lp in varying
                       if isinstance(lp, Operation))
-    if first:
-        entry = w.loads.setdefault((buffer_key(buf), frozenset(first)), [len(first) * moves, 0.0])
-        entry[1] += most * len(first)
     key = buffer_key(buf)
+    if _repeats(w, (key, frozenset(touched), moves, varying)):
+        return  # L1 serves a load's copy, L2 merges a store's; the sectors are counted
+    if first:
+        entry = w.loads.setdefault((key, frozenset(first)), [len(first) * moves, 0.0])
+        entry[1] += most * len(first)
     had, dims = w.per_buffer.get(key, (0.0, frozenset()))
     w.per_buffer[key] = (had + len(touched) * moves,
                          dims | {d for d in varying if isinstance(d, int)})
+
+
+def _repeats(w: Work, shape: tuple) -> bool:
+    """Whether an access touches what an earlier one of the block did, moving with the same
+    loops (its buffer, first iteration's sectors, spread and loops): the unrolled copies of one
+    access, a thread's neighbours loaded or stored one by one (a flattened `i floordiv c,
+    i mod c` the lowering could not vectorize: sum's 4 loads of x a step, instance_norm's 4
+    stores of out). The same warp asks for the same sectors a few instructions apart: they are
+    a block's sectors once, in L2 traffic and in DRAM footprint."""
+    if shape in w.copies:
+        return True
+    w.copies.add(shape)
+    return False
 
 
 EXACT_TRIPS = 8  # iterations few enough to count each one's sectors, not extrapolate the first step

@@ -21,8 +21,9 @@ over the unit's rate; memory at the bandwidth the GPU reaches with this many SMs
 many bytes in flight (Little's law: bytes in flight / latency); one warp's own dependent
 latencies, issuing in order (`chain_cycles`), times the waves; the slowest unit bounds the
 kernel, plus one launch. DRAM bytes are the buffers' footprints (L2 keeps what a kernel reuses,
-unless the footprints exceed it). The model is validated on kernels whose behaviour is known
-from first principles (test/python/cost_model) and refit only from GPU measurements.
+unless the footprints exceed it; then still a block's re-reads of its own bytes, where the
+resident blocks' reuse windows fit it). The model is validated on kernels whose behaviour is
+known from first principles (test/python/cost_model) and refit only from GPU measurements.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ class Work:
     written: set[str] = field(default_factory=set)  # the buffers it stores into
     # global buffer -> (distinct sectors one block reads or writes, the block ids they vary with)
     per_buffer: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
+    # global buffer -> per re-read of bytes the block touched before in other loops (a
+    # normalization's passes over its row): (its sectors, the block's sectors from the first
+    # read through it: what L2 must hold for it to hit, `_reuse_window`)
+    rereads: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    touches: list[_Touch] = field(default_factory=list)  # the accesses counted, in order
     # what the last block of every `arrivals` to kernel.arrive_last does after it (a split-K
     # tile finished in the kernel): it runs after the rest, on one block a tile
     tail: Work | None = None
@@ -80,6 +86,17 @@ class Work:
     # a fused kernel (kernel.part): each part's work per block and grid; the fields above then
     # hold what the launch touches and writes as a whole
     parts: list[tuple[Work, tuple[int, ...]]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Touch:
+    """One access's share of a block's footprint (`_fold_touches`)."""
+
+    key: str  # its buffer
+    covers: tuple  # (its first iteration's sectors, how its loops move them, the block ids
+    # they vary with)
+    loops: frozenset  # the loops it moves with
+    sectors: float  # distinct sectors over the block's run
 
 
 FLOAT_FP32 = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp,
@@ -242,7 +259,9 @@ def _mean_work(works: list[Work]) -> Work:
     """The mean of blocks' works: their counts averaged, what they touch and write joined."""
     out = replace(works[0], loads={}, per_buffer={
         key: (sum(w.per_buffer.get(key, (0.0,))[0] for w in works) / len(works), deps)
-        for key, (_, deps) in works[0].per_buffer.items()})
+        for key, (_, deps) in works[0].per_buffer.items()}, rereads={
+        key: [(sectors / len(works), window) for w in works for sectors, window in
+              w.rereads.get(key, ())] for key in works[0].rereads})
     for f in fields(Work):
         vals = [getattr(w, f.name) for w in works]
         if isinstance(vals[0], float):
@@ -269,6 +288,9 @@ def _one_block_work(func: kernel.FuncOp, body: Block, grid: tuple[int, ...],
             w.touched[buffer_key(a)] = n * max(1, getattr(
                 a.type.element_type, "bitwidth", 32) // 8)
     _walk(body, blk, np.ones(blk.threads), np.ones(blk.threads, bool), w)
+    for x in (w, w.tail):
+        if x is not None:
+            _fold_touches(x)
     w.chain_l1, w.chain_l2 = _chains(body, blk)
     return w, blk
 
@@ -429,29 +451,71 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
         return
     # the block's distinct sectors: one iteration's, times the loops the access moves with
     varying = frozenset().union(*(blk.deps.get(i, frozenset()) for i in indices))
-    moves = math.prod(_spread(blk, buf, indices, addr, lp, active) for lp in varying
-                      if isinstance(lp, Operation))
-    if first:
-        entry = w.loads.setdefault((buffer_key(buf), frozenset(first)), [len(first) * moves, 0.0])
-        entry[1] += most * len(first)
+    spreads = [_spread(blk, buf, indices, addr, lp, active) for lp in varying
+               if isinstance(lp, Operation)]
+    moves = math.prod(factor for factor, _ in spreads)
     key = buffer_key(buf)
-    had, dims = w.per_buffer.get(key, (0.0, frozenset()))
-    w.per_buffer[key] = (had + len(touched) * moves,
-                         dims | {d for d in varying if isinstance(d, int)})
+    dims = frozenset(d for d in varying if isinstance(d, int))
+    covers = (frozenset(touched), frozenset(m for _, m in spreads), dims)
+    touch = _Touch(key, covers, varying - dims, len(touched) * moves)
+    if _repeats(w, touch):
+        return  # L1 serves a load's copy, L2 merges a store's; the sectors are counted
+    if first:
+        entry = w.loads.setdefault((key, frozenset(first)), [len(first) * moves, 0.0])
+        entry[1] += most * len(first)
+    w.touches.append(touch)
+
+
+def _repeats(w: Work, touch: _Touch) -> bool:
+    """Whether an access touches what an earlier one of the block did, moving with the same
+    loops (its buffer, first iteration's sectors, spread and loops): the unrolled copies of one
+    access, a thread's neighbours loaded or stored one by one (a flattened `i floordiv c,
+    i mod c` the lowering could not vectorize: sum's 4 loads of x a step, instance_norm's 4
+    stores of out). The same warp asks for the same sectors a few instructions apart: they are
+    a block's sectors once, in L2 traffic and in DRAM footprint."""
+    return touch in w.touches
+
+
+def _fold_touches(w: Work) -> None:
+    """The block's footprint per buffer from its touches: the first access to some bytes
+    counts them (per_buffer); another loop's access to the same bytes (its first iteration's
+    sectors, spread and block ids alike: a normalization's second and third pass over its
+    row) is a re-read, which `predict` charges to DRAM only where L2 cannot hold its window."""
+    first: dict[tuple, int] = {}
+    for i, t in enumerate(w.touches):
+        at = first.setdefault((t.key, t.covers), i)
+        if at < i:
+            w.rereads.setdefault(t.key, []).append((t.sectors, _reuse_window(w.touches, at, i)))
+            continue
+        had, dims = w.per_buffer.get(t.key, (0.0, frozenset()))
+        w.per_buffer[t.key] = (had + t.sectors, dims | t.covers[2])
+
+
+def _reuse_window(touches: list[_Touch], at: int, i: int) -> float:
+    """The block's distinct sectors from its first read of some bytes (touches[at]) to its
+    re-read of them (touches[i]), and those of the accesses moving with the re-read's loops
+    after it (interleaved with it: its row's stores): at most what the block brings into L2
+    before a re-read, however the iterations interleave."""
+    later = [u for u in touches[i + 1:] if u.loops & touches[i].loops]
+    distinct = {(u.key, u.covers): u.sectors for u in touches[at:i] + later}
+    return sum(distinct.values())
 
 
 EXACT_TRIPS = 8  # iterations few enough to count each one's sectors, not extrapolate the first step
 
 
 def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation,
-            active: np.ndarray) -> float:
+            active: np.ndarray) -> tuple[float, object]:
     """How many times over a loop's iterations multiply the sectors one iteration of an
     access touches: its trip count, less where the address moves by under a sector an
     iteration (a lane walking its own row 16 bytes at a time touches each sector twice); a
-    short loop's iterations counted one by one, where the first step need not be the rest's."""
+    short loop's iterations counted one by one, where the first step need not be the rest's.
+    And how the loop moves the access (its trips and the lanes' least and most step, where
+    known, else the loop itself): two loops moving the same sectors alike cover the same
+    bytes (`_fold_touches`)."""
     trips = blk.trips.get(lp, 1.0)
     if trips <= 1 or not isinstance(lp, scf.ForOp):
-        return trips
+        return trips, lp
     iv = lp.body.block.args[0]
     order: list[Operation] = []
     seen: set[Operation] = set()
@@ -474,12 +538,12 @@ def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation
         return ok
 
     if not all([visit(i) for i in indices]):
-        return trips
+        return trips, lp
     saved = {r: blk.vals.get(r) for op in order for r in op.results} | {iv: blk.vals.get(iv)}
     start = blk.get(iv)
     seen_sectors = set((addr[active] // SECTOR).tolist())
     first = len(seen_sectors)
-    step = 0.0
+    step, motion = 0.0, (0.0, 0.0)
     for i in range(1, int(trips) if trips <= EXACT_TRIPS else 2):
         blk.vals[iv] = start + i * blk.get(lp.step)
         for op in order:
@@ -487,14 +551,17 @@ def _spread(blk: _Block, buf: SSAValue, indices, addr: np.ndarray, lp: Operation
         moved, _ = _address(blk, buf, indices)
         seen_sectors.update((moved[active] // SECTOR).tolist())
         step = float(np.abs(moved - addr).max()) if len(addr) else 0.0
+        motion = (float((moved - addr).min()), float((moved - addr).max())) if len(addr) \
+            else motion
     for r, v in saved.items():
         if v is None:
             blk.vals.pop(r, None)
         else:
             blk.vals[r] = v
+    motion = (trips, *motion)
     if trips <= EXACT_TRIPS:  # every iteration's sectors (a pool's window: rows, then columns)
-        return len(seen_sectors) / max(1, first)
-    return trips if step >= SECTOR else min(trips, 1.0 + (trips - 1.0) * step / SECTOR)
+        return len(seen_sectors) / max(1, first), motion
+    return (trips if step >= SECTOR else min(trips, 1.0 + (trips - 1.0) * step / SECTOR)), motion
 
 
 # --------------------------------------------------------------------------------------------
@@ -774,6 +841,7 @@ def _streamed_bytes(w: Work, grid, wave: int, gpu: Gpu) -> float:
         if size <= gpu.l2_bytes / 4:
             total += size
             continue
+        sectors += _missed_rereads(w.rereads.get(key, ()), wave, gpu)
         if dims:
             picked = np.stack([coords[d] for d in sorted(dims)])
             distinct = len(np.unique(picked, axis=1).T)
@@ -781,6 +849,17 @@ def _streamed_bytes(w: Work, grid, wave: int, gpu: Gpu) -> float:
             distinct = 1
         total += max(size, distinct * sectors * SECTOR * waves) if dims else size
     return total
+
+
+def _missed_rereads(rereads, wave: int, gpu: Gpu) -> float:
+    """A block's re-read sectors that come from DRAM again: those whose window (the block's
+    sectors from the first read through the re-read), for every block resident at once, is
+    more than L2 holds (gpu.l2_bytes: the Hopper whitepaper's 50 MB, the room `predict` gives a
+    footprint). Conservative: every resident block's window is counted whole and as its own
+    lines, so lines blocks share (which L2 may also copy into its other partition) take no
+    more room than counted. The rest hit L2, at its bandwidth (the `loads` L2 traffic already
+    counts every pass)."""
+    return sum(sectors for sectors, window in rereads if wave * window * SECTOR > gpu.l2_bytes)
 
 
 def predict_func(f: kernel.FuncOp, ptxas=None, gpu: Gpu = H100_SXM,

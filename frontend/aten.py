@@ -1119,6 +1119,7 @@ def _extreme_with_index(name: str) -> Converter:
 
 
 RANK_LIMIT = 4096  # the longest dim ranked by counting (n^2 comparisons a row); topk goes past it by chunks
+CHUNK = 256  # topk's chunk past RANK_LIMIT for k <= 128 (`_chunk_size`)
 
 
 def _ranked(kind: str) -> Converter:
@@ -1249,13 +1250,14 @@ def _chunked_top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
 
 
 def _chunk_size(n: int, k: int) -> int | None:
-    """The chunk length for `_chunked_top`: about cbrt(2 n k^2), which balances the chunks'
-    n * size comparisons against the candidates' (n k / size)^2, kept within [2k, RANK_LIMIT]
-    (at least 2k: the candidates are at most about half of n, so chunking ends), then evened
-    out so the last chunk is nearly full. None where k > RANK_LIMIT / 2."""
+    """The chunk length for `_chunked_top`: CHUNK, or 2k for a larger k (the candidates then
+    at most about half of n, so chunking ends), evened out so the last chunk is nearly full.
+    Small chunks: with the candidates chunked again, a row costs about n s^2 / (s - k)
+    comparisons for chunks of s, least near s = 2k; CHUNK keeps the levels (launches) few for
+    a small k. None where k > RANK_LIMIT / 2."""
     if 2 * k > RANK_LIMIT:
         return None
-    size = min(RANK_LIMIT, max(2 * k, 1, round((2 * n * k * k) ** (1 / 3))))
+    size = max(2 * k, CHUNK)
     return -(-n // -(-n // size))
 
 

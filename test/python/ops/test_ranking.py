@@ -102,7 +102,7 @@ LONG = {
     "ragged": (lambda x: torch.topk(x, 5), lambda: torch.randn(3, 4099)),
     "int_ties": (lambda x: torch.topk(x, 30, largest=False),
                  lambda: torch.randint(-100, 100, (2, 5003))),
-    "chunked_twice": (lambda x: torch.topk(x, 300), lambda: torch.randn(1, 30000)),
+    "chunked_again": (lambda x: torch.topk(x, 300), lambda: torch.randn(1, 20000)),
 }
 
 

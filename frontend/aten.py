@@ -1118,16 +1118,16 @@ def _extreme_with_index(name: str) -> Converter:
     return convert
 
 
-RANK_LIMIT = 4096  # the longest dim ranked by counting (n^2 comparisons a row); topk goes past it by chunks
-CHUNK = 256  # topk's chunk past RANK_LIMIT for k <= 128 (`_chunk_size`)
+RANK_LIMIT = 4096  # the longest dim ranked by counting (n^2 comparisons a row); topk: by chunks past it
+CHUNK = 256  # topk's chunk for k <= 128 (`_chunk_size`)
 
 
 def _ranked(kind: str) -> Converter:
     """topk, sort, argsort, kthvalue, median and nanmedian by counting (`_places`): the i-th
     output is the element whose place is i (`_at_places`), its value gathered. Tensor IR has no
     sorting network; this needs none, at n^2 comparisons a row: enough for MoE routers (8-256
-    experts) and small sorts, refused beyond RANK_LIMIT, except topk, which takes a longer dim
-    (a vocabulary's logits) by chunks (`_chunked_top`)."""
+    experts) and small sorts, refused beyond RANK_LIMIT, except topk, which takes a long dim
+    (a vocabulary's logits) by chunks (`_chunked_top`, past RANK_LIMIT too)."""
 
     def convert(im: Importer, node: torch.fx.Node, rts):
         x = im.value(node.args[0])
@@ -1218,27 +1218,27 @@ def _gathered(im: Importer, x: SSAValue, idx: SSAValue) -> SSAValue:
 def _top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
          descending: bool) -> tuple[SSAValue, SSAValue]:
     """The first k elements in order along x's last dim and their indices (topk, sort,
-    argsort): by counting up to RANK_LIMIT, by chunks past it."""
-    if x.type.get_shape()[-1] > RANK_LIMIT:
-        return _chunked_top(im, node, x, k, descending)
-    idx = _at_places(im, _places(im, x, descending), _positions(im, k, hint="rank"))
-    return _gathered(im, x, idx), idx
-
-
-def _chunked_top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
-                 descending: bool) -> tuple[SSAValue, SSAValue]:
-    """topk over a dim longer than RANK_LIMIT in two stages: the top k of each chunk (the
-    last one padded with values that rank after every element), then the top k of those
-    candidates (itself chunked while they are more than RANK_LIMIT), its indices mapped back
-    through the chunks' (chunk * size + index within it). Exact: every element of the top k
-    is among its chunk's top k; pads lose every tie (they come last), so none is taken."""
-    rows, n = list(x.type.get_shape()[:-1]), x.type.get_shape()[-1]
-    size = _chunk_size(n, k)
-    if size is None:
+    argsort): by chunks where they pay (`_chunk_size`), else by counting, up to RANK_LIMIT."""
+    n = x.type.get_shape()[-1]
+    if (size := _chunk_size(n, k)) is not None:
+        return _chunked_top(im, node, x, k, size, descending)
+    if n > RANK_LIMIT:
         raise FrontendError(
             f"unsupported '{node.target}' of k = {k} over {n} elements (deplo ranks by "
             f"counting, up to {RANK_LIMIT} a row, and takes a longer row's top k by chunks of "
             f"at least 2k: k at most {RANK_LIMIT // 2}) {where_from(node)}")
+    idx = _at_places(im, _places(im, x, descending), _positions(im, k, hint="rank"))
+    return _gathered(im, x, idx), idx
+
+
+def _chunked_top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int, size: int,
+                 descending: bool) -> tuple[SSAValue, SSAValue]:
+    """topk in two stages: the top k of each chunk of `size` (the last one padded with values
+    that rank after every element), then the top k of those candidates (chunked again while
+    that pays), its indices mapped back through the chunks' (chunk * size + index within it).
+    Exact: every element of the top k is among its chunk's top k; pads lose every tie (they
+    come last), so none is taken."""
+    rows, n = list(x.type.get_shape()[:-1]), x.type.get_shape()[-1]
     chunks = -(-n // size)
     xs = _reshape(im, _padded(im, x, chunks * size - n, descending), [*rows, chunks, size], "topk")
     values, idx = _top(im, node, xs, k, descending)  # [.., chunks, k]
@@ -1250,14 +1250,15 @@ def _chunked_top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
 
 
 def _chunk_size(n: int, k: int) -> int | None:
-    """The chunk length for `_chunked_top`: CHUNK, or 2k for a larger k (the candidates then
+    """The chunk length for a top k over n: CHUNK, or 2k for a larger k (the candidates then
     at most about half of n, so chunking ends), evened out so the last chunk is nearly full.
     Small chunks: with the candidates chunked again, a row costs about n s^2 / (s - k)
-    comparisons for chunks of s, least near s = 2k; CHUNK keeps the levels (launches) few for
-    a small k. None where k > RANK_LIMIT / 2."""
-    if 2 * k > RANK_LIMIT:
-        return None
+    comparisons for chunks of s (n^2 counted at once), least near s = 2k; CHUNK keeps the
+    levels (launches) few for a small k. None where chunks do not pay (a row within
+    RANK_LIMIT of at most two chunks: a sort, a router) or cannot (k > RANK_LIMIT / 2)."""
     size = max(2 * k, CHUNK)
+    if 2 * k > RANK_LIMIT or n <= min(2 * size, RANK_LIMIT):
+        return None
     return -(-n // -(-n // size))
 
 

@@ -87,9 +87,9 @@ def _nan_row(n: int, numbers: int) -> torch.Tensor:
     return x
 
 
-# topk past RANK_LIMIT (`_chunked_top`): a vocabulary's logits, a dim other than the last,
-# half precision, NaNs, a length no chunk size divides, integers (ties), candidates themselves
-# past the limit (chunked twice)
+# topk by chunks (`_chunked_top`), past RANK_LIMIT or within it: a vocabulary's logits, a dim
+# other than the last, half precision, NaNs, a length no chunk size divides, integers (ties),
+# candidates themselves past the limit (chunked again)
 LONG = {
     "vocab_largest": (lambda x: torch.topk(x, 50), lambda: torch.randn(2, 32000)),
     "smallest_dim0": (lambda x: torch.topk(x, 7, dim=0, largest=False),
@@ -102,7 +102,8 @@ LONG = {
     "ragged": (lambda x: torch.topk(x, 5), lambda: torch.randn(3, 4099)),
     "int_ties": (lambda x: torch.topk(x, 30, largest=False),
                  lambda: torch.randint(-100, 100, (2, 5003))),
-    "chunked_again": (lambda x: torch.topk(x, 300), lambda: torch.randn(1, 20000)),
+    "chunked_within_the_limit": (lambda x: torch.topk(x, 9), lambda: torch.randn(3, 3000)),
+    "chunked_again": (lambda x: torch.topk(x, 300), lambda: torch.randn(1, 9000)),
 }
 
 

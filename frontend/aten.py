@@ -1118,16 +1118,16 @@ def _extreme_with_index(name: str) -> Converter:
     return convert
 
 
-RANK_LIMIT = 4096  # the longest dim topk / sort take: ranking costs n^2 comparisons a row
+RANK_LIMIT = 4096  # the longest dim ranked by counting (n^2 comparisons a row); topk: by chunks past it
+CHUNK = 256  # topk's chunk for k <= 128 (`_chunk_size`)
 
 
 def _ranked(kind: str) -> Converter:
-    """topk, sort and argsort by counting: an element's place is the number of elements that
-    come before it (greater, for descending; NaN greatest, as PyTorch; ties by index, so the
-    order is stable), the i-th output is the element whose place is i (an index sum over a
-    one-hot), its value gathered. Tensor IR has no sorting network; this needs none, at n^2
-    comparisons a row: enough for MoE routers (8-256 experts) and small sorts, refused beyond
-    RANK_LIMIT (a top-k over a vocabulary)."""
+    """topk, sort, argsort, kthvalue, median and nanmedian by counting (`_places`): the i-th
+    output is the element whose place is i (`_at_places`), its value gathered. Tensor IR has no
+    sorting network; this needs none, at n^2 comparisons a row: enough for MoE routers (8-256
+    experts) and small sorts, refused beyond RANK_LIMIT, except topk, which takes a long dim
+    (a vocabulary's logits) by chunks (`_chunked_top`, past RANK_LIMIT too)."""
 
     def convert(im: Importer, node: torch.fx.Node, rts):
         x = im.value(node.args[0])
@@ -1153,7 +1153,7 @@ def _ranked(kind: str) -> Converter:
             x = _reshape(im, x, [1])
         d = _norm(d, _rank(x))
         n, last = x.type.get_shape()[d], _rank(x) - 1
-        if n > RANK_LIMIT:
+        if n > RANK_LIMIT and kind != "topk":
             raise FrontendError(
                 f"unsupported '{node.target}' over {n} elements (deplo ranks by counting, n^2 "
                 f"comparisons a row, and takes at most {RANK_LIMIT}) {where_from(node)}")
@@ -1163,45 +1163,10 @@ def _ranked(kind: str) -> Converter:
         k = n if k is None else k
         if d != last:
             x = im.insert(T.TransposeOp(x, d, last, _swapped(x, d, last)), "rank")
-        rows = list(x.type.get_shape()[:-1])
-        mine, other = _reshape(im, x, [*rows, n, 1], "rank"), _reshape(im, x, [*rows, 1, n], "rank")
-        first, second = (other, mine) if descending else (mine, other)
-        before = _cmp(im, "gt", first, second)  # [.., i, j]: j comes before i
-        tie = _cmp(im, "eq", first, second)
-        if not isinstance(x.type.element_type, IntegerType):  # NaN: above every number
-            nan_a, nan_b = (_cmp(im, "ne", v, v) for v in (first, second))
-            number_b = _cmp(im, "eq", second, second)
-            before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a, number_b))
-            tie = _cmp(im, "logical_or", tie, _cmp(im, "logical_and", nan_a, nan_b))
-        i64 = mlir_element_type(torch.int64)
-        pos = _positions(im, n, hint="rank")
-        earlier = _cmp(im, "lt", _reshape(im, pos, [1, n]), _reshape(im, pos, [n, 1]))
-        before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", tie, earlier))
-        place = _reduce(im, "sum", _as_dtype(im, before, i64), [-1], True)  # [.., n, 1]
-        # the places wanted: the first k, or the k-th / the middle one alone
-        if kind == "kthvalue":
-            wanted = _scalar(im, node.args[1] - 1, place)
-        elif kind == "median":
-            wanted = _scalar(im, (n - 1) // 2, place)
-        elif kind == "nanmedian":  # the middle of the numbers (NaN rank last)
-            numbers = _reduce(im, "sum", _as_dtype(im, _cmp(im, "eq", x, x), i64), [-1], True)
-            numbers = im.insert(T.WhereOp(_cmp(im, "eq", numbers, _scalar(im, 0, numbers)),
-                                          _scalar(im, n, numbers), numbers, numbers.type),
-                                "rank")  # (all NaN: the middle of them, as PyTorch)
-            half = _ew(im, "div", _ew(im, "add", numbers, _scalar(im, 1, numbers)),
-                       _scalar(im, 2, numbers))
-            wanted = _reshape(im, _ew(im, "sub", half, _scalar(im, 1, half)), [*rows, 1, 1],
-                              "rank")
+        if kind in ("kthvalue", "median", "nanmedian"):
+            values, idx = _middle(im, node, x, kind)
         else:
-            wanted = _positions(im, k, hint="rank")
-        hot = _as_dtype(im, _cmp(im, "eq", place, wanted), i64)  # [.., n, k]
-        idx = _reduce(im, "sum", _ew(im, "mul", hot, _reshape(im, pos, [n, 1])), [-2], False)
-        if kind == "median":  # a row with a NaN: its first NaN
-            nans = _as_dtype(im, _cmp(im, "ne", x, x), mlir_element_type(torch.float32))
-            first_nan = im.insert(T.ARG_CLASSES["argmax"](nans, last, True, idx.type), "rank")
-            some = _cmp(im, "gt", _reduce(im, "amax", nans, [-1], True), _scalar(im, 0, nans))
-            idx = im.insert(T.WhereOp(some, first_nan, idx, idx.type), "rank")
-        values = im.insert(T.GatherOp(x, idx, last, _t(x, idx.type.get_shape())), "rank")
+            values, idx = _top(im, node, x, k, descending)
         outs = []
         for v in (values, idx):
             if d != last:
@@ -1214,6 +1179,131 @@ def _ranked(kind: str) -> Converter:
         return tuple(_reshape(im, v, rt.get_shape()) for v, rt in zip(outs, rts))
 
     return convert
+
+
+def _places(im: Importer, x: SSAValue, descending: bool) -> SSAValue:
+    """[.., n, 1]: each element's place along x's last dim, the number of elements that come
+    before it (greater, for descending; NaN greatest, as PyTorch; ties by index, so the order
+    is stable). n^2 comparisons a row, fused into the sum (no n x n buffer)."""
+    rows, n = list(x.type.get_shape()[:-1]), x.type.get_shape()[-1]
+    mine, other = _reshape(im, x, [*rows, n, 1], "rank"), _reshape(im, x, [*rows, 1, n], "rank")
+    first, second = (other, mine) if descending else (mine, other)
+    before = _cmp(im, "gt", first, second)  # [.., i, j]: j comes before i
+    tie = _cmp(im, "eq", first, second)
+    if not isinstance(x.type.element_type, IntegerType):  # NaN: above every number
+        nan_a, nan_b = (_cmp(im, "ne", v, v) for v in (first, second))
+        number_b = _cmp(im, "eq", second, second)
+        before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", nan_a, number_b))
+        tie = _cmp(im, "logical_or", tie, _cmp(im, "logical_and", nan_a, nan_b))
+    pos = _positions(im, n, hint="rank")
+    earlier = _cmp(im, "lt", _reshape(im, pos, [1, n]), _reshape(im, pos, [n, 1]))
+    before = _cmp(im, "logical_or", before, _cmp(im, "logical_and", tie, earlier))
+    return _reduce(im, "sum", _as_dtype(im, before, mlir_element_type(torch.int64)), [-1], True)
+
+
+def _at_places(im: Importer, place: SSAValue, wanted: SSAValue) -> SSAValue:
+    """The index of the element at each wanted place ([.., n, 1] places against [.., 1, k]
+    wanted: an index sum over a one-hot, [.., k])."""
+    n = place.type.get_shape()[-2]
+    hot = _as_dtype(im, _cmp(im, "eq", place, wanted), place.type.element_type)  # [.., n, k]
+    pos = _positions(im, n, [n, 1], "rank")
+    return _reduce(im, "sum", _ew(im, "mul", hot, pos), [-2], False)
+
+
+def _gathered(im: Importer, x: SSAValue, idx: SSAValue) -> SSAValue:
+    """x's entries along its last dim at idx (of x's rank)."""
+    return im.insert(T.GatherOp(x, idx, _rank(x) - 1, _t(x, idx.type.get_shape())), "rank")
+
+
+def _top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
+         descending: bool) -> tuple[SSAValue, SSAValue]:
+    """The first k elements in order along x's last dim and their indices (topk, sort,
+    argsort): by chunks where they pay (`_chunk_size`), else by counting, up to RANK_LIMIT."""
+    n = x.type.get_shape()[-1]
+    if (size := _chunk_size(n, k)) is not None:
+        return _chunked_top(im, node, x, k, size, descending)
+    if n > RANK_LIMIT:
+        raise FrontendError(
+            f"unsupported '{node.target}' of k = {k} over {n} elements (deplo ranks by "
+            f"counting, up to {RANK_LIMIT} a row, and takes a longer row's top k by chunks of "
+            f"at least 2k: k at most {RANK_LIMIT // 2}) {where_from(node)}")
+    idx = _at_places(im, _places(im, x, descending), _positions(im, k, hint="rank"))
+    return _gathered(im, x, idx), idx
+
+
+def _chunked_top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int, size: int,
+                 descending: bool) -> tuple[SSAValue, SSAValue]:
+    """topk in two stages: the top k of each chunk of `size` (the last one padded with values
+    that rank after every element), then the top k of those candidates (chunked again while
+    that pays), its indices mapped back through the chunks' (chunk * size + index within it).
+    Exact: every element of the top k is among its chunk's top k; pads lose every tie (they
+    come last), so none is taken."""
+    rows, n = list(x.type.get_shape()[:-1]), x.type.get_shape()[-1]
+    chunks = -(-n // size)
+    xs = _reshape(im, _padded(im, x, chunks * size - n, descending), [*rows, chunks, size], "topk")
+    values, idx = _top(im, node, xs, k, descending)  # [.., chunks, k]
+    idx = _ew(im, "add", idx, _ew(im, "mul", _positions(im, chunks, [chunks, 1], "topk"),
+                                  _scalar(im, size, idx)))
+    values, idx = (_reshape(im, v, [*rows, chunks * k], "topk") for v in (values, idx))
+    values, picked = _top(im, node, values, k, descending)
+    return values, _gathered(im, idx, picked)
+
+
+def _chunk_size(n: int, k: int) -> int | None:
+    """The chunk length for a top k over n: CHUNK, or 2k for a larger k (the candidates then
+    at most about half of n, so chunking ends), evened out so the last chunk is nearly full.
+    Small chunks: with the candidates chunked again, a row costs about n s^2 / (s - k)
+    comparisons for chunks of s (n^2 counted at once), least near s = 2k; CHUNK keeps the
+    levels (launches) few for a small k. None where chunks do not pay (a row within
+    RANK_LIMIT of at most two chunks: a sort, a router) or cannot (k > RANK_LIMIT / 2)."""
+    size = max(2 * k, CHUNK)
+    if 2 * k > RANK_LIMIT or n <= min(2 * size, RANK_LIMIT):
+        return None
+    return -(-n // -(-n // size))
+
+
+def _padded(im: Importer, x: SSAValue, pad: int, descending: bool) -> SSAValue:
+    """x with `pad` elements after its last dim that rank no earlier than any of its elements
+    (ties go by index, so they rank last): -inf (descending) or NaN (ascending: NaN is
+    greatest) for floats, the row's least or greatest value for integers."""
+    if not pad:
+        return x
+    shape = list(x.type.get_shape())
+    fill = _t(x, [*shape[:-1], pad])
+    if isinstance(x.type.element_type, IntegerType):
+        tail = im.insert(T.ExpandOp(_reduce(im, "amin" if descending else "amax", x, [-1], True),
+                                    fill), "topk")
+    else:
+        tail = im.insert(T.FullOp(-math.inf if descending else math.nan, fill), "topk")
+    return im.insert(T.CatOp([x, tail], len(shape) - 1, _t(x, [*shape[:-1], shape[-1] + pad])),
+                     "topk")
+
+
+def _middle(im: Importer, node: torch.fx.Node, x: SSAValue,
+            kind: str) -> tuple[SSAValue, SSAValue]:
+    """kthvalue, median or nanmedian along x's last dim: the element at one place, [.., 1]."""
+    rows, n = list(x.type.get_shape()[:-1]), x.type.get_shape()[-1]
+    place = _places(im, x, False)
+    i64 = place.type.element_type
+    if kind == "kthvalue":
+        wanted = _scalar(im, node.args[1] - 1, place)
+    elif kind == "median":
+        wanted = _scalar(im, (n - 1) // 2, place)
+    else:  # nanmedian: the middle of the numbers (NaN rank last)
+        numbers = _reduce(im, "sum", _as_dtype(im, _cmp(im, "eq", x, x), i64), [-1], True)
+        numbers = im.insert(T.WhereOp(_cmp(im, "eq", numbers, _scalar(im, 0, numbers)),
+                                      _scalar(im, n, numbers), numbers, numbers.type),
+                            "rank")  # (all NaN: the middle of them, as PyTorch)
+        half = _ew(im, "div", _ew(im, "add", numbers, _scalar(im, 1, numbers)),
+                   _scalar(im, 2, numbers))
+        wanted = _reshape(im, _ew(im, "sub", half, _scalar(im, 1, half)), [*rows, 1, 1], "rank")
+    idx = _at_places(im, place, wanted)
+    if kind == "median":  # a row with a NaN: its first NaN
+        nans = _as_dtype(im, _cmp(im, "ne", x, x), mlir_element_type(torch.float32))
+        first_nan = im.insert(T.ARG_CLASSES["argmax"](nans, _rank(x) - 1, True, idx.type), "rank")
+        some = _cmp(im, "gt", _reduce(im, "amax", nans, [-1], True), _scalar(im, 0, nans))
+        idx = im.insert(T.WhereOp(some, first_nan, idx, idx.type), "rank")
+    return _gathered(im, x, idx), idx
 
 
 def _scattered(name: str) -> Converter:

@@ -185,7 +185,7 @@ COVERAGE: list[Entry] = [
     Entry("argmin", "torch.argmin -> tir.reduce argmin"),
     Entry("max", "torch.amax + torch.argmax", "reduction_with_dim"),
     Entry("min", "torch.amin + torch.argmin", "reduction_with_dim"),
-    Entry("topk", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", tie_dim=_dim_arg(1)),
+    Entry("topk", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index); a long row by chunks: each one's top k, then the candidates'", tie_dim=_dim_arg(1)),
     Entry("sort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("argsort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
     Entry("msort", "sort along dim 0", refusals=RANK_LIMIT, tie_dim=lambda s: 0),
@@ -508,11 +508,13 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 
 ## Not covered, and why
 
-- `sort`, `argsort`, `topk` over more than 4096 elements a row: Tensor IR moves data by affine
+- `sort`, `argsort` over more than 4096 elements a row: Tensor IR moves data by affine
   maps and gathers and has no scatter or sorting network, so these rank by counting, at n^2
-  comparisons a row (10^9 for a top-k over a vocabulary). Beyond the limit they are refused,
-  naming the op and the size. Scatters match each place against each index entry the same
-  way, up to 4096^2 pairs a row.
+  comparisons a row. Beyond the limit they are refused, naming the op and the size. `topk`
+  takes a long row (a vocabulary's logits) by chunks of max(2k, 256): each chunk's top k, then
+  the top k of those candidates (chunked again while that pays), about n s^2 / (s - k)
+  comparisons a row for chunks of s; refused past the limit only for k > 2048. Scatters
+  match each place against each index entry the same way, up to 4096^2 pairs a row.
 - `index_put` with a boolean mask takes values that broadcast over the picked elements (one
   value, or one a trailing position); values with one entry per picked element depend on how
   many it picks (refused).

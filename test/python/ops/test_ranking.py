@@ -50,9 +50,16 @@ def test_ranked_ops_match_pytorch_exactly(name: str, target: str, level: str | N
 
 
 def test_a_sort_longer_than_the_limit_is_refused() -> None:
-    with pytest.raises(FrontendError, match=r"'aten.topk.default' over 5000 elements "
+    with pytest.raises(FrontendError, match=r"'aten.sort.default' over 5000 elements "
                                             r"\(deplo ranks by counting.*at most 4096\) at "):
-        deplo.compile(lambda x: torch.topk(x, 5), [torch.randn(2, 5000)])
+        deplo.compile(lambda x: torch.sort(x), [torch.randn(2, 5000)])
+
+
+def test_a_topk_past_the_limit_of_more_than_half_the_limit_is_refused() -> None:
+    """Chunks of at least 2k: a k above RANK_LIMIT / 2 has none past the limit."""
+    with pytest.raises(FrontendError, match=r"'aten.topk.default' of k = 2049 over 5000 "
+                                            r"elements \(deplo ranks.*at most 2048\) at "):
+        deplo.compile(lambda x: torch.topk(x, 2049), [torch.randn(2, 5000)])
 
 
 @pytest.mark.parametrize("fn", [lambda x: torch.sort(x, 1).indices,
@@ -69,3 +76,52 @@ def test_check_ranks_ties_as_deplo_does(fn) -> None:
     ref = compiled.program.reference([x.numpy()])
     for a, b in zip(ours, ref, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _nan_row(n: int, numbers: int) -> torch.Tensor:
+    """Two rows of n: the first with NaNs among numbers, the second NaN but for `numbers`
+    elements (a top k that must take NaNs, never the padding after them)."""
+    x = torch.randn(2, n)
+    x[0, torch.randperm(n)[:9]] = NAN
+    x[1, torch.randperm(n)[numbers:]] = NAN
+    return x
+
+
+# topk by chunks (`_chunked_top`), past RANK_LIMIT or within it: a vocabulary's logits, a dim
+# other than the last, half precision, NaNs, a length no chunk size divides, integers (ties),
+# candidates themselves past the limit (chunked again)
+LONG = {
+    "vocab_largest": (lambda x: torch.topk(x, 50), lambda: torch.randn(2, 32000)),
+    "smallest_dim0": (lambda x: torch.topk(x, 7, dim=0, largest=False),
+                      lambda: torch.randn(10000, 3)),
+    "fp16": (lambda x: torch.topk(x, 20), lambda: torch.randn(2, 9000).half()),
+    "bf16_smallest": (lambda x: torch.topk(x, 20, largest=False),
+                      lambda: torch.randn(2, 9000).bfloat16()),
+    "nan_largest": (lambda x: torch.topk(x, 12), lambda: _nan_row(6007, 3)),
+    "nan_smallest": (lambda x: torch.topk(x, 12, largest=False), lambda: _nan_row(6007, 3)),
+    "ragged": (lambda x: torch.topk(x, 5), lambda: torch.randn(3, 4099)),
+    "int_ties": (lambda x: torch.topk(x, 30, largest=False),
+                 lambda: torch.randint(-100, 100, (2, 5003))),
+    "chunked_within_the_limit": (lambda x: torch.topk(x, 9), lambda: torch.randn(3, 3000)),
+    "chunked_again": (lambda x: torch.topk(x, 300), lambda: torch.randn(1, 9000)),
+}
+
+
+@pytest.mark.parametrize("name", LONG)
+def test_topk_past_the_limit_matches_pytorch(name: str) -> None:
+    """Values exactly PyTorch's (sorted, NaN greatest); indices int64 into the original dim,
+    distinct, each at an element equal to its value (PyTorch leaves ties' order open)."""
+    if not cpu_runtime_available():
+        pytest.skip("no CPU runtime")
+    fn, make = LONG[name]
+    torch.manual_seed(1)
+    x = make()
+    ref = fn(x)
+    values, idx = deplo.compile(fn, [x]).run([x], target="cpu")
+    np.testing.assert_array_equal(np.asarray(values, np.float64), ref.values.double().numpy())
+    idx = torch.from_numpy(np.asarray(idx))
+    assert idx.dtype == torch.int64 and idx.shape == ref.indices.shape
+    d = 0 if name == "smallest_dim0" else -1
+    assert (idx.sort(d).values.diff(dim=d) > 0).all()  # distinct
+    np.testing.assert_array_equal(x.gather(d, idx).double().numpy(),
+                                  ref.values.double().numpy())

@@ -32,6 +32,7 @@ padding: tile-cp-async, tile-double-buffer, tile-pad-shared.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -42,7 +43,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from deplo.analysis import index
 from deplo.analysis import nest as an
 from deplo.dialects import loop, tile
-from deplo.dialects.tile_plan import Plan
+from deplo.dialects.tile_plan import Plan, staged_slabs
 from deplo.passes.tile import rewrite as rw
 from deplo.passes.tile.kernel_pass import KernelPass, PassOptionError
 
@@ -126,6 +127,8 @@ class TileStageChunksPass(KernelPass):
                                   "the contraction mapped to whole-block thread loops first "
                                   "(tile-map-2d or tile-tensor-core)")
         stored = an.stored_buffers(kernel)
+        planned = max((math.prod(shape[:-1]) for shape in
+                       staged_slabs(plan.facts_dict, plan.knob_dict)), default=0)
         wide = {lp.iv for lp in c.thread_loops() if (lp.extent or 0) > 1}
         for chunk, inner in an.chunk_loops(c.cell):
             ctx = span_context(c, chunk)
@@ -156,8 +159,9 @@ class TileStageChunksPass(KernelPass):
                 if any(
                     not s.uniform and not 0 <= s.lo <= n - z
                     for s, z, n in zip(merged, sizes, shape)
-                ):
-                    continue
+                ) or math.prod(sizes) > planned:
+                    continue  # (past the plan's slabs: a row read at `c * size + j` spans
+                    # whole rows of a reshape, which the plan's shared memory did not count)
                 offsets: list[int | SSAValue] = [
                     rw.linear_value(b, s.uniform, s.lo) if s.uniform else s.lo for s in merged
                 ]

@@ -27,6 +27,14 @@ chunk, `iv` its loop inside) spans a window from the chunk's start. A slab read 
 loop the innermost; tile-map-grid's `tile_rows` tile) is crossed: its copy reads the rows
 coalesced, and its rows are padded by one element so that the threads reading down a column
 hit 32 banks.
+
+A coordinate `(i * s + taps) mod n` or `i * s + taps` (a convolution's input: `i` the output
+position, `taps` the ivs of the kernel window's loops inside the block; nest.tapped) spans i's
+slab times s, moved by the taps' least and greatest shift; its load reads each element as often
+as its taps overlap (a 3x3 window: 9 times, so one load op is a reused one). A `mod n` coordinate
+(a padded conv reads (i + k - p) mod n and masks the pad) is staged `wrapped`: the slab starts
+before 0 or ends past n, its copy taking those coordinates mod n, so the copy holds exactly what
+the loads read.
 """
 
 from __future__ import annotations

@@ -238,6 +238,22 @@ def crossed_read(kernel: tile.KernelOp) -> int:
     return min(sizes, default=0)
 
 
+def halo_rows(kernel: tile.KernelOp) -> int:
+    """The input rows a load reads again for the next of the free chain's rows (the loop
+    before the innermost) through taps (`tapped`: a convolution's window less its stride, 2
+    for a 3x3 one, 1 with stride 2), the most of any input; 0 when none does."""
+    chain = free_loop_chain(kernel)
+    if len(chain) < 2 or has_free_loop(chain[-1]):
+        return 0
+    region, row = chain[-1].body.block, chain[-2].iv
+    stored = stored_buffers(kernel)
+    spans = [t.hi - t.lo + 1 - t.stride for ld in kernel.walk()
+             if isinstance(ld, loop.LoadOp) and ld.buffer in kernel.args
+             and ld.buffer not in stored for t in _tapped_dims(ld, region)
+             if ld.indices[t.pos] is row]
+    return max([0, *spans])
+
+
 def has_free_loop(lp: tile.ForOp) -> bool:
     return any(isinstance(op, tile.ForOp) and op.is_free for op in lp.body.walk())
 

@@ -202,8 +202,10 @@ def pointwise_facts(kernel: tile.KernelOp) -> Facts:
     leaf = bool(chain) and chain[-1].static_lb == 0 and chain[-1].step.data == 1 \
         and not nest.has_free_loop(chain[-1])
     crossed = nest.crossed_read(kernel) if leaf else 0
+    halo = nest.halo_rows(kernel) if leaf else 0
     return (("chain", tuple(lp.extent for lp in chain)), ("leaf", leaf),
-            *((("crossed", crossed),) if crossed else ()))
+            *((("crossed", crossed),) if crossed else ()),
+            *((("halo", halo),) if halo else ()))
 
 
 FACTS = {
@@ -770,6 +772,11 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
             return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk,
                     "tile_rows": rows, "threads": threads, "stage_inputs": "crossed",
                     "copy": "sync", "unroll": 32} | fixed
+    if f.get("halo") and (tile := _halo_tile(chain, f["halo"], threads, fixed)):
+        rows, chunk = tile
+        return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "tile_rows": rows,
+                "threads": chunk, "stage_inputs": "reused", "copy": "sync",
+                "unroll": 32} | fixed
     chunk = 0
     inner = chain[-1] if chain and chain[-1] is not None else 0  # (0: known at run time only)
     short = f["leaf"] and len(chain) == 1 and 0 < inner <= threads
@@ -784,6 +791,31 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
         chunk = threads * per
     return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "tile_rows": 0,
             "threads": threads, "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed
+
+
+HALO_SHARE = 8  # a tile's rows: up to this many times the halo rows it reads again
+
+
+def _halo_tile(chain: tuple, halo: int, threads: int, fixed: dict) -> tuple[int, int] | None:
+    """(rows, columns) of a 2-D output tile for an input whose next row reads `halo` input
+    rows again (fact `halo`, a convolution's window less its stride): each block stages its
+    rows' input and the halo once (tile-stage-inputs), so a tile of R rows of stride s reads
+    (R s + halo) / (R s) of its input; R the most rows dividing the loop up to HALO_SHARE
+    times the halo (3x3: 16, 1.125 reads an element), the columns one a thread in whole warps
+    (ragged: the last clamped).
+    None where a knob fixed elsewhere, the grid or the block count rules a tile out."""
+    if not (fixed.get("tile_rows", 1) and fixed.get("chunk", 1) and fixed.get("grid_dims", 3) >= 2
+            and len(chain) >= 2 and None not in chain[-2:]
+            and math.prod(chain[:-2]) <= hw.MAX_GRID[2]):
+        return None
+    most = HALO_SHARE * halo
+    rows = max((r for r in range(2, most + 1) if chain[-2] % r == 0), default=0)
+    chunk = min(threads, -(-chain[-1] // hw.WARP) * hw.WARP)
+    tiles = chain[-2] // rows if rows else 0
+    blocks = math.prod(chain[:-2]) * tiles * -(-chain[-1] // chunk)
+    if not rows or tiles > hw.MAX_GRID[1] or blocks < 2 * SMS:
+        return None
+    return rows, chunk
 
 
 def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:

@@ -254,6 +254,20 @@ def halo_rows(kernel: tile.KernelOp) -> int:
     return max([0, *spans])
 
 
+def column_step(red: tile.ForOp, column: SSAValue) -> int:
+    """The most elements an input's innermost coordinate moves a step of `column` among the
+    reduce loop's loads that read it through taps (`tapped`: a strided convolution's input
+    window, 2 at stride 2); 1 when none moves more."""
+    region = red.parent_block()
+    steps = [1]
+    for ld in red.body.walk():
+        if isinstance(ld, loop.LoadOp) and (results := ld.access_map().results) and region:
+            t = tapped(results[-1], ld, ld.buffer.type.get_shape()[-1], region)  # type: ignore[attr-defined]
+            if t is not None and ld.indices[t.pos] is column:
+                steps.append(t.stride)
+    return max(steps)
+
+
 def has_free_loop(lp: tile.ForOp) -> bool:
     return any(isinstance(op, tile.ForOp) and op.is_free for op in lp.body.walk())
 

@@ -961,7 +961,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
-            ("accumulators",),
+            ("accumulators", "column_step"),
         ),
         RowClass(
             "row_reduce",

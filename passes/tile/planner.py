@@ -127,6 +127,7 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
     product = nest.match_product(red, i.iv, j.iv, batch)
     slabs = _slabs(kernel, red, {i.iv: "i", j.iv: "j", red.iv: "k"}, batch)
     accs = (("accumulators", len(red.inits)),) if len(red.inits) > 1 else ()
+    step = nest.column_step(red, j.iv)
     return (
         ("chain", tuple(lp.ub.data for lp in c.chain)),
         ("k", red.ub.data),
@@ -134,6 +135,7 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
         ("splittable", splittable),
         ("slabs", tuple(slabs)),
         *accs,  # sibling products in one K loop (gate and up): accumulators per output
+        *((("column_step", step),) if step > 1 else ()),  # a strided conv's input window
     )
 
 
@@ -497,6 +499,19 @@ def _rows_in_words(f: dict) -> bool:
     return True
 
 
+def _interleaved(f: dict) -> bool:
+    """Neighbouring lanes take neighbouring outputs: for a linear layer's weight (a [n][k]
+    slab), and where no slab runs along the columns (j), the operand along them read from
+    global memory at coordinates no slab covers (a convolution's input window, at (c, j + k)):
+    a thread's own run of reg_n columns puts a warp's lanes reg_n elements apart, reg_n times
+    the sectors a load (the model, H100, conv1d [8, 256, 1024] by 256 x 3: 202 -> 127 us).
+    Not where the columns step over elements (fact `column_step`, a strided conv): a thread's
+    run then shares its sectors with no one either way, and its loads are no fewer (the model,
+    the stem 7x7 stride-2 conv: 13.5 -> 13.9 us interleaved)."""
+    dims = [slab_parts(code)[0] for code in f["slabs"]]
+    return "jk" in dims or not any("j" in d for d in dims) and f.get("column_step", 1) == 1
+
+
 def matmul_knobs(f: dict, fixed: dict) -> dict:
     """The matmul heuristic, decision by decision in the class's order; each decision in
     `fixed` is taken as given and the later ones are made around it. The tile and the split of
@@ -525,8 +540,7 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
             tile = (4, 4, 16, 16)
         m, n, tm, tn = tile
         m, n = pick("reg_m", min(m, rows)), pick("reg_n", min(n, cols))
-        # a linear layer's weight (a [n][k] slab): neighbouring lanes take neighbouring rows
-        pick("interleave", any(slab_parts(code)[0] == "jk" for code in f["slabs"]))
+        pick("interleave", _interleaved(f))
         # [rows][k] fp32 slabs stored k-major: a thread's rows (columns) of one k are one
         # 128-bit read (the model: 10-30% faster fp32 projections, fewer issued loads)
         pick("transpose", any(slab_parts(code)[0][-1:] == "k" and len(slab_parts(code)[0]) > 1

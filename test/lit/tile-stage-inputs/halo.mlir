@@ -1,5 +1,6 @@
 // RUN: deplo-opt %s -p loop-to-tile,tile-map-grid,tile-map-threads,tile-stage-inputs | filecheck %s
 // RUN: deplo-opt %s -p loop-to-tile,tile-map-grid,tile-map-threads,tile-stage-inputs,tile-to-kernel | filecheck %s --check-prefix=KERNEL
+// RUN: deplo-opt %s -p "loop-to-tile,tile-map-grid,tile-map-threads,tile-stage-inputs,tile-cp-async{copy=cp_async}" | filecheck %s --check-prefix=ASYNC
 
 // A depthwise conv1d, padding 1 (F.conv1d(x, w, padding=1, groups=4)): each output reads x
 // at (a2 + k - 1) mod 40 for its 3 taps k, the pad masked by the selects. One load op, but
@@ -10,6 +11,8 @@
 // CHECK-NEXT:      %x0s = tile.stage %x0[%a0, %a1, -1] [1, 1, 42] into shared copy(sync) buffers(1) pad(0) wrapped : memref<1x4x40xf32> -> memref<42xf32, 3 : i64>
 // CHECK:             %{{.*}} = loop.load %x0s[%r0, %a2] map (d0, d1) -> (((d1 + 1) + ((d0 mod 3) + -1))) : memref<42xf32, 3 : i64>
 // CHECK:             %{{.*}} = loop.load %x1[%a0, %a1, %a2, %r0] map
+// A later step's copy of the stage (cp.async here) keeps it wrapped.
+// ASYNC: tile.stage %x0[%a0, %a1, -1] [1, 1, 42] into shared copy(cp_async) buffers(1) pad(0) wrapped : memref<1x4x40xf32> -> memref<42xf32, 3 : i64>
 // The copy takes the coordinate that passes an end mod its dim (-1 reads element 39, which
 // the selects mask), the others as they are.
 // KERNEL-LABEL: kernel.func @conv

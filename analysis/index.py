@@ -301,15 +301,13 @@ def stage_vector(op: tile.StageOp, nbytes: int, source_only: bool = False) -> in
 
 
 def may_overhang(op: tile.StageOp) -> list[bool]:
-    """Per dim of a stage: whether its slab can pass the end of the source (a dynamic offset
-    whose largest value plus the size exceeds the dim)."""
+    """Per dim of a stage: whether its slab can pass an end of the source (an offset whose
+    largest value plus the size exceeds the dim, or whose least is negative: a halo window;
+    a static one only in a wrapped stage)."""
     src = op.source.type
     assert isinstance(src, MemRefType)
     out = []
     for off, size, n in zip(op.mixed_offsets(), op.size_list, src.get_shape()):
-        if isinstance(off, int):
-            out.append(False)
-            continue
-        bounds = value_bounds(off)
-        out.append(bounds is None or bounds[1] + size > n)
+        bounds = (off, off) if isinstance(off, int) else value_bounds(off)
+        out.append(bounds is None or bounds[0] < 0 or bounds[1] + size > n)
     return out

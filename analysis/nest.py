@@ -19,6 +19,7 @@ RMSNorm and softmax are not contractions (their cell holds a free loop after the
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from xdsl.ir.affine import (
     AffineBinaryOpKind,
     AffineConstantExpr,
     AffineDimExpr,
+    AffineExpr,
 )
 
 from deplo.analysis.index import is_float_zero
@@ -234,6 +236,36 @@ def crossed_read(kernel: tile.KernelOp) -> int:
                 and any(inner in r for r in reads[:-1]):
             sizes.append(max(1, ld.result.type.bitwidth // 8))
     return min(sizes, default=0)
+
+
+def halo_rows(kernel: tile.KernelOp) -> int:
+    """The input rows a load reads again for the next of the free chain's rows (the loop
+    before the innermost) through taps (`tapped`: a convolution's window less its stride, 2
+    for a 3x3 one, 1 with stride 2), the most of any input; 0 when none does."""
+    chain = free_loop_chain(kernel)
+    if len(chain) < 2 or has_free_loop(chain[-1]):
+        return 0
+    region, row = chain[-1].body.block, chain[-2].iv
+    stored = stored_buffers(kernel)
+    spans = [t.hi - t.lo + 1 - t.stride for ld in kernel.walk()
+             if isinstance(ld, loop.LoadOp) and ld.buffer in kernel.args
+             and ld.buffer not in stored for t in _tapped_dims(ld, region)
+             if ld.indices[t.pos] is row]
+    return max([0, *spans])
+
+
+def column_step(red: tile.ForOp, column: SSAValue) -> int:
+    """The most elements an input's innermost coordinate moves a step of `column` among the
+    reduce loop's loads that read it through taps (`tapped`: a strided convolution's input
+    window, 2 at stride 2); 1 when none moves more."""
+    region = red.parent_block()
+    steps = [1]
+    for ld in red.body.walk():
+        if isinstance(ld, loop.LoadOp) and (results := ld.access_map().results) and region:
+            t = tapped(results[-1], ld, ld.buffer.type.get_shape()[-1], region)  # type: ignore[attr-defined]
+            if t is not None and ld.indices[t.pos] is column:
+                steps.append(t.stride)
+    return max(steps)
 
 
 def has_free_loop(lp: tile.ForOp) -> bool:
@@ -932,27 +964,175 @@ def _shifted_range(v: SSAValue) -> Range | None:
     return None
 
 
+MAX_TAP_POINTS = 4096  # tap values evaluated one by one to bound a window's shift
+
+
+@dataclass(frozen=True)
+class Tapped:
+    """A load coordinate `(index * stride + taps) mod n` or `index * stride + taps`: a
+    convolution's input row, `index` the output position (load index `pos`) and `taps` a shift
+    made of the ivs of loops inside the block (the kernel window's), from `lo` to `hi`. `wrapped`: the coordinate
+    is taken mod the dim (a padded conv reads (i + k - p) mod n, in bounds, and masks the pad),
+    its constant then moved by n so that the shift lies around zero."""
+
+    pos: int
+    stride: int
+    taps: AffineExpr
+    lo: int
+    hi: int
+    wrapped: bool
+
+
+def _terms(e: AffineExpr) -> list[AffineExpr]:
+    """The summands of an affine sum."""
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        return _terms(e.lhs) + _terms(e.rhs)
+    return [e]
+
+
+def _position(e: AffineExpr) -> tuple[int, int] | None:
+    """(d, s) of `d`, `d * s` (a strided window) or `d floordiv 1` (the lowering's group index
+    with one group)."""
+    scale = 1
+    if isinstance(e, AffineBinaryOpExpr) and isinstance(e.rhs, AffineConstantExpr) and (
+            e.kind == AffineBinaryOpKind.FloorDiv and e.rhs.value == 1
+            or e.kind == AffineBinaryOpKind.Mul and e.rhs.value >= 1):
+        scale, e = e.rhs.value if e.kind == AffineBinaryOpKind.Mul else 1, e.lhs
+    return (e.position, scale) if isinstance(e, AffineDimExpr) else None
+
+
+def _tap_bounds(taps: AffineExpr, load: loop.LoadOp, region: Block) -> tuple[int, int] | None:
+    """The least and greatest value of `taps` over the ranges of the loops inside the region
+    whose ivs it reads (each value evaluated: a kernel window is a few taps)."""
+    dims = sorted(taps.used_dims())
+    ranges = []
+    for d in dims:
+        v = load.indices[d]
+        r = iv_range(v) if defined_inside(v, region) else None
+        if r is None:
+            return None
+        ranges.append(range(*r))
+    if math.prod(len(r) for r in ranges) > MAX_TAP_POINTS:
+        return None
+    arity = len(load.indices)
+    values = []
+    for point in itertools.product(*ranges):
+        at = [0] * arity
+        for d, x in zip(dims, point):
+            at[d] = x
+        values.append(taps.eval(at, []))
+    return (min(values), max(values)) if values else None
+
+
+def tapped(expr: AffineExpr, load: loop.LoadOp, size: int, region: Block) -> Tapped | None:
+    """`expr` as an output position plus a bounded shift (`Tapped`), or None."""
+    wrapped = isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod \
+        and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value == size
+    terms = _terms(expr.lhs if wrapped else expr)  # type: ignore[attr-defined]
+    pos = next((i for i, t in enumerate(terms) if _position(t) is not None), None)
+    if pos is None or len(terms) < 2 and not wrapped:
+        return None
+    d, stride = _position(terms.pop(pos))  # type: ignore[misc]
+    taps: AffineExpr = AffineExpr.constant(0)
+    for t in terms:
+        taps = taps + t
+    bounds = _tap_bounds(taps, load, region)
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    if wrapped and lo > size // 2:  # (i + k + n - p) mod n: the shift k - p
+        taps, lo, hi = taps - size, lo - size, hi - size
+    if wrapped and not -size < lo <= hi < size:
+        return None  # (the stage wraps a coordinate once at most)
+    return Tapped(d, stride, taps, lo, hi, wrapped)
+
+
+def _coordinate(v: SSAValue, region: Block) -> Fixed | Range | Window | None:
+    """What one load index spans in one block: fixed, a range or a window."""
+    if not defined_inside(v, region):
+        return v
+    if (r := iv_range(v) or _shifted_range(v)) is not None:
+        return r
+    if (w := window_parts(v, region)) is not None:
+        lo, hi = iv_range(w[2])  # type: ignore[misc]
+        return Window(w[0], w[1], lo, hi)
+    if (c := clamped(v)) is not None:
+        return _coordinate(c, region)
+    return None
+
+
+def clamped(v: SSAValue) -> SSAValue | None:
+    """`x` of `min(x, c)`, c a constant: tile-map-grid's index of a ragged tile, clamped to
+    the last element (its threads past the end compute a copy of it and store nothing). It
+    spans no more than x; its block starts at or before c, so it never falls before x's."""
+    op = v.owner
+    if not isinstance(op, arith.MinSIOp):
+        return None
+    for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if isinstance(c.owner, arith.ConstantOp):
+            return x
+    return None
+
+
+def _shifted(dim: Fixed | Range | Window, t: Tapped) -> Fixed | Range | Window:
+    """The span of a position `dim` times the stride, moved by its taps (a fixed position: a
+    window from it)."""
+    s = t.stride
+    if t.lo == t.hi == 0 and s == 1:
+        return dim  # (a group's channel: `g + c floordiv C` with one tap)
+    if isinstance(dim, tuple):
+        return dim[0] * s + t.lo, (dim[1] - 1) * s + t.hi + 1
+    if isinstance(dim, Window):
+        return Window(dim.base, dim.scale * s, dim.lo * s + t.lo, (dim.hi - 1) * s + t.hi + 1)
+    return Window(dim, s, t.lo, t.hi + 1)  # type: ignore[arg-type]
+
+
+def slab_size(dim: Fixed | Range | Window) -> int:
+    """Elements a slab spans along a dim."""
+    if isinstance(dim, Window):
+        return dim.hi - dim.lo
+    return dim[1] - dim[0] if isinstance(dim, tuple) else 1
+
+
 def slab_of(load: loop.LoadOp, region: Block) -> list[Fixed | Range | Window] | None:
     """Per buffer dim: the fixed coordinate, the range or the window this load reads in one
-    block."""
-    out: list[Fixed | Range] = []
-    for expr in load.access_map().results:
+    block; a coordinate moved by taps (`tapped`) spans its position's taps around it."""
+    out: list[Fixed | Range | Window] = []
+    shape = load.buffer.type.get_shape()  # type: ignore[attr-defined]
+    for expr, size in zip(load.access_map().results, shape):
         if isinstance(expr, AffineConstantExpr):
             out.append(expr.value)
             continue
-        if not isinstance(expr, AffineDimExpr):
-            return None
-        v = load.indices[expr.position]
-        if not defined_inside(v, region):
-            out.append(v)
-        elif (r := iv_range(v) or _shifted_range(v)) is not None:
-            out.append(r)
-        elif (w := window_parts(v, region)) is not None:
-            lo, hi = iv_range(w[2])  # type: ignore[misc]
-            out.append(Window(w[0], w[1], lo, hi))
+        if isinstance(expr, AffineDimExpr):
+            dim = _coordinate(load.indices[expr.position], region)
+        elif (t := tapped(expr, load, size, region)) is not None:
+            base = _coordinate(load.indices[t.pos], region)
+            dim = None if base is None else _shifted(base, t)
         else:
             return None
+        if dim is None:
+            return None
+        out.append(dim)
     return out
+
+
+def _tapped_dims(load: loop.LoadOp, region: Block) -> list[Tapped]:
+    """The load's coordinates moved by taps (`tapped`)."""
+    shape = load.buffer.type.get_shape()  # type: ignore[attr-defined]
+    return [t for e, n in zip(load.access_map().results, shape)
+            if not isinstance(e, AffineDimExpr | AffineConstantExpr)
+            and (t := tapped(e, load, n, region)) is not None]
+
+
+def tap_overlap(load: loop.LoadOp, region: Block) -> int:
+    """How many of the load's taps read each element of what it reads: the product of the
+    shifts of its tapped coordinates (1 for a load with none)."""
+    return math.prod(t.hi - t.lo + 1 for t in _tapped_dims(load, region))
+
+
+def wraps(load: loop.LoadOp, region: Block) -> bool:
+    """Whether a coordinate of the load is taken mod its dim (`Tapped.wrapped`)."""
+    return any(t.wrapped for t in _tapped_dims(load, region))
 
 
 def merge_slabs(slabs: list[list[Fixed | Range | Window]]) -> list[Fixed | Range | Window] | None:
@@ -979,6 +1159,7 @@ class Slab:
     buffer: SSAValue
     loads: list[loop.LoadOp]
     slab: list[Fixed | Range | Window]
+    wrapped: bool = False  # a load takes a coordinate mod its dim (the stage wraps too)
 
 
 def region_slabs(kernel: tile.KernelOp, region: Block) -> list[Slab]:
@@ -994,7 +1175,7 @@ def region_slabs(kernel: tile.KernelOp, region: Block) -> list[Slab]:
         slabs = [slab_of(o, region) for o in group]
         if any(s is None for s in slabs) or (slab := merge_slabs(slabs)) is None:  # type: ignore[arg-type]
             continue
-        out.append(Slab(buf, group, slab))
+        out.append(Slab(buf, group, slab, any(wraps(o, region) for o in group)))
     return out
 
 

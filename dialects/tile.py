@@ -641,7 +641,9 @@ class StageOp(IRDLOperation):
     pads its innermost dim by `pad` elements. `buffers(n)`, n > 1, gives a stage inside a loop n
     buffers that its iterations take in turn (no barrier before the next copy; with
     `copy(cp_async)` the copies of the next n - 1 iterations are in flight: a pipeline);
-    `copy(cp_async)` copies with `cp.async`."""
+    `copy(cp_async)` copies with `cp.async`. `wrapped`: every source coordinate is taken mod
+    its dim, so the slab may start before 0 or end past the dim (a padded convolution's halo,
+    whose loads read (i + k - p) mod n and mask the pad)."""
 
     name = "tile.stage"
     source = operand_def(MemRefType)
@@ -652,6 +654,7 @@ class StageOp(IRDLOperation):
     buffers = prop_def(IntAttr)
     pad = prop_def(IntAttr)
     transposed = opt_prop_def(UnitAttr)
+    wrapped = opt_prop_def(UnitAttr)
     result = result_def(MemRefType)
     traits = traits_def(HasAncestor(KernelOp))
 
@@ -665,6 +668,7 @@ class StageOp(IRDLOperation):
         pad: int = 0,
         result_type: MemRefType | None = None,
         transposed: bool = False,
+        wrapped: bool = False,
     ):
         stype = SSAValue.get(source).type
         assert isinstance(stype, MemRefType)
@@ -680,7 +684,8 @@ class StageOp(IRDLOperation):
                 "copy": CopyKindAttr(copy),
                 "buffers": IntAttr(buffers),
                 "pad": IntAttr(pad),
-            } | ({"transposed": UnitAttr()} if transposed else {}),
+            } | ({"transposed": UnitAttr()} if transposed else {})
+            | ({"wrapped": UnitAttr()} if wrapped else {}),
         )
 
     @property
@@ -694,6 +699,10 @@ class StageOp(IRDLOperation):
     @property
     def is_transposed(self) -> bool:
         return self.transposed is not None
+
+    @property
+    def is_wrapped(self) -> bool:
+        return self.wrapped is not None
 
     def smem_indices(self, coords: Sequence) -> list:
         """The shared-buffer indices of a slab element from its coordinates per kept dim."""
@@ -726,6 +735,11 @@ class StageOp(IRDLOperation):
         if sum(o == DYNAMIC for o in static) != len(self.offsets):
             raise VerifyException(f"{where}: expected one operand per dynamic offset")
         for d, (o, s, n) in enumerate(zip(static, sizes, shape)):
+            if self.is_wrapped:  # (it passes an end by less than the dim)
+                if s < 1 or o != DYNAMIC and not -n < o < o + s < 2 * n:
+                    raise VerifyException(f"{where}: wrapped slab [{o}, {o + s}) of dim {d} "
+                                          f"passes an end by {n} or more")
+                continue
             if s < 1 or (s > n and o != DYNAMIC):  # a dynamic slab may overhang (zeros)
                 raise VerifyException(f"{where}: size {s} of dim {d} is not in [1, {n}]")
             if o != DYNAMIC and not 0 <= o <= n - s:
@@ -763,6 +777,7 @@ class StageOp(IRDLOperation):
         printer.print_string(
             f" copy({self.copy.data}) buffers({self.buffers.data}) pad({self.pad.data})"
             + (" transposed" if self.is_transposed else "")
+            + (" wrapped" if self.is_wrapped else "")
         )
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
@@ -796,6 +811,7 @@ class StageOp(IRDLOperation):
                 )
                 parser.parse_punctuation(")")
         transposed = parser.parse_optional_keyword("transposed") is not None
+        wrapped = parser.parse_optional_keyword("wrapped") is not None
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         stype = parser.parse_type()
@@ -805,7 +821,7 @@ class StageOp(IRDLOperation):
             parser.raise_error("expected memref types", pos)
         (source,) = parser.resolve_operands([src], [stype], pos)
         op = cls(source, offsets, sizes, opts["copy"], opts["buffers"], opts["pad"], rtype,
-                 transposed)
+                 transposed, wrapped)
         op.attributes |= attrs
         return op
 

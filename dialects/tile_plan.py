@@ -136,8 +136,9 @@ KNOBS: dict[str, Knob] = {
              least=0),
         Knob("tile_rows", int, "pointwise: the loop before the innermost split into blocks of "
                                "this many on block.y, each thread walking them (a 2-D output "
-                               "tile, whose reads across rows stage_inputs=crossed stages; 0: "
-                               "not split)", default=0, least=0),
+                               "tile, whose reads across rows stage_inputs=crossed stages, "
+                               "or whose convolution window's rows and halo a block stages "
+                               "once; 0: not split)", default=0, least=0),
         Knob("threads", int, "threads per block (a multiple of the warp size); attention: "
                              "threads a row (also 1 to 16 lanes)"),
         Knob("vector", int, "row_reduce: neighbouring elements of the row a thread takes at "
@@ -960,7 +961,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
-            ("accumulators",),
+            ("accumulators", "column_step"),
         ),
         RowClass(
             "row_reduce",
@@ -1011,7 +1012,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
-            optional_facts=("crossed",),
+            optional_facts=("crossed", "halo"),
         ),
     )
 }

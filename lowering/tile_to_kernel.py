@@ -612,6 +612,10 @@ class _KernelLowering:
             if step > 1:
                 coords[-1] = self.mul(coords[-1], self.const(step))
             gidx = [self.add(o, c) for o, c in zip(offsets, coords)]
+            overhang = may_overhang(op)
+            if op.is_wrapped:  # (the coordinates it may take past an end, mod the dim)
+                gidx = [self.wrap(g, n) if over else g
+                        for g, n, over in zip(gidx, op.source.type.get_shape(), overhang)]
             kept = [c for c, s in zip(coords, sizes) if s != 1] or [self.const(0)]
             pieces: dict[tuple[SSAValue, int], SSAValue] = {}
 
@@ -649,8 +653,8 @@ class _KernelLowering:
             src_shape = op.source.type.get_shape()
             checks = [
                 self.emit(arith.CmpiOp(g, self.const(n), "ult"))
-                for g, n, over in zip(gidx, src_shape, may_overhang(op))
-                if over
+                for g, n, over in zip(gidx, src_shape, overhang)
+                if over and not op.is_wrapped
             ]
             if checks:
                 cond = checks[0]
@@ -666,6 +670,10 @@ class _KernelLowering:
                 copy()
             self.emit(scf.YieldOp())
         return vec
+
+    def wrap(self, g: SSAValue, n: int) -> SSAValue:
+        """(g + n) mod n: a wrapped stage's source coordinate, g in [-n, 2n)."""
+        return self.emit(arith.RemSIOp(self.add(g, self.const(n)), self.const(n)))
 
     def cp_async_vector(self, op: tile.StageOp) -> int:
         """Elements per cp.async (4, 8 or 16 bytes, aligned on both sides), 0 for a plain copy."""

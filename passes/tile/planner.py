@@ -127,6 +127,7 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
     product = nest.match_product(red, i.iv, j.iv, batch)
     slabs = _slabs(kernel, red, {i.iv: "i", j.iv: "j", red.iv: "k"}, batch)
     accs = (("accumulators", len(red.inits)),) if len(red.inits) > 1 else ()
+    step = nest.column_step(red, j.iv)
     return (
         ("chain", tuple(lp.ub.data for lp in c.chain)),
         ("k", red.ub.data),
@@ -134,6 +135,7 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
         ("splittable", splittable),
         ("slabs", tuple(slabs)),
         *accs,  # sibling products in one K loop (gate and up): accumulators per output
+        *((("column_step", step),) if step > 1 else ()),  # a strided conv's input window
     )
 
 
@@ -202,8 +204,10 @@ def pointwise_facts(kernel: tile.KernelOp) -> Facts:
     leaf = bool(chain) and chain[-1].static_lb == 0 and chain[-1].step.data == 1 \
         and not nest.has_free_loop(chain[-1])
     crossed = nest.crossed_read(kernel) if leaf else 0
+    halo = nest.halo_rows(kernel) if leaf else 0
     return (("chain", tuple(lp.extent for lp in chain)), ("leaf", leaf),
-            *((("crossed", crossed),) if crossed else ()))
+            *((("crossed", crossed),) if crossed else ()),
+            *((("halo", halo),) if halo else ()))
 
 
 FACTS = {
@@ -495,6 +499,19 @@ def _rows_in_words(f: dict) -> bool:
     return True
 
 
+def _interleaved(f: dict) -> bool:
+    """Neighbouring lanes take neighbouring outputs: for a linear layer's weight (a [n][k]
+    slab), and where no slab runs along the columns (j), the operand along them read from
+    global memory at coordinates no slab covers (a convolution's input window, at (c, j + k)):
+    a thread's own run of reg_n columns puts a warp's lanes reg_n elements apart, reg_n times
+    the sectors a load (the model, H100, conv1d [8, 256, 1024] by 256 x 3: 202 -> 127 us).
+    Not where the columns step over elements (fact `column_step`, a strided conv): a thread's
+    run then shares its sectors with no one either way, and its loads are no fewer (the model,
+    the stem 7x7 stride-2 conv: 13.5 -> 13.9 us interleaved)."""
+    dims = [slab_parts(code)[0] for code in f["slabs"]]
+    return "jk" in dims or not any("j" in d for d in dims) and f.get("column_step", 1) == 1
+
+
 def matmul_knobs(f: dict, fixed: dict) -> dict:
     """The matmul heuristic, decision by decision in the class's order; each decision in
     `fixed` is taken as given and the later ones are made around it. The tile and the split of
@@ -523,8 +540,7 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
             tile = (4, 4, 16, 16)
         m, n, tm, tn = tile
         m, n = pick("reg_m", min(m, rows)), pick("reg_n", min(n, cols))
-        # a linear layer's weight (a [n][k] slab): neighbouring lanes take neighbouring rows
-        pick("interleave", any(slab_parts(code)[0] == "jk" for code in f["slabs"]))
+        pick("interleave", _interleaved(f))
         # [rows][k] fp32 slabs stored k-major: a thread's rows (columns) of one k are one
         # 128-bit read (the model: 10-30% faster fp32 projections, fewer issued loads)
         pick("transpose", any(slab_parts(code)[0][-1:] == "k" and len(slab_parts(code)[0]) > 1
@@ -770,6 +786,11 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
             return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk,
                     "tile_rows": rows, "threads": threads, "stage_inputs": "crossed",
                     "copy": "sync", "unroll": 32} | fixed
+    if f.get("halo") and (tile := _halo_tile(chain, f["halo"], threads, fixed)):
+        rows, chunk = tile
+        return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "tile_rows": rows,
+                "threads": chunk, "stage_inputs": "reused", "copy": "sync",
+                "unroll": 32} | fixed
     chunk = 0
     inner = chain[-1] if chain and chain[-1] is not None else 0  # (0: known at run time only)
     short = f["leaf"] and len(chain) == 1 and 0 < inner <= threads
@@ -784,6 +805,31 @@ def pointwise_knobs(f: dict, fixed: dict) -> dict:
         chunk = threads * per
     return {"grid_dims": 3, "leave_innermost": True, "chunk": chunk, "tile_rows": 0,
             "threads": threads, "stage_inputs": "reused", "copy": "sync", "unroll": 32} | fixed
+
+
+HALO_SHARE = 8  # a tile's rows: up to this many times the halo rows it reads again
+
+
+def _halo_tile(chain: tuple, halo: int, threads: int, fixed: dict) -> tuple[int, int] | None:
+    """(rows, columns) of a 2-D output tile for an input whose next row reads `halo` input
+    rows again (fact `halo`, a convolution's window less its stride): each block stages its
+    rows' input and the halo once (tile-stage-inputs), so a tile of R rows of stride s reads
+    (R s + halo) / (R s) of its input; R the most rows dividing the loop up to HALO_SHARE
+    times the halo (3x3: 16, 1.125 reads an element), the columns one a thread in whole warps
+    (ragged: the last clamped).
+    None where a knob fixed elsewhere, the grid or the block count rules a tile out."""
+    if not (fixed.get("tile_rows", 1) and fixed.get("chunk", 1) and fixed.get("grid_dims", 3) >= 2
+            and len(chain) >= 2 and None not in chain[-2:]
+            and math.prod(chain[:-2]) <= hw.MAX_GRID[2]):
+        return None
+    most = HALO_SHARE * halo
+    rows = max((r for r in range(2, most + 1) if chain[-2] % r == 0), default=0)
+    chunk = min(threads, -(-chain[-1] // hw.WARP) * hw.WARP)
+    tiles = chain[-2] // rows if rows else 0
+    blocks = math.prod(chain[:-2]) * tiles * -(-chain[-1] // chunk)
+    if not rows or tiles > hw.MAX_GRID[1] or blocks < 2 * SMS:
+        return None
+    return rows, chunk
 
 
 def heuristic(kind: str, facts: Facts, fixed: dict) -> dict:

@@ -579,7 +579,7 @@ def combine_op(kind: K, lhs: SSAValue, rhs: SSAValue) -> Operation:
 def restage(op: tile.StageOp, **changes) -> tile.StageOp:
     """The same stage with some of copy / buffers / pad changed (replaces `op`)."""
     fields = {"copy": op.copy.data, "buffers": op.buffers.data, "pad": op.pad.data,
-              "transposed": op.is_transposed} | changes
+              "transposed": op.is_transposed, "wrapped": op.is_wrapped} | changes
     new = tile.StageOp(op.source, op.mixed_offsets(), op.size_list, **fields)
     new.attributes |= op.attributes
     new.result.name_hint = op.result.name_hint

@@ -27,10 +27,19 @@ chunk, `iv` its loop inside) spans a window from the chunk's start. A slab read 
 loop the innermost; tile-map-grid's `tile_rows` tile) is crossed: its copy reads the rows
 coalesced, and its rows are padded by one element so that the threads reading down a column
 hit 32 banks.
+
+A coordinate `(i * s + taps) mod n` or `i * s + taps` (a convolution's input: `i` the output
+position, `taps` the ivs of the kernel window's loops inside the block; nest.tapped) spans i's
+slab times s, moved by the taps' least and greatest shift; its load reads each element as often
+as its taps overlap (a 3x3 window: 9 times, so one load op is a reused one). A `mod n` coordinate
+(a padded conv reads (i + k - p) mod n and masks the pad) is staged `wrapped`: the slab starts
+before 0 or ends past n, its copy taking those coordinates mod n, so the copy holds exactly what
+the loads read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -49,6 +58,9 @@ from deplo.analysis.nest import (
     defined_inside,
     region_slabs,
     share_vector,
+    slab_size,
+    tap_overlap,
+    tapped,
     window_parts,
 )
 from deplo.dialects import loop, tile
@@ -62,15 +74,33 @@ def staged_load(load: loop.LoadOp, staged: SSAValue, slab: list[Fixed | Range | 
     m = load.access_map()
     indices = list(load.indices)
     results: list[AffineExpr] = []
-    for expr, dim in zip(m.results, slab):
-        if isinstance(dim, Window):  # the window's loop, from its start
-            assert isinstance(expr, AffineDimExpr)
-            parts = window_parts(load.indices[expr.position], region)
-            assert parts is not None
+    shape = load.buffer.type.get_shape()  # type: ignore[attr-defined]
+
+    def position(v: SSAValue, dim: Fixed | Range | Window, at: int, s: int = 1) -> AffineExpr:
+        """Where index `v` (load index `at`) times `s` lies in the slab's dim, before any
+        taps."""
+        if isinstance(dim, Window):
+            if v is dim.base:  # a fixed position moved by taps: the window starts at it
+                return AffineExpr.constant(-dim.lo)
+            parts = window_parts(v, region)
+            if parts is None:  # a clamped index (nest.clamped): from the window's start
+                indices.append(dim.base)
+                return AffineExpr.dimension(at) * s - AffineExpr.dimension(len(indices) - 1) \
+                    * dim.scale - dim.lo
             indices.append(parts[2])
-            results.append(AffineExpr.dimension(len(indices) - 1) - dim.lo)
-        elif isinstance(dim, tuple) and dim[1] - dim[0] != 1:
-            results.append(expr - dim[0])
+            return AffineExpr.dimension(len(indices) - 1) * s - dim.lo
+        assert isinstance(dim, tuple)
+        return AffineExpr.dimension(at) * s - dim[0]
+
+    for expr, dim, n in zip(m.results, slab, shape):
+        if slab_size(dim) == 1:
+            continue  # (the stage drops a unit dim)
+        if isinstance(expr, AffineDimExpr):
+            results.append(position(load.indices[expr.position], dim, expr.position))
+        else:
+            t = tapped(expr, load, n, region)
+            assert t is not None
+            results.append(position(load.indices[t.pos], dim, t.pos, t.stride) + t.taps)
     if not results:
         results = [AffineExpr.constant(0)]
     full = AffineMap(len(indices), 0, tuple(results))
@@ -108,12 +138,13 @@ def _crossed(s: Slab, region: Block) -> bool:
     return len(s.slab) >= 2
 
 
-def _reads(s: Slab) -> float:
+def _reads(s: Slab, region: Block) -> float:
     """How many times the block reads each element of the slab: its loads, the V loads of a
     share in steps of V neighbours (nest.share_vector) counting once (each reads a quarter of
-    the row: w in RMSNorm's scaling is read once, not 4 times)."""
-    return sum(1 / share_vector(ld.parent_op()) if isinstance(ld.parent_op(), tile.ForOp) else 1
-               for ld in s.loads)
+    the row: w in RMSNorm's scaling is read once, not 4 times), a load moved by taps as many
+    times as its taps overlap (a 3x3 convolution's window reads each input 9 times)."""
+    return sum((1 / share_vector(ld.parent_op()) if isinstance(ld.parent_op(), tile.ForOp)
+                else 1) * tap_overlap(ld, region) for ld in s.loads)
 
 
 def _offset(dim: Fixed | Range | Window, ops: list[Operation]) -> int | SSAValue:
@@ -121,12 +152,28 @@ def _offset(dim: Fixed | Range | Window, ops: list[Operation]) -> int | SSAValue
     stage."""
     if not isinstance(dim, Window):
         return dim[0] if isinstance(dim, tuple) else dim
-    scale = arith.ConstantOp(IntegerAttr(dim.scale, IndexType()))
-    ops += [scale, arith.MuliOp(dim.base, scale.result)]
+    start = dim.base
+    if dim.scale != 1:
+        scale = arith.ConstantOp(IntegerAttr(dim.scale, IndexType()))
+        ops += [scale, mul := arith.MuliOp(dim.base, scale.result)]
+        start = mul.result
     if dim.lo:
         lo = arith.ConstantOp(IntegerAttr(dim.lo, IndexType()))
-        ops += [lo, arith.AddiOp(ops[-1].results[0], lo.result)]
-    return ops[-1].results[0]
+        ops += [lo, add := arith.AddiOp(start, lo.result)]
+        start = add.result
+    return start
+
+
+def _in_bounds(s: Slab, sizes: list[int], shape: Sequence[int]) -> bool:
+    """Whether the slab's static coordinates lie in the buffer: a wrapped slab's may pass an
+    end by less than the dim (its copy takes them mod the dim, as the loads did)."""
+    for d, z, n in zip(s.slab, sizes, shape):
+        if isinstance(d, int) and not 0 <= d <= n - 1:
+            return False
+        if isinstance(d, tuple) and not (-n < d[0] and d[0] + z < 2 * n if s.wrapped
+                                         else 0 <= d[0] <= n - z):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -149,20 +196,19 @@ class TileStageInputsPass(KernelPass):
             slabs = [(s, mode == "crossed" and _crossed(s, region))
                      for s in region_slabs(kernel, region)]
             for s, crossed in sorted(slabs, key=lambda sc: not sc[1]):
-                if _reads(s) < min_loads and not crossed or not s.slab:
+                if _reads(s, region) < min_loads and not crossed or not s.slab:
                     continue  # (a 0-d input is one scalar: nothing to share)
-                sizes = [d.hi - d.lo if isinstance(d, Window) else d[1] - d[0]
-                         if isinstance(d, tuple) else 1 for d in s.slab]
+                sizes = [slab_size(d) for d in s.slab]
                 assert isinstance(s.buffer.type, MemRefType)
                 shape = s.buffer.type.get_shape()
-                if any(isinstance(d, int) and not 0 <= d <= n - 1 or isinstance(d, tuple)
-                       and not 0 <= d[0] <= n - z for d, z, n in zip(s.slab, sizes, shape)):
+                if not _in_bounds(s, sizes, shape):
                     continue
                 pad = 1 if crossed else 0
                 if tile.StageOp(s.buffer, [0] * len(sizes), sizes, pad=pad).smem_bytes > budget:
                     continue
                 ops: list[Operation] = []
-                stage = tile.StageOp(s.buffer, [_offset(d, ops) for d in s.slab], sizes, pad=pad)
+                stage = tile.StageOp(s.buffer, [_offset(d, ops) for d in s.slab], sizes, pad=pad,
+                                     wrapped=s.wrapped)
                 budget -= stage.smem_bytes
                 if isinstance(s.buffer, BlockArgument) and s.buffer.name_hint:
                     stage.result.name_hint = s.buffer.name_hint + "s"

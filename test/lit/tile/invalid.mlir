@@ -181,6 +181,14 @@ tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
 
 // -----
 
+// A wrapped slab may pass an end of its source, by less than the dim (a halo of -1).
+// CHECK: tile.stage of memref<4x8xf32>: wrapped slab [-8, 1) of dim 1 passes an end by 8 or more
+tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
+  %s = tile.stage %x[0, -8] [1, 9] into shared wrapped : memref<4x8xf32> -> memref<9xf32, 3 : i64>
+}
+
+// -----
+
 // CHECK: tile.stage of memref<4x8xf32>: expected buffers(1) to buffers(4), got 5
 tile.kernel @k(%x: memref<4x8xf32>) grid(1) block(1) {
   %s = tile.stage %x[0, 0] [1, 8] into shared buffers(5) : memref<4x8xf32> -> memref<8xf32, 3 : i64>

@@ -17,6 +17,7 @@
 // CHECK:           tile.for %j = 0 to 2 bind(block.y) {
 // CHECK:             %xs = tile.stage %x[0, 0] [16, 32] into shared copy(sync) buffers(2) pad(1) : memref<64x64xf32> -> memref<16x33xf32, 3 : i64>
 // CHECK:             %xt = tile.stage %x[0, 0] [16, 32] into shared copy(sync) buffers(1) pad(4) transposed : memref<64x64xf32> -> memref<32x20xf32, 3 : i64>
+// CHECK-NEXT:        %xw = tile.stage %x[-1, -1] [18, 66] into shared copy(sync) buffers(1) pad(0) wrapped : memref<64x64xf32> -> memref<18x66xf32, 3 : i64>
 // CHECK:             tile.for %ty = 0 to 8 bind(thread.y) {
 // CHECK:               tile.for %tx = 0 to 8 bind(thread.x) {
 // CHECK:                 %m, %n = tile.for %k = 0 to 4 bind(unroll) iter(%a = %zero, %b = %zero) -> (f32, f32) {
@@ -49,6 +50,7 @@ builtin.module {
       tile.for %j = 0 to 2 bind(block.y) {
         %xs = tile.stage %x[0, 0] [16, 32] into shared buffers(2) pad(1) : memref<64x64xf32> -> memref<16x33xf32, 3 : i64>
         %xt = tile.stage %x[0, 0] [16, 32] into shared pad(4) transposed : memref<64x64xf32> -> memref<32x20xf32, 3 : i64>
+        %xw = tile.stage %x[-1, -1] [18, 66] into shared wrapped : memref<64x64xf32> -> memref<18x66xf32, 3 : i64>
         tile.for %ty = 0 to 8 bind(thread.y) {
           tile.for %tx = 0 to 8 bind(thread.x) {
             %m, %n = tile.for %k = 0 to 4 bind(unroll) iter(%a = %zero, %b = %zero) -> (f32, f32) {

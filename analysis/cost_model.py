@@ -79,6 +79,7 @@ class Work:
     # read through it: what L2 must hold for it to hit, `_reuse_window`)
     rereads: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     touches: list[_Touch] = field(default_factory=list)  # the accesses counted, in order
+    seen: set[_Touch] = field(default_factory=set)  # the same, for `_repeats`
     # what the last block of every `arrivals` to kernel.arrive_last does after it (a split-K
     # tile finished in the kernel): it runs after the rest, on one block a tile
     tail: Work | None = None
@@ -93,6 +94,7 @@ class _Touch:
     """One access's share of a block's footprint (`_fold_touches`)."""
 
     key: str  # its buffer
+    store: bool  # a store's sectors go back to DRAM even where a load read them first
     covers: tuple  # (its first iteration's sectors, how its loops move them, the block ids
     # they vary with)
     loops: frozenset  # the loops it moves with
@@ -457,13 +459,14 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     key = buffer_key(buf)
     dims = frozenset(d for d in varying if isinstance(d, int))
     covers = (frozenset(touched), frozenset(m for _, m in spreads), dims)
-    touch = _Touch(key, covers, varying - dims, len(touched) * moves)
+    touch = _Touch(key, store, covers, varying - dims, len(touched) * moves)
     if _repeats(w, touch):
         return  # L1 serves a load's copy, L2 merges a store's; the sectors are counted
     if first:
         entry = w.loads.setdefault((key, frozenset(first)), [len(first) * moves, 0.0])
         entry[1] += most * len(first)
     w.touches.append(touch)
+    w.seen.add(touch)
 
 
 def _repeats(w: Work, touch: _Touch) -> bool:
@@ -473,7 +476,7 @@ def _repeats(w: Work, touch: _Touch) -> bool:
     i mod c` the lowering could not vectorize: sum's 4 loads of x a step, instance_norm's 4
     stores of out). The same warp asks for the same sectors a few instructions apart: they are
     a block's sectors once, in L2 traffic and in DRAM footprint."""
-    return touch in w.touches
+    return touch in w.seen
 
 
 def _fold_touches(w: Work) -> None:
@@ -483,7 +486,7 @@ def _fold_touches(w: Work) -> None:
     row) is a re-read, which `predict` charges to DRAM only where L2 cannot hold its window."""
     first: dict[tuple, int] = {}
     for i, t in enumerate(w.touches):
-        at = first.setdefault((t.key, t.covers), i)
+        at = first.setdefault((t.key, t.store, t.covers), i)
         if at < i:
             w.rereads.setdefault(t.key, []).append((t.sectors, _reuse_window(w.touches, at, i)))
             continue

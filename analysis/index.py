@@ -27,6 +27,10 @@ from deplo.dialects import loop, tile
 from deplo.dialects.loop import trip_count
 
 ANY = 1 << 30  # "a multiple of everything" (the value 0)
+# a product that runs as a matmul on 2-D tiles (loop-fuse's `_is_matmul`; an f16 conv writes
+# its im2col tensor only for one, `torch_to_tir._tensor_core_window`): K and output counts
+MATMUL_MIN_K = 32
+MATMUL_MIN_OUTPUTS = 1024
 
 AFFINE_OPS = {  # the arith op that computes each affine operation on indices
     AffineBinaryOpKind.Add: arith.AddiOp,

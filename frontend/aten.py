@@ -1226,7 +1226,7 @@ def _top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
         raise FrontendError(
             f"unsupported '{node.target}' of k = {k} over {n} elements (deplo ranks by "
             f"counting, up to {RANK_LIMIT} a row, and takes a longer row's top k by chunks of "
-            f"at least 2k: k at most {RANK_LIMIT // 2}) {where_from(node)}")
+            f"about 2k: k at most {RANK_LIMIT // 2}) {where_from(node)}")
     idx = _at_places(im, _places(im, x, descending), _positions(im, k, hint="rank"))
     return _gathered(im, x, idx), idx
 

@@ -33,6 +33,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from deplo import origin
+from deplo.analysis.index import MATMUL_MIN_K, MATMUL_MIN_OUTPUTS
 from deplo.dialects import tir
 from deplo.dialects import torch as T
 from deplo.lowering.legality import check_converted
@@ -749,9 +750,16 @@ def _tensor_core_window(op: Operation, out: Sequence[int]) -> bool:
     65 us, 15x the roofline). A 1x1 conv of stride 1 reads its input plainly already."""
     st = op.window()[0]
     _, cg, *kernel = op.weight.type.get_shape()
+    n, channels = op.input.type.get_shape()[:2]
+    columns = n * channels * math.prod(kernel) * math.prod(out[2:]) * 2
     return str(op.input.type.element_type) in ("f16", "bf16") and op.groups.value.data == 1 \
-        and (math.prod(kernel) > 1 or any(s != 1 for s in st)) and cg * math.prod(kernel) >= 16 \
-        and min(out[0] * math.prod(out[2:]), out[1]) >= 16
+        and (math.prod(kernel) > 1 or any(s != 1 for s in st)) \
+        and cg * math.prod(kernel) >= MATMUL_MIN_K and math.prod(out) >= MATMUL_MIN_OUTPUTS \
+        and columns <= COLUMNS_MAX_BYTES
+
+
+COLUMNS_MAX_BYTES = 1 << 28  # an im2col tensor past 256 MB (a 3x3 conv of [64, 256, 56, 56]:
+# 925 MB) would crowd device memory: such a conv reads its input through the window instead
 
 
 def _columns(b: TirBuilder, x: SSAValue, kernel: Sequence[int], spatial: Sequence[int],
@@ -759,7 +767,8 @@ def _columns(b: TirBuilder, x: SSAValue, kernel: Sequence[int], spatial: Sequenc
     """The im2col tensor [N, C * prod(kernel), *spatial] of x [N, C, *in]: x at s * stride +
     k * dilation - pad, zero where that falls in the padding (a select on iota coordinates:
     read at a wrapped, always in-bounds index, as an inlined concat reads; no padded copy).
-    Being arithmetic, fusion writes it rather than inline it into the product's K loop."""
+    Fusion writes it rather than inline it into the product's K loop (a select is arithmetic;
+    an unpadded window's copy is `fusion_rules.window_read`)."""
     n, size = len(kernel), x.type.get_shape()[2:]
     shape = [x.type.get_shape()[0], x.type.get_shape()[1] * math.prod(kernel), *spatial]
     d = AffineExpr.dimension

@@ -91,7 +91,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from deplo import origin
-from deplo.analysis.index import index_value
+from deplo.analysis.index import MATMUL_MIN_K, MATMUL_MIN_OUTPUTS, index_value
 from deplo.dialects import loop
 from deplo.passes.loop.fusion_rules import (
     ConcatNests,
@@ -301,8 +301,9 @@ def _matmul_reduces(kernel: loop.KernelOp) -> tuple[list[loop.ForOp], set[SSAVal
         outputs *= loops[0].extent
         ivs.add(loops[0].iv)
         block = loops[0].body.block
-    reduces = [f for f in loops if f.kind.data == loop.LoopKind.REDUCE and f.extent >= 32]
-    if outputs < 1024 or not reduces or block is kernel.body.block:
+    reduces = [f for f in loops
+               if f.kind.data == loop.LoopKind.REDUCE and f.extent >= MATMUL_MIN_K]
+    if outputs < MATMUL_MIN_OUTPUTS or not reduces or block is kernel.body.block:
         return None
     return reduces, ivs
 
@@ -584,7 +585,7 @@ class FuseProducer(RewritePattern):
             local = dict(mapper)
             for iv, e in zip(nest.ivs, m.results):
                 if iv in direct:
-                    local[iv] = _coordinate(e, ld, rewriter)
+                    local[iv] = _coordinate_value(e, ld, rewriter)
             value = clone_producer_body(nest, at, subst, local, rewriter)
             done[key] = value
             if not nest.has_reduction:
@@ -600,7 +601,7 @@ class FuseProducer(RewritePattern):
         return True
 
 
-def _coordinate(e: AffineExpr, ld: loop.LoadOp, rewriter) -> SSAValue:
+def _coordinate_value(e: AffineExpr, ld: loop.LoadOp, rewriter) -> SSAValue:
     """The value of coordinate `e` of load `ld`: its index, or index arithmetic before it."""
     if isinstance(e, AffineDimExpr):
         return ld.indices[e.position]

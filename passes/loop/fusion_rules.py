@@ -32,7 +32,7 @@ from xdsl.ir.affine import (
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
-from deplo.dialects import loop
+from deplo.dialects import loop, tile
 
 # ---------------------------------------------------------------------------------------------
 # where an element is needed once
@@ -186,14 +186,15 @@ def producer_nest(kernel: loop.KernelOp) -> ProducerNest | None:
 def window_read(nest: ProducerNest) -> bool:
     """A producer that copies a 16-bit input through a window or a stride (an f16 conv's
     im2col tensor, `s * stride + k * dilation`): some coordinate of a load is no mixed-radix
-    digit sum of its loop indices (terms that overlap, or leave gaps). Inlined into a K loop
-    it would make the product's operand a gather that tensor cores cannot take; a reshape's
-    `h * 16 + d` (d < 16) or `e floordiv 56` is no window."""
+    digit sum of its loop indices (terms that overlap, or leave gaps), or adds a digit of one
+    index to another loop's (a patch: `h * 16 + (k floordiv 16) mod 16`, ViT's patch embedding,
+    stride = kernel). Inlined into a K loop it would make the product's operand a gather that
+    tensor cores cannot take; a reshape's `h * 16 + d` (d < 16) or `e floordiv 56` is none."""
     extents = {k: f.extent for k, iv in enumerate(nest.ivs)
                if isinstance(f := iv.owner.parent_op() if isinstance(iv, BlockArgument) else None,
                              loop.ForOp)}
     for ld in (o for o in nest.body if isinstance(o, loop.LoadOp)):
-        if str(ld.buffer.type.element_type) not in ("f16", "bf16"):
+        if ld.buffer.type.element_type not in tile.HALF_TYPES:
             continue
         positions = [nest.ivs.index(v) if v in nest.ivs else None for v in ld.indices]
         for e in ld.access_map().results:
@@ -218,6 +219,9 @@ def _digit_sum(e: AffineExpr, extents: dict[int, int | None]) -> bool:
             terms.append((coeff, x))
 
     split(e, 1)
+    digit = any(not isinstance(t, AffineDimExpr) for _, t in terms)
+    if digit and len({d for _, t in terms for d in t.used_dims()}) > 1:
+        return False
     expected = 1
     for coeff, term in sorted(terms, key=lambda t: t[0]):
         n = _values(term, extents)

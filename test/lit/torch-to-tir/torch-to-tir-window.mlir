@@ -96,13 +96,13 @@ func.func @avg_pool(%x: tensor<2x4x9x9xf32>) -> tensor<2x4x5x5xf32> {
 // a wrapped index, zero where the window falls in the padding (iota coordinates, no padded
 // copy); the product reads it plainly, as tensor cores take it.
 // CHECK-LABEL: func.func @conv_f16
-// CHECK:         %[[COLS:.*]] = tir.index_map %x (d0, d1, d2, d3) -> (d0, (d1 floordiv 9), (((((d1 floordiv 3) mod 3) + (d2 * 2)) + 5) mod 6), ((((d1 mod 3) + d3) + 5) mod 6)) : tensor<2x4x6x6xf16> -> tensor<2x36x3x6xf16>
-// CHECK:         %[[IN:.*]] = tir.elementwise and(%{{.*}}, %{{.*}}) : tensor<2x36x3x6xi1>
-// CHECK:         %[[SEL:.*]] = tir.select %[[IN]], %[[COLS]], %{{.*}} : tensor<2x36x3x6xf16>
-// CHECK-NEXT:    %[[F:.*]] = tir.cast %[[SEL]] : tensor<2x36x3x6xf16> -> tensor<2x36x3x6xf32>
-// CHECK-NEXT:    tir.index_map %[[F]] (d0, d1, d2, d3, d4) -> (d0, d4, d2, d3) : tensor<2x36x3x6xf32> -> tensor<2x16x3x6x36xf32>
+// CHECK:         %[[COLS:.*]] = tir.index_map %x (d0, d1, d2, d3) -> (d0, (d1 floordiv 9), (((((d1 floordiv 3) mod 3) + (d2 * 2)) + 5) mod 6), ((((d1 mod 3) + d3) + 23) mod 24)) : tensor<2x4x6x24xf16> -> tensor<2x36x3x24xf16>
+// CHECK:         %[[IN:.*]] = tir.elementwise and(%{{.*}}, %{{.*}}) : tensor<2x36x3x24xi1>
+// CHECK:         %[[SEL:.*]] = tir.select %[[IN]], %[[COLS]], %{{.*}} : tensor<2x36x3x24xf16>
+// CHECK-NEXT:    %[[F:.*]] = tir.cast %[[SEL]] : tensor<2x36x3x24xf16> -> tensor<2x36x3x24xf32>
+// CHECK-NEXT:    tir.index_map %[[F]] (d0, d1, d2, d3, d4) -> (d0, d4, d2, d3) : tensor<2x36x3x24xf32> -> tensor<2x16x3x24x36xf32>
 // CHECK-NOT:     tir.concat
-func.func @conv_f16(%x: tensor<2x4x6x6xf16>, %w: tensor<16x4x3x3xf16>) -> tensor<2x16x3x6xf16> {
-  %v = torch.conv %x, %w {stride = array<i64: 2, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x6x6xf16>, tensor<16x4x3x3xf16>) -> tensor<2x16x3x6xf16>
-  func.return %v : tensor<2x16x3x6xf16>
+func.func @conv_f16(%x: tensor<2x4x6x24xf16>, %w: tensor<16x4x3x3xf16>) -> tensor<2x16x3x24xf16> {
+  %v = torch.conv %x, %w {stride = array<i64: 2, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x6x24xf16>, tensor<16x4x3x3xf16>) -> tensor<2x16x3x24xf16>
+  func.return %v : tensor<2x16x3x24xf16>
 }

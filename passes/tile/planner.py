@@ -362,6 +362,14 @@ SIMT_TILES = ((8, 8, 16, 16), (8, 8, 8, 16), (8, 8, 16, 8), (8, 8, 8, 8), (4, 4,
               (4, 4, 8, 16), (4, 4, 8, 8))
 """Register tiles x threads, largest first: 8 x 8 outputs a thread need 16 shared-memory loads
 per 64 FMAs (4 x 4: 8 per 16, twice the shared-memory traffic per FMA)."""
+HALF_TILES = ((8, 4, 16, 16), (8, 4, 8, 16), (4, 8, 16, 16), (4, 8, 16, 8))
+"""Register tiles of 32 accumulators x threads, offered to the cost model only
+(`matmul_shortlist`): the peaks rank them below 8 x 8 (12 shared-memory loads per 32 FMAs), but
+they cannot see registers, and an 8 x 8 tile can take enough (ptxas: 175 for conv1d [8, 256,
+1024] by 256 x 3, its input window read from global memory) that one block of 256 threads fits
+an SM where two of 8 x 4 (80) do: its 256 blocks then run as two waves of 8 warps an SM (the
+model: 127 -> 75 us). A cap on accumulators would lose where 8 x 8 fits (the ResNet 3x3 conv:
+57 -> 73 us); the model, with ptxas's registers, chooses."""
 
 
 def _blocks(f: dict, bm: int, bn: int) -> int:
@@ -399,20 +407,21 @@ def _tile_seconds(f: dict, tile: tuple[int, int, int, int], splits: int, mma: bo
     return max(l2, smem, pipe) + extra
 
 
-def _tiles(f: dict, fixed: dict, many_warps: bool = False) -> tuple[bool, list]:
+def _tiles(f: dict, fixed: dict, shortlist: bool = False) -> tuple[bool, list]:
     """Tensor cores or not, and the block tiles to choose from: (tile, rows, columns);
-    `many_warps`: MANY_WARP_TILES too."""
+    `shortlist`: the cost model's too (MANY_WARP_TILES, HALF_TILES)."""
     rows, cols = f["chain"][-2], f["chain"][-1]
     implied = CLASSES["matmul"].implied(fixed).get("mma")
     mma = bool(f["tensor_cores"]) and _matmul_sized(f, 1) if implied is None else implied
     if mma:
         return mma, [(t, t[0] * 16 * t[2], t[1] * 8 * t[3])
-                     for t in MMA_TILES + (MANY_WARP_TILES if many_warps else ())
+                     for t in MMA_TILES + (MANY_WARP_TILES if shortlist else ())
                      if t[0] * 16 * t[2] <= max(16, _pow2_ceil(rows))
                      and t[1] * 8 * t[3] <= max(8, _pow2_ceil(cols))]
     if rows >= 64 and cols >= 64:
         accs = f.get("accumulators", 1)
-        return mma, [(t, t[0] * t[2], t[1] * t[3]) for t in SIMT_TILES
+        return mma, [(t, t[0] * t[2], t[1] * t[3])
+                     for t in SIMT_TILES + (HALF_TILES if shortlist else ())
                      if t[0] * t[1] * accs <= 64]
     # small outputs: a register tile and threads sized to the extents
     m = 4 if rows >= 64 else 2 if rows >= 8 else 1
@@ -447,21 +456,43 @@ TILE_KNOBS = {True: ("warps_m", "warps_n", "frags_m", "frags_n"),
               False: ("reg_m", "reg_n", "threads_m", "threads_n")}
 
 
+def _accumulators(tile: tuple, mma: bool) -> int:
+    """A thread's accumulators (a lane's fragments with tensor cores): what its registers grow
+    with."""
+    return tile[2] * tile[3] if mma else tile[0] * tile[1]
+
+
+def _fastest_of_each_size(ranked: list, mma: bool) -> list[tuple[tuple, int]]:
+    """The first (tile, split) pair in `ranked` of the largest register tile and of half of it:
+    the peaks cannot see that the larger one's registers may halve the blocks an SM holds
+    (HALF_TILES); smaller ones, with more shared-memory reads an FMA, are left out (each is
+    another NVRTC compile to rank)."""
+    largest = max(_accumulators(t, mma) for t, _ in ranked)
+    firsts: dict[int, tuple] = {}
+    for pair in ranked:
+        if 2 * _accumulators(pair[0], mma) >= largest:
+            firsts.setdefault(_accumulators(pair[0], mma), pair)
+    return list(firsts.values())
+
+
 def matmul_shortlist(f: dict, pairs: int = 4) -> list[dict]:
     """Partial plans for the cost model to choose from (tuning/ranked.py), each completed by
     the heuristic: its own plan, its split summed the other way (`split_sum`: the peaks above
-    do not see it), and the first (tile, split) pair of each of the `pairs` fastest times by
+    do not see it), the first (tile, split) pair of each of the `pairs` fastest times by
     the peaks (tiles that differ only in threads tie there; with tensor cores the many-warp
-    tiles as well), summed both ways. The peaks order tiles roughly; the model, with ptxas's
-    registers, tells close ones apart."""
+    tiles as well) and the fastest of each register-tile size, summed both ways. The peaks
+    order tiles roughly; the model, with ptxas's registers, tells close ones apart."""
     out: list[dict] = [{}, {"split_sum": "kernel"}, {"split_sum": "last_block"}]
-    mma, tiles = _tiles(f, {}, many_warps=True)
+    mma, tiles = _tiles(f, {}, shortlist=True)
     if not _matmul_sized(f, 1):
         return out
+    ranked = _ranked_pairs(f, tiles, mma)
     firsts: dict[float, tuple] = {}
-    for pair in _ranked_pairs(f, tiles, mma):
+    for pair in ranked:
         firsts.setdefault(round(_tile_seconds(f, *pair, mma), 9), pair)
-    for sizes, split in list(firsts.values())[:pairs]:
+    chosen = list(firsts.values())[:pairs]
+    chosen += [p for p in _fastest_of_each_size(ranked, mma) if p not in chosen]
+    for sizes, split in chosen:
         fixed = {"splits": split, "mma": mma, **dict(zip(TILE_KNOBS[mma], sizes))}
         out.append(fixed)
         if split > 1:

@@ -234,3 +234,27 @@ def test_a_plan_that_spills_is_never_chosen(k_proj_task, monkeypatch):
         registers=255, spill_stores=8, spill_loads=8)})
     assert tune.predict_us(k_proj_task, k_proj_task.default, "h100", registers=True) is None
     assert tune.predict_us(k_proj_task, k_proj_task.default, "h100") is not None
+
+
+# a conv1d whose 8 x 8 register tile takes 175 registers (its input window read from global
+# memory): one block of 256 threads an SM, its blocks in two waves; 8 x 4 (80) fits two
+CONV1D = "F.conv1d(torch.randn(8,256,1024), torch.randn(256,256,3), padding=1)"
+
+
+def test_the_shortlist_offers_half_register_tiles_the_heuristic_does_not_pick():
+    """The peaks rank 8 x 8 first and cannot see its registers; the model's shortlist has the
+    fastest 8 x 4 or 4 x 8 tile as well, the heuristic's own tiles do not."""
+    facts = {"chain": (8, 256, 1024), "k": 768, "tensor_cores": False, "splittable": True,
+             "slabs": ("ik4",)}
+    sizes = {f["reg_m"] * f["reg_n"] for f in planner.matmul_shortlist(facts) if "reg_m" in f}
+    assert sizes == {64, 32}, sizes
+    mma, heuristic = planner._tiles(facts, {})
+    assert not mma and {t[0] * t[1] for t, *_ in heuristic} == {64, 16}
+
+
+def test_the_model_chooses_a_half_register_tile_where_8x8_fits_one_block():
+    (task,) = [t for t in tasks(deplo.compile(CONV1D, seed=0, rank=False))
+               if t.default["kind"] == "matmul"]
+    assert task.default["reg_m"] * task.default["reg_n"] == 64
+    plan, us, default_us = ranked.choose(task, GPU)
+    assert plan["reg_m"] * plan["reg_n"] == 32 and us < 0.7 * default_us, (plan, us, default_us)

@@ -260,8 +260,10 @@ def column_step(red: tile.ForOp, column: SSAValue) -> int:
     window, 2 at stride 2); 1 when none moves more."""
     region = red.parent_block()
     steps = [1]
+    if region is None:
+        return 1
     for ld in red.body.walk():
-        if isinstance(ld, loop.LoadOp) and (results := ld.access_map().results) and region:
+        if isinstance(ld, loop.LoadOp) and (results := ld.access_map().results):
             t = tapped(results[-1], ld, ld.buffer.type.get_shape()[-1], region)  # type: ignore[attr-defined]
             if t is not None and ld.indices[t.pos] is column:
                 steps.append(t.stride)
@@ -1029,7 +1031,11 @@ def tapped(expr: AffineExpr, load: loop.LoadOp, size: int, region: Block) -> Tap
     wrapped = isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod \
         and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value == size
     terms = _terms(expr.lhs if wrapped else expr)  # type: ignore[attr-defined]
-    pos = next((i for i, t in enumerate(terms) if _position(t) is not None), None)
+    # the position: a term of an index fixed in the block (the output's), else the first
+    # (fusion may order `kh + oh * 2` either way)
+    places = [i for i, t in enumerate(terms) if _position(t) is not None]
+    outer = [i for i in places if not defined_inside(load.indices[_position(terms[i])[0]], region)]
+    pos = (outer or places or [None])[0]
     if pos is None or len(terms) < 2 and not wrapped:
         return None
     d, stride = _position(terms.pop(pos))  # type: ignore[misc]

@@ -78,8 +78,8 @@ class Work:
     # normalization's passes over its row): (its sectors, the block's sectors from the first
     # read through it: what L2 must hold for it to hit, `_reuse_window`)
     rereads: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    touches: list[_Touch] = field(default_factory=list)  # the accesses counted, in order
-    seen: set[_Touch] = field(default_factory=set)  # the same, for `_repeats`
+    # the accesses counted, in order (a dict: `_repeats` asks for one at a time)
+    touches: dict[_Touch, None] = field(default_factory=dict)
     # what the last block of every `arrivals` to kernel.arrive_last does after it (a split-K
     # tile finished in the kernel): it runs after the rest, on one block a tile
     tail: Work | None = None
@@ -465,8 +465,7 @@ def _access(w: Work, blk: _Block, buf: SSAValue, indices, n: int, weight, active
     if first:
         entry = w.loads.setdefault((key, frozenset(first)), [len(first) * moves, 0.0])
         entry[1] += most * len(first)
-    w.touches.append(touch)
-    w.seen.add(touch)
+    w.touches[touch] = None
 
 
 def _repeats(w: Work, touch: _Touch) -> bool:
@@ -476,7 +475,7 @@ def _repeats(w: Work, touch: _Touch) -> bool:
     i mod c` the lowering could not vectorize: sum's 4 loads of x a step, instance_norm's 4
     stores of out). The same warp asks for the same sectors a few instructions apart: they are
     a block's sectors once, in L2 traffic and in DRAM footprint."""
-    return touch in w.seen
+    return touch in w.touches
 
 
 def _fold_touches(w: Work) -> None:
@@ -485,10 +484,11 @@ def _fold_touches(w: Work) -> None:
     sectors, spread and block ids alike: a normalization's second and third pass over its
     row) is a re-read, which `predict` charges to DRAM only where L2 cannot hold its window."""
     first: dict[tuple, int] = {}
-    for i, t in enumerate(w.touches):
+    touches = list(w.touches)
+    for i, t in enumerate(touches):
         at = first.setdefault((t.key, t.store, t.covers), i)
         if at < i:
-            w.rereads.setdefault(t.key, []).append((t.sectors, _reuse_window(w.touches, at, i)))
+            w.rereads.setdefault(t.key, []).append((t.sectors, _reuse_window(touches, at, i)))
             continue
         had, dims = w.per_buffer.get(t.key, (0.0, frozenset()))
         w.per_buffer[t.key] = (had + t.sectors, dims | t.covers[2])

@@ -188,6 +188,7 @@ def shared_reads(red: loop.ForOp | tile.ForOp, column: SSAValue) -> bool:
 
 
 def _sum_terms(e) -> list:
+    """The summands of an affine sum."""
     if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
         return _sum_terms(e.lhs) + _sum_terms(e.rhs)
     return [e]
@@ -259,9 +260,9 @@ def column_step(red: tile.ForOp, column: SSAValue) -> int:
     reduce loop's loads that read it through taps (`tapped`: a strided convolution's input
     window, 2 at stride 2); 1 when none moves more."""
     region = red.parent_block()
-    steps = [1]
     if region is None:
         return 1
+    steps = [1]
     for ld in red.body.walk():
         if isinstance(ld, loop.LoadOp) and (results := ld.access_map().results):
             t = tapped(results[-1], ld, ld.buffer.type.get_shape()[-1], region)  # type: ignore[attr-defined]
@@ -985,13 +986,6 @@ class Tapped:
     wrapped: bool
 
 
-def _terms(e: AffineExpr) -> list[AffineExpr]:
-    """The summands of an affine sum."""
-    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
-        return _terms(e.lhs) + _terms(e.rhs)
-    return [e]
-
-
 def _position(e: AffineExpr) -> tuple[int, int] | None:
     """(d, s) of `d`, `d * s` (a strided window) or `d floordiv 1` (the lowering's group index
     with one group)."""
@@ -1030,7 +1024,7 @@ def tapped(expr: AffineExpr, load: loop.LoadOp, size: int, region: Block) -> Tap
     """`expr` as an output position plus a bounded shift (`Tapped`), or None."""
     wrapped = isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod \
         and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value == size
-    terms = _terms(expr.lhs if wrapped else expr)  # type: ignore[attr-defined]
+    terms = _sum_terms(expr.lhs if wrapped else expr)  # type: ignore[attr-defined]
     # the position: a term of an index fixed in the block (the output's), else the first
     # (fusion may order `kh + oh * 2` either way)
     places = [i for i, t in enumerate(terms) if _position(t) is not None]

@@ -20,7 +20,7 @@ from weakref import WeakKeyDictionary
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -190,15 +190,14 @@ def window_read(nest: ProducerNest) -> bool:
     index to another loop's (a patch: `h * 16 + (k floordiv 16) mod 16`, ViT's patch embedding,
     stride = kernel). Inlined into a K loop it would make the product's operand a gather that
     tensor cores cannot take; a reshape's `h * 16 + d` (d < 16) or `e floordiv 56` is none."""
-    extents = {k: f.extent for k, iv in enumerate(nest.ivs)
-               if isinstance(f := iv.owner.parent_op() if isinstance(iv, BlockArgument) else None,
-                             loop.ForOp)}
+    extents = nest.kernel.args[nest.out_index].type.get_shape()  # (its loops run over them)
     for ld in (o for o in nest.body if isinstance(o, loop.LoadOp)):
         if ld.buffer.type.element_type not in tile.HALF_TYPES:
             continue
         positions = [nest.ivs.index(v) if v in nest.ivs else None for v in ld.indices]
         for e in ld.access_map().results:
-            if not _digit_sum(e, {k: extents.get(p) for k, p in enumerate(positions)}):
+            if not _digit_sum(e, {k: None if p is None else extents[p]
+                                  for k, p in enumerate(positions)}):
                 return True
     return False
 

@@ -31,6 +31,10 @@ from deplo.tuning.search import plan_id
 from deplo.tuning.tune import Task, plan_dict, predict_us, split_plan, tasks_of
 
 RANKED_MACS = 1 << 24  # 32 x 256 x 2048: TinyLlama's k_proj at 32 tokens
+RANKED_ATTENTION_MACS = 1 << 20
+"""Attention's rows are chains of dependent FMAs whose latency the heuristic cannot weigh
+(`planner.attention_shortlist`): ranked from a quarter of a prefill of 32 tokens (TinyLlama's:
+32 heads x 32 rows x 32 keys x 64, 2^21)."""
 MARGIN = 0.98  # another plan replaces the heuristic's when it is predicted 2% faster
 
 
@@ -40,9 +44,9 @@ def eligible(task: Task) -> bool:
     if kind not in planner.SHORTLISTS:
         return False
     f = dict(task.classes[kind])
-    macs = math.prod(f["chain"]) * f["k"] if kind == "matmul" else \
-        math.prod(f["rows"]) * f["keys"] * f["head_dim"]
-    return macs >= RANKED_MACS
+    if kind == "matmul":
+        return math.prod(f["chain"]) * f["k"] >= RANKED_MACS
+    return math.prod(f["rows"]) * f["keys"] * f["head_dim"] >= RANKED_ATTENTION_MACS
 
 
 def choose(task: Task, gpu: str) -> tuple[dict, float | None, float | None]:

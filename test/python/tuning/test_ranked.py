@@ -99,10 +99,12 @@ def test_attention_is_ranked_and_the_choice_matches_pytorch():
 
 
 def test_the_attention_shortlist_completes_to_legal_plans():
-    """Slices of the keys and, on tensor cores, warps: the plans the class refuses (a slice
-    count the steps do not allow) are dropped, the rest are distinct and legal."""
+    """Slices of the keys and, on tensor cores, warps; SIMT rows, parts of the head dim (with
+    the heuristic's lanes a row or their own): the plans the class refuses (a slice count the
+    steps do not allow) are dropped, the rest are distinct and legal."""
     fp32 = ATTENTION.replace(",dtype=torch.bfloat16", "")
-    for expr, knobs in ((fp32, {"key_splits"}), (ATTENTION, {"key_splits", "warps"})):
+    simt = {"key_splits", "head_parts", "threads", "lane_keys"}
+    for expr, knobs in ((fp32, simt), (ATTENTION, {"key_splits", "warps"})):
         (task,) = tasks(deplo.compile(expr, seed=0, rank=False))
         facts = task.classes["attention"]
         fixed = planner.attention_shortlist(dict(facts))
@@ -258,3 +260,20 @@ def test_the_model_chooses_a_half_register_tile_where_8x8_fits_one_block():
     assert task.default["reg_m"] * task.default["reg_n"] == 64
     plan, us, default_us = ranked.choose(task, GPU)
     assert plan["reg_m"] * plan["reg_n"] == 32 and us < 0.7 * default_us, (plan, us, default_us)
+
+
+# TinyLlama's fp32 causal GQA attention at 32 tokens: 2^21 multiply-adds, SIMT rows
+FP32_ATTENTION = ("F.scaled_dot_product_attention(torch.randn(1,32,32,64), "
+                  "torch.randn(1,4,32,64), torch.randn(1,4,32,64), is_causal=True, "
+                  "enable_gqa=True)")
+
+
+def test_short_simt_attention_is_ranked_over_parts_of_the_head_dim():
+    """A key's dot product is a chain of a lane's FMAs: at 32 keys the model prefers 16
+    elements a lane to the heuristic's 32, and the choice matches PyTorch."""
+    (task,) = tasks(deplo.compile(FP32_ATTENTION, seed=0, rank=False))
+    assert ranked.eligible(task) and task.default["head_parts"] == 2
+    plan, us, default_us = ranked.choose(task, GPU)
+    assert plan["head_parts"] == 4 and us < default_us * ranked.MARGIN, (plan, us, default_us)
+    compiled = deplo.compile(FP32_ATTENTION, seed=0)
+    assert _plan(compiled)["head_parts"] == 4 and compiled.check(seed=1).ok

@@ -39,7 +39,7 @@ from deplo.frontend.aten import (
     where_from,
     wrap_uint8,
 )
-from deplo.frontend.bounds import check_indices, index_bounds
+from deplo.frontend.bounds import check_indices, index_bounds, static_index_error
 from deplo.frontend.decompose import decompose_unsupported
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError, UnsupportedOpError
@@ -389,6 +389,8 @@ def import_exported(
                 continue
             if node.target is SDPA:
                 fold_causal_mask(node, ev)
+            if (bad := static_index_error(node, ev.values)) is not None:
+                raise FrontendError(f"'{node.target}': {bad} {where_from(node)}")
             convert = CONVERTERS.get(node.target)
             if convert is None:
                 why = f" ({reason})" if (reason := refusal(node.target)) else ""

@@ -14,12 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import BlockArgument, SSAValue
 
 from deplo import origin
 from deplo.dialects import torch as T
+
+aten = torch.ops.aten
 
 # ops that move or reshape an index without changing its values
 _SAME_VALUES = (T.ReshapeOp, T.PermuteOp, T.TransposeOp, T.ExpandOp, T.UnsqueezeOp, T.SqueezeOp)
@@ -99,3 +102,53 @@ def check_indices(bounds: Sequence[IndexBound], inputs: Sequence, names: Sequenc
             valid = f"{b.low}..{b.high - 1}" if b.high > 0 else "none"
             raise IndexError(f"index {int(bad.flat[0])} in input {b.input} ('{names[b.input]}') "
                              f"is out of range for {b.what}: a dim of {b.size}, valid {valid}")
+
+
+# ATen ops whose index argument addresses dim `dim` of argument `table`: (table, dim (an
+# argument position, or a fixed dim), index, whether a negative index counts from the end)
+_ARG, _DIM = "arg", "dim"
+_DIM_INDEXED = {
+    **{op: (0, (_ARG, 1), 2, False) for op in (
+        aten.scatter.value, aten.scatter.src, aten.scatter.value_reduce, aten.scatter.reduce,
+        aten.scatter_add.default, aten.scatter_reduce.two, aten.gather.default,
+        aten.index_add.default, aten.index_copy.default, aten.index_reduce.default,
+        aten.index_select.default)},
+    aten.index_fill.int_Scalar: (0, (_ARG, 1), 2, True),
+    aten.index_fill.int_Tensor: (0, (_ARG, 1), 2, True),
+    aten.embedding.default: (0, (_DIM, 0), 1, False),
+}
+_INDICES = {aten.index.Tensor, aten.index_put.default}  # x[i, j, ...]: negatives count from the end
+
+
+def static_index_error(node, values: dict) -> str | None:
+    """Eager's IndexError message for an index the program holds as a constant (`values`:
+    the importer's static values) that is out of its dim's range: the kernels would read or
+    write past it, or drop the write, where eager raises. Run-time indices: `check_indices`."""
+    target, args = node.target, node.args
+    checks = []  # (index value, dim, size, negative allowed)
+    if target in _DIM_INDEXED:
+        table, (kind, d), at, negative = _DIM_INDEXED[target]
+        shape = args[table].meta["val"].shape
+        if kind == _ARG:
+            d = args[d] if len(args) > d else node.kwargs.get("dim", 0)
+        d = d % max(len(shape), 1)
+        if len(args) > at:
+            checks.append((args[at], d, shape[d] if shape else 1, negative))
+    elif target in _INDICES:
+        shape, d = args[0].meta["val"].shape, 0
+        for idx in args[1]:
+            val = idx.meta["val"] if idx is not None else None
+            if val is not None and val.dtype in (torch.bool, torch.uint8):  # a mask: its dims
+                d += val.dim()
+                continue
+            if idx is not None:
+                checks.append((idx, d, shape[d], True))
+            d += 1
+    for idx, d, size, negative in checks:
+        v = values.get(idx) if isinstance(idx, torch.fx.Node) else None
+        if not isinstance(v, torch.Tensor) or not v.numel():
+            continue
+        bad = v[(v < (-size if negative else 0)) | (v >= size)]
+        if bad.numel():
+            return f"index {int(bad.flatten()[0])} is out of bounds for dimension {d} with size {size}"
+    return None

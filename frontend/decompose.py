@@ -7,7 +7,9 @@ does not convert — `torch.export.default_decompositions()` (core ATen decompos
 CompositeImplicitAutograd kernels) first, then `torch._decomp.decomposition_table` (upsampling
 into indexing, reflection padding, adaptive pooling). The table applies recursively while the
 program is traced again, so one run takes `pad` to `reflection_pad2d` to indexing. deplo adds
-its own for the two fused ops PyTorch gives none (frontend/fast_path.py).
+its own for the two fused ops PyTorch gives none (frontend/fast_path.py), and uint8 bilinear /
+bicubic resizes, which PyTorch's decompositions round differently from its kernel
+(frontend/resample.py).
 
 Ops deplo converts are left out of the table and stay whole (`linear` keeps its matmul's shape);
 what is still without a converter after the run is the importer's error (frontend/importer.py
@@ -34,6 +36,8 @@ def decompose_unsupported(ep: torch.export.ExportedProgram, converted, refused
                 and op not in table and op.namespace == "aten":
             table[op] = fn
     from deplo.frontend.fast_path import DECOMPOSITIONS
+    from deplo.frontend.resample import decompositions
 
-    table.update({op: fn for op, fn in DECOMPOSITIONS.items() if op not in converted})
+    table.update({op: fn for op, fn in {**DECOMPOSITIONS, **decompositions()}.items()
+                  if op not in converted})
     return ep.run_decompositions(table)

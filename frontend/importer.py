@@ -39,7 +39,7 @@ from deplo.frontend.aten import (
     where_from,
     wrap_uint8,
 )
-from deplo.frontend.bounds import check_indices, index_bounds
+from deplo.frontend.bounds import check_indices, index_bounds, static_index_error
 from deplo.frontend.decompose import decompose_unsupported
 from deplo.frontend.dtypes import to_numpy
 from deplo.frontend.errors import FrontendError, UnsupportedOpError
@@ -122,11 +122,13 @@ class Program:
         return [a if d is None or (float64 and not a.is_floating_point()) else a.to(d)
                 for a, d in zip(args, dtypes, strict=False)]
 
-    def reference(self, inputs: Sequence[np.ndarray], float64: bool = False) -> list[np.ndarray]:
+    def reference(self, inputs: Sequence[np.ndarray], float64: bool = False,
+                  rounded: bool = False) -> list[np.ndarray]:
         """PyTorch eager on the same inputs (in the captured dtypes): the oracle for every level.
         `float64`: the same program computed in float64 (the module widened in place and
         narrowed back after, both exact; floating inputs widened), the yardstick for how close
-        half-precision results are to the exact ones."""
+        half-precision results are to the exact ones; with `rounded`, each op's result rounded to
+        float32 (`_Widened`)."""
         module = self.torch_module
         if float64:
             kept = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())
@@ -134,7 +136,7 @@ class Program:
             module.double()
         try:
             with torch.no_grad(), evaluating(module), _StableRanking(), \
-                    _Widened() if float64 else contextlib.nullcontext():
+                    _Widened(rounded) if float64 else contextlib.nullcontext():
                 out = module(*self.torch_inputs(inputs, float64))
         except Exception as e:  # (the user's program may raise anything)
             if float64:  # (a second opinion the caller does without)
@@ -216,13 +218,23 @@ def _narrow(module: torch.nn.Module, dtypes: dict[str, torch.dtype]) -> None:
 
 class _Widened(torch.overrides.TorchFunctionMode):
     """Every floating dtype a program names (`.to(torch.bfloat16)`, `softmax(dtype=...)`) read
-    as float64: the program's float64 twin for Program.reference(float64=True)."""
+    as float64: the program's float64 twin for Program.reference(float64=True). `rounded`: each
+    call's floating results rounded to float32 (still held as float64), so every op reads the
+    fp32 values an fp32 program's op reads: each op exact, its result correctly rounded."""
+
+    def __init__(self, rounded: bool = False):
+        super().__init__()
+        self.rounded = rounded
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         def widen(v):
             return torch.float64 if isinstance(v, torch.dtype) and v.is_floating_point else v
 
-        return func(*map(widen, args), **{k: widen(v) for k, v in (kwargs or {}).items()})
+        out = func(*map(widen, args), **{k: widen(v) for k, v in (kwargs or {}).items()})
+        if not self.rounded:
+            return out
+        return torch.utils._pytree.tree_map_only(
+            torch.Tensor, lambda t: t.float().double() if t.dtype == torch.float64 else t, out)
 
 
 class _StableRanking(torch.overrides.TorchFunctionMode):
@@ -389,6 +401,8 @@ def import_exported(
                 continue
             if node.target is SDPA:
                 fold_causal_mask(node, ev)
+            if (bad := static_index_error(node, ev.values)) is not None:
+                raise FrontendError(f"'{node.target}': {bad} {where_from(node)}")
             convert = CONVERTERS.get(node.target)
             if convert is None:
                 why = f" ({reason})" if (reason := refusal(node.target)) else ""

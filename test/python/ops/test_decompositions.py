@@ -262,3 +262,29 @@ def test_random_ops_that_draw_nothing_in_eval_mode_still_decompose(fn) -> None:
     x = torch.randn(2, 3, 4, 5)
     out = deplo.compile(fn, [x]).run([x], target="interp", level="loop")[0]
     np.testing.assert_array_equal(out, x.numpy())
+
+
+@pytest.mark.parametrize("kw", [{"mode": "bilinear"}, {"mode": "bilinear", "align_corners": True},
+                                {"mode": "bicubic"}, {"mode": "bicubic", "antialias": True},
+                                {"mode": "bilinear", "antialias": True, "size": (5, 13)}])
+def test_uint8_resizes_round_as_pytorchs_kernel(kw) -> None:
+    """uint8 bilinear/bicubic is Pillow's fixed-point separable resampling in PyTorch, not the
+    float32 decomposition rounded once (off by 1, bicubic by far more)."""
+    kw = {"scale_factor": 1.5, **kw} if "size" not in kw else kw
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (2, 3, 8, 9), dtype=torch.uint8, generator=g)
+    got = deplo.compile(lambda x: F.interpolate(x, **kw), [x])(x)
+    assert got.dtype == torch.uint8 and torch.equal(got, F.interpolate(x, **kw))
+
+
+def test_uint8_resize_decompositions_equal_the_kernel() -> None:
+    from deplo.frontend.resample import decompositions
+
+    g = torch.Generator().manual_seed(0)
+    for op, fn in decompositions().items():
+        for shape, size, scales in [((1, 2, 8, 8), None, [1.5, 2.25]), ((2, 1, 7, 9), [3, 4], None),
+                                    ((1, 3, 1, 5), [3, 1], None), ((1, 1, 30, 20), None, [0.3, 0.7])]:
+            x = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+            for corners in (False, True):
+                assert torch.equal(fn(x, size, corners, scales), op(x, size, corners, scales)), \
+                    (op, shape, size, scales, corners)

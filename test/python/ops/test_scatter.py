@@ -57,6 +57,8 @@ def test_negative_indices_and_numbers_cast_to_the_tensor() -> None:
     truncated and True into a bool one is 1, as aten casts them (a short index's padding is
     never taken for a negative entry)."""
     _check(lambda x: x.index_fill(0, T([-1, 1]), 9.0), [torch.randn(4, 3)], "cpu", None, 0)
+    _check(lambda x: x.index_put((T([0, -4]),), torch.ones(2, 3)), [torch.randn(4, 3)], "cpu",
+           None, 0)
     for target, level in TARGETS[1:]:
         _check(lambda x: x.scatter(1, T([[0], [1]]), -2.7),
                [torch.randint(-5, 5, (3, 4), dtype=torch.int32)], target, level, 0)
@@ -78,6 +80,27 @@ def test_integer_and_bf16_scatters() -> None:
 def test_what_is_refused_says_why(fn, match) -> None:
     with pytest.raises(FrontendError, match=match):
         deplo.compile(fn, [torch.randn(5000, 1) if "5000" in match else torch.randn(2, 3)])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.scatter(0, T([[0, 1, 5]]), 1.0),
+    lambda x: x.scatter(1, T([[0, -1]]), 1.0),  # scatter takes no negative index
+    lambda x: x.scatter_add(1, T([[0, 1, 7]]), torch.ones(1, 3)),
+    lambda x: x.index_put((T([0, -5]),), torch.ones(2, 5)),
+    lambda x: x.index_add(0, T([0, 4]), torch.ones(2, 5)),
+    lambda x: x.gather(0, T([[0, 4]])),
+    lambda x: x[:, T([5])],
+    lambda x: torch.nn.functional.embedding(T([0, -1]), x),
+])
+def test_a_constant_index_out_of_range_is_eagers_error(fn) -> None:
+    """eager raises; the kernels would drop the write or read past the dim. One line naming
+    the op and the index, where the program holds the index as a constant."""
+    x = torch.randn(4, 5)
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(x)
+    with pytest.raises(FrontendError, match=r"^'aten\.\w+\.\w+': index -?\d+ is out of bounds "
+                                            r"for dimension \d with size \d at .*test_scatter"):
+        deplo.compile(fn, [x])
 
 
 @pytest.mark.parametrize("include_self", [True, False])

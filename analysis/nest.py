@@ -272,7 +272,10 @@ def column_step(red: tile.ForOp, column: SSAValue) -> int:
 
 
 def has_free_loop(lp: tile.ForOp) -> bool:
-    return any(isinstance(op, tile.ForOp) and op.is_free for op in lp.body.walk())
+    """Whether `lp` holds a free loop of more than one iteration: loops of one (the trailing
+    dims of 1 of `[n, c, h, 1]`) are no work for threads, which take the loop around them."""
+    return any(isinstance(op, tile.ForOp) and op.is_free and op.extent != 1
+               for op in lp.body.walk())
 
 
 def block_regions(kernel: tile.KernelOp) -> list[Block]:
@@ -303,8 +306,7 @@ def innermost_free_loops(block: Block) -> list[tile.ForOp]:
         for op in b.ops:
             if not isinstance(op, tile.ForOp) or op.inits:
                 continue
-            inner = [o for o in op.body.walk() if isinstance(o, tile.ForOp) and o.is_free]
-            if op.is_free and op.static_lb is not None and not inner:
+            if op.is_free and op.static_lb is not None and not has_free_loop(op):
                 if not any(isinstance(o, tile.StageOp) for o in op.body.walk()):
                     found.append(op)
             else:
@@ -1199,6 +1201,8 @@ def grid_loops(kernel: tile.KernelOp, dims: int = 3, leave_innermost: bool = Tru
     `leave_innermost`, the innermost loop of a chain of two or more is left for the threads
     when nothing inside it could be (relu(x @ w): blocks over rows, threads over columns)."""
     chain = free_loop_chain(kernel)
+    while len(chain) > 1 and chain[-1].extent == 1:  # ([n, c, h, 1]: the threads take h)
+        chain.pop()
     candidates = [lp for lp in chain if (lp.extent or 0) > 1]
     if (
         leave_innermost

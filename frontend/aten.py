@@ -20,6 +20,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from deplo import origin
+from deplo.analysis.index import MATMUL_MIN_K
 from deplo.dialects import torch as T
 from deplo.dialects.tir import ReduceKind, reduce_identity
 from deplo.frontend import expr as expr_module
@@ -2085,11 +2086,14 @@ def _conv(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
 
 
 def _conv_transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAValue:
-    """conv_transpose1d/2d/3d as torch.conv: each input element spread `stride` apart (zeros
-    between), padded by dilation * (K - 1) - padding (output_padding more on the right; a
-    negative pad crops), then a stride-1 conv with the kernel flipped and its in/out channels
-    swapped per group. The zeros cost stride^N the work of a direct scatter; what it buys is
-    the conv path every level already has."""
+    """conv_transpose1d/2d/3d as torch.conv: by output phases where each phase's product is a
+    matmul (`_phase_conv_transpose`; its K, the group's channels times the phase's taps, at
+    least MATMUL_MIN_K: interleaving the phases is one more pass over the output, which a
+    depthwise-like K of a few taps does not repay); else each input element spread `stride`
+    apart (zeros between), padded by dilation * (K - 1) - padding (output_padding more on the
+    right; a negative pad crops), then a stride-1 conv with the kernel flipped and its in/out
+    channels swapped per group. The zeros cost stride^N the work of a direct scatter; what it
+    buys is one kernel writing the output."""
     x, w = _conv_operands(im, node)
     bias = _arg(node, 2, "bias")
     n = _rank(w) - 2
@@ -2098,6 +2102,11 @@ def _conv_transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAVal
     dil = _ints(_arg(node, 7, "dilation", [1]), n)
     x = _reshape(im, x, [1, *x.type.get_shape()]) if _rank(x) == n + 1 else x
     k = w.type.get_shape()[2:]
+    phase_k = w.type.get_shape()[0] // groups * math.prod(kk // s for kk, s in zip(k, stride))
+    if any(s > 1 for s in stride) and all(d == 1 for d in dil) and phase_k >= MATMUL_MIN_K:
+        out = [x.type.get_shape()[0], *rt.get_shape()[-n - 1:]]
+        y = _phase_conv_transpose(im, x, w, bias, stride, pad, groups, out)
+        return _reshape(im, y, rt.get_shape())
     lo = [d * (kk - 1) - p for d, kk, p in zip(dil, k, pad)]
     hi = [a + e for a, e in zip(lo, extra)]
     for i, s in enumerate(stride):  # [.., L, ..] -> [.., L, s, ..] (zeros after) -> (L-1)s+1
@@ -2123,6 +2132,65 @@ def _conv_transpose(im: Importer, node: torch.fx.Node, rt: TensorType) -> SSAVal
                            [max(a, 0) for a in lo], [max(b, 0) for b in hi], dil, groups,
                            _t(x, out)), "conv_transpose")
     return _reshape(im, y, rt.get_shape())
+
+
+def _phase_conv_transpose(im: Importer, x: SSAValue, w: SSAValue, bias, stride: list[int],
+                          pad: list[int], groups: int, out: list[int]) -> SSAValue:
+    """A strided conv_transpose as one stride-1 conv per output phase, interleaved. Output u =
+    t + padding = s q + r (r the phase) takes the taps k = r + s m at input q - m, so phase r
+    is a conv of x with the taps r, r + s, ... reversed: stride^N convs of 1 / stride^N the
+    kernel each, the real work, where the spread input's zeros cost stride^N times it (a
+    UNet's 2 x 2 stride-2 upsampling: four 1 x 1 convs, plain products). Every phase computes
+    the same q range (the ceil of the output over the stride), cropped after interleaving."""
+    n = len(stride)
+    k, lengths = w.type.get_shape()[2:], x.type.get_shape()[2:]
+    c_in, per_group = w.type.get_shape()[:2]
+    w = _reshape(im, w, [groups, c_in // groups, per_group, *k], "phase")
+    w = im.insert(T.TransposeOp(w, 1, 2, _t(w, [groups, per_group, c_in // groups, *k])), "phase")
+    w = _reshape(im, w, [groups * per_group, c_in // groups, *k], "phase")
+    first = [p // s for p, s in zip(pad, stride)]  # q of each dim's first output
+    qs = [-(-(p + t) // s) - q0 for p, t, s, q0 in zip(pad, out[2:], stride, first)]
+    i64 = mlir_element_type(torch.int64)
+    b = im.value(bias) if bias is not None else None
+
+    def phase(rs: tuple[int, ...]) -> SSAValue:
+        sub = w
+        taps = [-(-(kk - r) // s) for kk, r, s in zip(k, rs, stride)]
+        for d, (kk, r, s, m) in enumerate(zip(k, rs, stride, taps, strict=True), start=2):
+            if m < kk:  # taps r, r + s, ...: a strided view, read in place
+                shape = [*sub.type.get_shape()[:d], m, *sub.type.get_shape()[d + 1:]]
+                sub = im.insert(T.SliceOp(sub, d, r, kk, s, _t(sub, shape)), "phase")
+            if m > 1:  # ... reversed
+                idx = im.insert(T.ArangeOp(m - 1, -1, -1, TensorType(i64, [m])), "phase")
+                sub = im.insert(T.IndexOp(sub, [idx], [d], sub.type), "phase")
+        lo = [m - 1 - q0 for m, q0 in zip(taps, first)]
+        hi = [q - 1 + m - n_ - a for q, m, n_, a in zip(qs, taps, lengths, lo)]
+        xi = x
+        for d, (a, c) in enumerate(zip(lo, hi), start=2):
+            xi = _pad_dim(im, xi, d, min(a, 0), min(c, 0), 0.0)
+        shape = [out[0], out[1], *qs]
+        return im.insert(T.ConvOp(xi, sub, b, [1] * n, [max(a, 0) for a in lo],
+                                  [max(c, 0) for c in hi], [1] * n, groups, _t(x, shape)),
+                         "conv_transpose")
+
+    def interleave(rs: tuple[int, ...]) -> SSAValue:  # dims past len(rs) still apart
+        d = 2 + len(rs)
+        if d == 2 + n:
+            return phase(rs)
+        parts = [interleave((*rs, r)) for r in range(stride[d - 2])]
+        if len(parts) == 1:
+            return parts[0]
+        shape = list(parts[0].type.get_shape())
+        parts = [_reshape(im, p, [*shape[:d + 1], 1, *shape[d + 1:]], "phase") for p in parts]
+        y = im.insert(T.CatOp(parts, d + 1, _t(parts[0], [*shape[:d + 1], len(parts),
+                                                          *shape[d + 1:]])), "phase")
+        return _reshape(im, y, [*shape[:d], shape[d] * len(parts), *shape[d + 1:]], "phase")
+
+    y = interleave(())
+    for d, (p, s, q0, t) in enumerate(zip(pad, stride, first, out[2:]), start=2):
+        lo = p - s * q0
+        y = _pad_dim(im, y, d, -lo, lo + t - y.type.get_shape()[d], 0.0)
+    return y
 
 
 def _pool(kind: str) -> Converter:

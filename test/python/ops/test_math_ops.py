@@ -190,6 +190,18 @@ CASES: dict[str, tuple[Callable, list[tuple[int, ...]], str]] = {
         "torch.conv"),
     "conv_transpose3d_unbatched": (_module(torch.nn.ConvTranspose3d(2, 3, 2, stride=2)),
                                    [(2, 3, 2, 3)], "torch.conv"),
+    # one conv per output phase, interleaved: each phase's K (channels x taps) >= 32
+    "conv_transpose2d_phases": (_module(torch.nn.ConvTranspose2d(40, 6, 4, stride=2, padding=1)),
+                                [(2, 40, 5, 4)], "torch.cat"),
+    "conv_transpose1d_phases_odd_taps": (
+        _module(torch.nn.ConvTranspose1d(33, 5, 3, stride=2, padding=1, output_padding=1)),
+        [(2, 33, 7)], "torch.cat"),
+    "conv_transpose2d_phases_groups_crop": (
+        _module(torch.nn.ConvTranspose2d(64, 8, 3, stride=(2, 3), padding=(3, 0),
+                                         groups=2, bias=False)), [(1, 64, 4, 3)], "torch.cat"),
+    "conv_transpose3d_phases_unbatched": (
+        _module(torch.nn.ConvTranspose3d(32, 3, 2, stride=(2, 1, 2))), [(32, 2, 3, 2)],
+        "torch.cat"),
     "max_pool2d": (lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True),
                    [(2, 5, 17, 15)], "torch.max_pool"),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, (3, 2), 2, 1, ceil_mode=True) + F.avg_pool2d(

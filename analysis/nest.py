@@ -1217,7 +1217,8 @@ def grid_loops(kernel: tile.KernelOp, dims: int = 3, leave_innermost: bool = Tru
 @dataclass
 class Product:
     """A reduce loop that is a plain product `acc + extf(A[.., i, k]) * extf(B[.., k, j])` (or
-    B[.., j, k], a linear layer's weight) of one 16-bit type: what tensor cores run."""
+    A[.., k, i], `x.t() @ y`; B[.., j, k], a linear layer's weight) of one 16-bit type: what
+    tensor cores run."""
 
     loop: tile.ForOp
     a: loop.LoadOp
@@ -1225,6 +1226,7 @@ class Product:
     b_kind: tile.FragmentKind
     type: object
     k_base: SSAValue | None = None  # K is read at k_base + k (a slice of tile-split-k)
+    a_kind: tile.FragmentKind = tile.FragmentKind.A
 
 
 def match_product(
@@ -1261,7 +1263,7 @@ def match_product(
     if t not in tile.HALF_TYPES:
         return None
     a = b = None
-    kind = None
+    kind, a_kind = None, tile.FragmentKind.A
     for ld in loads:
         c = tail_coords(ld, k_free) if mapped_lead else coords(ld)
         if c is None or any(
@@ -1271,10 +1273,12 @@ def match_product(
             return None
         if c[-2:] == [i, k] and j not in c:
             a = ld
+        elif c[-2:] == [k, i] and j not in c:
+            a, a_kind = ld, tile.FragmentKind.A_KM
         elif c[-2:] == [k, j] and i not in c:
             b, kind = ld, tile.FragmentKind.B_KN
         elif c[-2:] == [j, k] and i not in c:
             b, kind = ld, tile.FragmentKind.B_NK
     if a is None or b is None or a is b:
         return None
-    return Product(lp, a, b, kind, t, base)
+    return Product(lp, a, b, kind, t, base, a_kind)

@@ -1036,21 +1036,28 @@ class LaunchOp(IRDLOperation):
 
 
 class FragmentKind(StrEnum):
-    """Which mma operand a tile of a buffer's last two dims is: `a` a 16 x 16 [m][k] tile, `b_kn`
-    a 16 x 8 [k][n] tile, `b_nk` the same operand stored [n][k] (8 rows of 16)."""
+    """Which mma operand a tile of a buffer's last two dims is: `a` a 16 x 16 [m][k] tile, `a_km`
+    the same operand stored [k][m] (`x.t() @ y`), `b_kn` a 16 x 8 [k][n] tile, `b_nk` the same
+    operand stored [n][k] (8 rows of 16)."""
 
     A = "a"
+    A_KM = "a_km"
     B_KN = "b_kn"
     B_NK = "b_nk"
 
     @property
     def shape(self) -> tuple[int, int]:
         """(rows, cols) of the tile in the buffer's last two dims."""
-        return {"a": (16, 16), "b_kn": (16, 8), "b_nk": (8, 16)}[self.value]
+        return {"a": (16, 16), "a_km": (16, 16), "b_kn": (16, 8), "b_nk": (8, 16)}[self.value]
 
     @property
     def registers(self) -> int:
-        return 4 if self is FragmentKind.A else 2
+        return 4 if self in (FragmentKind.A, FragmentKind.A_KM) else 2
+
+    @property
+    def transposed(self) -> bool:
+        """Stored with the fragment's rows along the buffer's columns: `ldmatrix .trans`."""
+        return self in (FragmentKind.A_KM, FragmentKind.B_KN)
 
 
 @irdl_attr_definition

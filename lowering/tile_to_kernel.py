@@ -344,6 +344,11 @@ class _KernelLowering:
                 r, c = at(row0, 0), at(col0, 0)
                 r = self.add(r, lane_rem(16))
                 c = self.add(c, self.mul(lane_div(16), self.const(8)))
+            elif kind is K.A_KM:  # x4 trans: matrix q = lane / 8 is (m 8 (q % 2), k 8 (q / 2))
+                q = lane_div(8)
+                r = self.add(row0, self.add(lane_rem(8), self.mul(lane_div(16), self.const(8))))
+                c = self.add(col0, self.mul(self.emit(arith.RemSIOp(q, self.const(2))),
+                                            self.const(8)))
             elif kind is K.B_KN:  # x2 trans: rows k 0..15 (lanes 0..15)
                 r, c = self.add(row0, lane_rem(16)), col0
             else:  # x2: rows n 0..7 of k 0..7 (lanes 0..7), then of k 8..15 (lanes 8..15)
@@ -351,14 +356,14 @@ class _KernelLowering:
                 half = self.emit(arith.RemSIOp(lane_div(8), self.const(2)))
                 c = self.add(col0, self.mul(half, self.const(8)))
             new = self.emit(
-                kernel.LdmatrixOp(buf, [*prefix, *lead, r, c], kind.registers, kind is K.B_KN)
+                kernel.LdmatrixOp(buf, [*prefix, *lead, r, c], kind.registers, kind.transposed)
             ).owner
             self.vmap.update(zip(op.res, new.results))
             return
         g, tt = lane_div(4), lane_rem(4)
         t2 = self.mul(tt, self.const(2))
-        # the fragment's rows and columns past row0 and col0 (A: 16 x 16, B_KN: k 16 x n 8,
-        # B_NK: n 8 x k 16); a dim the fragment provably stays inside needs no mask
+        # the fragment's rows and columns past row0 and col0 (A, A_KM: 16 x 16, B_KN: k 16 x n
+        # 8, B_NK: n 8 x k 16); a dim the fragment provably stays inside needs no mask
         row_span, col_span = (16, 8) if kind is K.B_KN else (8, 16) if kind is K.B_NK else (16, 16)
         guard = [not _inside(op.indices[-2], row_span, rows_n),
                  not _inside(op.indices[-1], col_span, cols_n)]
@@ -381,6 +386,9 @@ class _KernelLowering:
             if kind is K.A:  # (g + 8 (j % 2), 2t + 8 (j / 2)) and the next column
                 r, c = self.add(row0, at(g, 8 * (j % 2))), self.add(col0, at(t2, 8 * (j // 2)))
                 pairs.append((element(r, c), element(r, at(c, 1))))
+            elif kind is K.A_KM:  # the same (m, k) stored [k][m]: and the next row
+                r, c = self.add(row0, at(t2, 8 * (j // 2))), self.add(col0, at(g, 8 * (j % 2)))
+                pairs.append((element(r, c), element(at(r, 1), c)))
             elif kind is K.B_KN:  # (k = 2t + 8j, n = g) and the next k
                 r, c = self.add(row0, at(t2, 8 * j)), self.add(col0, g)
                 pairs.append((element(r, c), element(at(r, 1), c)))

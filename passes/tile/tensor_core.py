@@ -116,8 +116,9 @@ class TileTensorCorePass(KernelPass):
         frag_a = []
         for a in range(fm):
             r = rw.add(kb, row0, rw.const(kb, 16 * a)) if a else row0
+            rk = [kv, r] if prod.a_kind is K.A_KM else [r, kv]
             ld = kb.insert(
-                tile.FragmentLoadOp(K.A, prod.a.buffer, [*map(idx, lead_a), r, kv], lane)
+                tile.FragmentLoadOp(prod.a_kind, prod.a.buffer, [*map(idx, lead_a), *rk], lane)
             )
             frag_a.append(list(ld.results))
             for x in ld.results:

@@ -135,7 +135,7 @@ template <class T> KC_DEVICE void kc_st32(T* dst, const T* regs) { kc_stv<4>(dst
 //   kc_ldmatrix_x4(r, row)        r[j] = lane's pair of matrix j (8 x 8 halves); lane l gives the
 //                                 address of row l % 8 of matrix l / 8 (16-byte aligned, shared);
 //   kc_ldmatrix_x2(r, row)        matrices 0 and 1 (lanes 0..15 give addresses);
-//   kc_ldmatrix_x2_trans(r, row)  the same, each matrix transposed;
+//   kc_ldmatrix_x2_trans(r, row)  the same, each matrix transposed (x4_trans: of all four);
 //   kc_mma_16816_f16 / _bf16(d, a, b, c)   d = a * b + c: a 16 x 16 (4 regs), b 16 x 8 (2 regs),
 //                                 c, d 16 x 8 fp32 (4 each), the PTX fragment layouts;
 //   kc_pack_halves(lo, hi)        two halves in one register (fragments read element by element).
@@ -145,6 +145,10 @@ template <class T> KC_DEVICE void kc_st32(T* dst, const T* regs) { kc_stv<4>(dst
 #if defined(__CUDACC__)
 KC_DEVICE void kc_ldmatrix_x4(int* r, const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kc_smem_u32(row)));
+}
+KC_DEVICE void kc_ldmatrix_x4_trans(int* r, const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kc_smem_u32(row)));
 }
 KC_DEVICE void kc_ldmatrix_x2(int* r, const void* row) {
@@ -259,6 +263,9 @@ inline void mma(float* d, const int* a, const int* b, const float* c, float (*cv
 }  // namespace kc_warp
 KC_DEVICE void kc_ldmatrix_x4(int* r, const void* row) {
   kc_warp::ldmatrix(r, row, 4, false, "kc_ldmatrix_x4");
+}
+KC_DEVICE void kc_ldmatrix_x4_trans(int* r, const void* row) {
+  kc_warp::ldmatrix(r, row, 4, true, "kc_ldmatrix_x4_trans");
 }
 KC_DEVICE void kc_ldmatrix_x2(int* r, const void* row) {
   kc_warp::ldmatrix(r, row, 2, false, "kc_ldmatrix_x2");

@@ -294,3 +294,41 @@ builtin.module {
     func.return %out : memref<16x32xf32>
   }
 }
+
+// -----
+
+// `x.t() @ y`: A stored [k][m] (a_km fragments: the A operand's 16 x 16 tile at [k0][m0], read
+// with ldmatrix .trans at kernel level); B [k][n]. One warp of 1 x 1 fragments, 3 x 2 blocks.
+// CHECK-LABEL: tile.kernel @tn(
+// CHECK-SAME:      grid(2, 3, 1) block(32, 1, 1)
+// CHECK:             %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = tile.for
+// CHECK-SAME:          %[[K:[a-z0-9_]+]] = 0 to 48 step 16 bind(serial)
+// CHECK-NEXT:          tile.fragment_load a_km %a[%[[K]], %{{.*}}] lane(%[[L:.*]]) : memref<40x48xf16> -> i32, i32, i32, i32
+// CHECK-NEXT:          tile.fragment_load b_kn %b[%[[K]], %{{.*}}] lane(%[[L]]) : memref<40x16xf16> -> i32, i32
+// CHECK-NEXT:          tile.mma f16
+
+builtin.module {
+  tile.kernel @tn(%a: memref<40x48xf16>, %b: memref<40x16xf16>, %out: memref<48x16xf16>) grid(1, 1, 1) block(1, 1, 1) plan matmul(chain = [48, 16], k = 40, tensor_cores = true, splittable = true, slabs = [ki2, kj2]) {splits = 1, mma = true, warps_m = 1, warps_n = 1, frags_m = 1, frags_n = 1, k_chunk = 32, stage = true, pad = 8, buffers = 1, copy = sync, unroll = 32} done ["tile-split-k"] {
+    %zero = arith.constant 0.000000e+00 : f32
+    tile.for %i = 0 to 48 bind(serial) {
+      tile.for %j = 0 to 16 bind(serial) {
+        %s = tile.for %k = 0 to 40 bind(serial) iter(%acc = %zero) -> f32 {
+          %av = loop.load %a[%k, %i] : memref<40x48xf16>
+          %ae = arith.extf %av : f16 to f32
+          %bv = loop.load %b[%k, %j] : memref<40x16xf16>
+          %be = arith.extf %bv : f16 to f32
+          %p = arith.mulf %ae, %be : f32
+          %n = arith.addf %acc, %p : f32
+          tile.yield %n : f32
+        }
+        %t = arith.truncf %s : f32 to f16
+        loop.store %t, %out[%i, %j] : memref<48x16xf16>
+      }
+    }
+  }
+  func.func @main(%a: memref<40x48xf16>, %b: memref<40x16xf16>) -> memref<48x16xf16> {
+    %out = memref.alloc() : memref<48x16xf16>
+    tile.launch @tn(%a, %b, %out) : memref<40x48xf16>, memref<40x16xf16>, memref<48x16xf16>
+    func.return %out : memref<48x16xf16>
+  }
+}

@@ -13,20 +13,20 @@ from deplo.analysis.roofline import algorithm_flops
 CASES = [
     # (expression, convs expected: one per phase, or one over the spread input)
     ("F.conv_transpose2d(torch.randn(2,48,5,6), torch.randn(48,8,2,2), stride=2)", 4),
-    ("F.conv_transpose2d(torch.randn(2,40,5,4), torch.randn(40,6,4,4), torch.randn(6), "
-     "stride=2, padding=1)", 4),
-    ("F.conv_transpose1d(torch.randn(2,33,7), torch.randn(33,5,3), stride=2, padding=1, "
-     "output_padding=1)", 2),
-    ("F.conv_transpose2d(torch.randn(1,64,4,3), torch.randn(64,4,3,3), stride=(2,3), "
-     "padding=(3,0), groups=2)", 6),
+    (("F.conv_transpose2d(torch.randn(2,40,5,4), torch.randn(40,6,4,4), torch.randn(6), "
+      "stride=2, padding=1)"), 4),
+    (("F.conv_transpose1d(torch.randn(2,33,7), torch.randn(33,5,3), stride=2, padding=1, "
+      "output_padding=1)"), 2),
+    (("F.conv_transpose2d(torch.randn(1,64,4,3), torch.randn(64,4,3,3), stride=(2,3), "
+      "padding=(3,0), groups=2)"), 6),
     ("F.conv_transpose3d(torch.randn(32,2,3,2), torch.randn(32,3,2,1,2), stride=(2,1,2))", 4),
-    ("F.conv_transpose2d(torch.randn(2,64,5,6,dtype=torch.float16), "
-     "torch.randn(64,16,4,4,dtype=torch.float16), stride=2, padding=1, output_padding=1)", 4),
-    ("F.conv_transpose2d(torch.randn(2,64,5,6,dtype=torch.bfloat16), "
-     "torch.randn(64,16,3,3,dtype=torch.bfloat16), stride=2, padding=1)", 4),
+    (("F.conv_transpose2d(torch.randn(2,64,5,6,dtype=torch.float16), "
+      "torch.randn(64,16,4,4,dtype=torch.float16), stride=2, padding=1, output_padding=1)"), 4),
+    (("F.conv_transpose2d(torch.randn(2,64,5,6,dtype=torch.bfloat16), "
+      "torch.randn(64,16,3,3,dtype=torch.bfloat16), stride=2, padding=1)"), 4),
     # a depthwise-like K (a channel a group, 9 taps): the spread input, one kernel
-    ("F.conv_transpose2d(torch.randn(2,8,5,6), torch.randn(8,1,3,3), stride=2, padding=1, "
-     "groups=8)", 1),
+    (("F.conv_transpose2d(torch.randn(2,8,5,6), torch.randn(8,1,3,3), stride=2, padding=1, "
+      "groups=8)"), 1),
     ("F.conv_transpose2d(torch.randn(2,16,5,6), torch.randn(16,8,3,3), stride=2, dilation=2)", 1),
 ]
 

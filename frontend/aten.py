@@ -1118,7 +1118,7 @@ def _extreme_with_index(name: str) -> Converter:
     return convert
 
 
-RANK_LIMIT = 4096  # the longest dim ranked by counting (n^2 comparisons a row); topk: by chunks past it
+RANK_LIMIT = 4096  # the longest dim ranked by counting (n^2 comparisons a row); merged past it
 CHUNK = 256  # topk's chunk for k <= 128 (`_chunk_size`)
 MERGE_FAN = 64  # a merge's pivots a search step (`_merged`)
 MERGE_RUN = 256  # a long sort's runs sorted by counting before they are merged (`_merge_sorted`)
@@ -1128,8 +1128,8 @@ def _ranked(kind: str) -> Converter:
     """topk, sort, argsort, kthvalue, median and nanmedian by counting (`_places`): the i-th
     output is the element whose place is i (`_at_places`), its value gathered. Tensor IR has no
     sorting network; this needs none, at n^2 comparisons a row: enough for MoE routers (8-256
-    experts) and small sorts, refused beyond RANK_LIMIT, except topk, which takes a long dim
-    (a vocabulary's logits) by chunks (`_chunked_top`, past RANK_LIMIT too)."""
+    experts) and small sorts; a longer dim by merges of counted runs (`_merge_sorted`), or,
+    for a small topk (a vocabulary's logits), by chunks (`_chunked_top`)."""
 
     def convert(im: Importer, node: torch.fx.Node, rts):
         x = im.value(node.args[0])
@@ -1216,7 +1216,8 @@ def _gathered(im: Importer, x: SSAValue, idx: SSAValue) -> SSAValue:
 def _top(im: Importer, node: torch.fx.Node, x: SSAValue, k: int,
          descending: bool) -> tuple[SSAValue, SSAValue]:
     """The first k elements in order along x's last dim and their indices (topk, sort,
-    argsort): by chunks where they pay (`_chunk_size`), else by counting, up to RANK_LIMIT."""
+    argsort): by chunks where they pay (`_chunk_size`), else by counting, up to RANK_LIMIT,
+    past it by merges (`_merge_sorted`)."""
     n = x.type.get_shape()[-1]
     if (size := _chunk_size(n, k)) is not None:
         return _chunked_top(im, node, x, k, size, descending)

@@ -1,15 +1,17 @@
-"""topk, sort and argsort rank by counting (frontend/aten.py `_ranked`): exact against PyTorch
+"""topk, sort and argsort rank by counting (frontend/aten.py `_ranked`), a longer row by
+merges of counted runs: exact against PyTorch
 at every level and on the CPU runtime, NaN placed as PyTorch places it (greatest), ties kept in
 index order (a stable sort), integers, half precision, a dim other than the last."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 import torch
 
 import deplo
-from deplo.frontend.errors import FrontendError
 from deplo.runtime.cpu import cpu_runtime_available
 
 NAN = float("nan")
@@ -49,17 +51,59 @@ def test_ranked_ops_match_pytorch_exactly(name: str, target: str, level: str | N
                                       theirs.double().numpy())
 
 
-def test_a_sort_longer_than_the_limit_is_refused() -> None:
-    with pytest.raises(FrontendError, match=r"'aten.sort.default' over 5000 elements "
-                                            r"\(deplo ranks by counting.*at most 4096\) at "):
-        deplo.compile(lambda x: torch.sort(x), [torch.randn(2, 5000)])
+def _ties(*shape: int) -> torch.Tensor:
+    """Integers as floats (many ties), with NaN and +-inf among them."""
+    x = torch.randint(-40, 40, shape).float()
+    flat = x.view(-1)
+    pick = torch.randperm(flat.numel())
+    flat[pick[:11]], flat[pick[11:14]], flat[pick[14:16]] = NAN, math.inf, -math.inf
+    return x
 
 
-def test_a_topk_past_the_limit_of_more_than_half_the_limit_is_refused() -> None:
-    """Chunks of at least 2k: a k above RANK_LIMIT / 2 has none past the limit."""
-    with pytest.raises(FrontendError, match=r"'aten.topk.default' of k = 2049 over 5000 "
-                                            r"elements \(deplo ranks.*at most 2048\) at "):
-        deplo.compile(lambda x: torch.topk(x, 2049), [torch.randn(2, 5000)])
+# past RANK_LIMIT: runs sorted by counting, then merged (`_merge_sorted`); stable, NaN
+# greatest, any dim, an odd length, every dtype: values and indices exactly PyTorch's
+MERGED = {
+    "sort_odd_ties_nan": (lambda x: torch.sort(x, stable=True), lambda: _ties(2, 4097)),
+    "sort_descending_ties_nan": (lambda x: torch.sort(x, descending=True, stable=True),
+                                 lambda: _ties(2, 10001)),
+    "argsort_dim0": (lambda x: torch.argsort(x, dim=0, stable=True), lambda: _ties(5000, 2)),
+    "sort_int64": (lambda x: torch.sort(x, stable=True), lambda: torch.randint(-9, 9, (2, 6000))),
+    "sort_int32_descending": (lambda x: torch.sort(x, descending=True, stable=True),
+                              lambda: torch.randint(-9, 9, (2, 6000), dtype=torch.int32)),
+    "sort_fp16": (lambda x: torch.sort(x, stable=True), lambda: _ties(1, 5000).half()),
+    "sort_bf16_descending": (lambda x: torch.sort(x, descending=True, stable=True),
+                             lambda: _ties(1, 5000).bfloat16()),
+    "topk_large_k": (lambda x: torch.topk(x, 3000), lambda: torch.randn(2, 6007)),
+    "kthvalue": (lambda x: torch.kthvalue(x, 4321).values, lambda: _ties(3, 5003)),
+    "median_nan": (lambda x: torch.median(x, -1).values, lambda: _ties(3, 5003)),
+    "median_dim0": (lambda x: torch.median(x, 0), lambda: torch.randn(4097, 3)),
+    "nanmedian": (lambda x: torch.nanmedian(x, -1).values, lambda: _ties(3, 5003)),
+}
+
+
+@pytest.mark.parametrize("name", MERGED)
+def test_a_sort_past_the_limit_merges_runs(name: str) -> None:
+    fn, make = MERGED[name]
+    torch.manual_seed(2)
+    x = make()
+    ref = fn(x)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    outs = deplo.compile(fn, [x]).run([x], target="interp", level="torch")
+    for ours, theirs in zip(outs, ref, strict=True):
+        np.testing.assert_array_equal(np.asarray(ours, dtype=np.float64), theirs.double().numpy())
+
+
+def test_a_vocabulary_sorted_descending_on_the_cpu_runtime() -> None:
+    """Top-p sampling's sort over a vocabulary, every level down to the C++ runtime."""
+    if not cpu_runtime_available():
+        pytest.skip("no CPU runtime")
+    torch.manual_seed(3)
+    x = _ties(1, 8193)
+    fn = lambda x: torch.sort(x, descending=True, stable=True)
+    values, idx = deplo.compile(fn, [x]).run([x], target="cpu")
+    ref = fn(x)
+    np.testing.assert_array_equal(np.asarray(values, np.float64), ref.values.double().numpy())
+    np.testing.assert_array_equal(np.asarray(idx), ref.indices.numpy())
 
 
 @pytest.mark.parametrize("fn", [lambda x: torch.sort(x, 1).indices,

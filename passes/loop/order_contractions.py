@@ -24,7 +24,8 @@ both operands staged, 12.6 folding (h, w), 10.3 folding (n, h, w)).
 An f16/bf16 product whose operand along j is a gather (an implicit GEMM: the conv's window
 inlined into the K loop, `fusion_rules.im2col`; tile-tensor-core stages it by index math, no
 plain slab needed) folds every loop not read with i, its padding masks' ivs included (their
-digits computed): fp16 [8, 64, 56, 56] 3x3, 14.9 -> 12.4 us by the model. Any other f16/bf16
+digits computed), where a row is at most FOLD_GATHERED = 16 columns (fp16 [8, 256, 14, 14] by
+256 x 3 x 3: 26.5 -> 18.9 us by the model; wider rows were faster as batches). Any other f16/bf16
 product (tensor cores) folds only the loops its operand along j reads after K's
 dims (`_after_k`: (h, w), which loop-collapse-dims merges into one plain dim), whatever the
 output count: an image folded in too would split j across the input's batch and channel dims,
@@ -91,6 +92,16 @@ FOLD_BELOW = 64  # a j narrower than a block tile takes in the loops it can fold
 FOLD_OUTPUTS = 132 * 1024
 
 
+FOLD_GATHERED = 16  # an implicit GEMM folds (images, rows) into j where a row is at most
+# this many columns: each block's weight chunk otherwise serves a tile of 16 columns or fewer,
+# staged again for every one (the model, H100, fp16 by 3 x 3: [8, 512, 7, 7] 92.9 -> 28.8 us,
+# [8, 256, 14, 14] 26.5 -> 18.9, ViT's [8, 3, 224, 224] by 16 x 16 patches 26.9 -> 15.6).
+# Wider rows stay, the image and row batch loops on block.z: folded, the ranked tiles came out
+# slower ([8, 128, 28, 28] 19.3 -> 25.7 us, stride 2 of [8, 64, 56, 56] 11.3 -> 14.5, a stem's
+# 7 x 7 of [8, 3, 224, 224] 15.0 -> 17.6), though [8, 64, 56, 56] by 64 x 3 x 3 would gain
+# (14.9 -> 12.4)
+
+
 def _contraction(kernel: loop.KernelOp) -> tuple[list[loop.ForOp], loop.ForOp] | None:
     """(the perfect free nest, the one reduce loop in it, with no loop inside), or None."""
     nest = outer_free_nest(kernel)
@@ -121,8 +132,8 @@ def _order(kernel: loop.KernelOp) -> tuple[list[int], int] | None:
     fold = [k for k in rest if _plain(nest[k]) and (gathered or index_only(ivs[k]))
             and not any(ivs[k] in r and ivs[i] in r for r in reads)] \
         if _plain(nest[j]) and (gathered or index_only(ivs[j])) else []
-    if gathered:  # every loop not read with i folds into j, N = images x rows x columns,
-        pass      # in whole tiles (the model, fp16 [8, 64, 56, 56] 3x3: 14.9 -> 12.4 us)
+    if gathered:  # a row of 16 columns or fewer: every loop not read with i folds into j
+        fold = fold if nest[j].extent <= FOLD_GATHERED else []
     elif _half_product(red) and _after_k(red, ivs[j], ivs[j]):  # tensor cores: what keeps the
         # operand along j plain, however wide j is (where it is plain along j at all: not a
         # window's gather; W = 64 left h a batch: fp16 [8, 64, 64, 64] 3x3 on FMAs, 88 us)

@@ -1,5 +1,5 @@
-// RUN: deplo-opt %s -p loop-order-contractions | filecheck %s
-// RUN: deplo-opt %s -p loop-order-contractions | deplo-opt | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p loop-order-contractions | filecheck %s
+// RUN: deplo-opt %s --split-input-file -p loop-order-contractions | deplo-opt --split-input-file | filecheck %s
 
 // An implicit GEMM: an f16 conv's im2col inlined into its K loop (loop-fuse,
 // `fusion_rules.im2col`), B the window of the input with its padding selected away. B along j
@@ -75,6 +75,74 @@ builtin.module {
     %conv = memref.alloc() : memref<1x8x16x16xf16>
     loop.launch @conv(%x0, %x1, %conv) : memref<1x4x16x16xf16>, memref<8x4x3x3xf16>, memref<1x8x16x16xf16>
     func.return %conv : memref<1x8x16x16xf16>
+  }
+}
+
+
+// -----
+
+// A row of 20 columns (more than FOLD_GATHERED): the weight's loop moves next to the columns,
+// the image and the row stay batch loops (block.z), nothing folds.
+// CHECK-LABEL: loop.kernel @conv(
+// CHECK:         loop.for %a0 = 0 to 1 free {
+// CHECK-NEXT:      loop.for %a2 = 0 to 20 free {
+// CHECK-NEXT:        loop.for %a1 = 0 to 8 free {
+// CHECK-NEXT:          loop.for %a3 = 0 to 20 free {
+// CHECK-NEXT:            loop.for %r0 = 0 to 36 reduce
+// CHECK:                 loop.store %{{.*}}, %out[%a0, %a1, %a2, %a3] : memref<1x8x20x20xf16>
+builtin.module {
+  loop.kernel @conv(%x0: memref<1x4x20x20xf16>, %x1: memref<8x4x3x3xf16>, %out: memref<1x8x20x20xf16>) {
+    %0 = arith.constant 0.000000e+00 : f16
+    %1 = arith.constant 20 : i64
+    %2 = arith.constant 0 : i64
+    %3 = arith.constant -1 : i64
+    %4 = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 1 free {
+      loop.for %a1 = 0 to 8 free {
+        loop.for %a2 = 0 to 20 free {
+          loop.for %a3 = 0 to 20 free {
+            %5 = loop.for %r0 = 0 to 36 reduce iter(%acc = %4) -> f32 {
+              %6 = arith.constant 3 : index
+              %7 = arith.floordivsi %r0, %6 : index
+              %8 = arith.constant 3 : index
+              %9 = arith.remsi %7, %8 : index
+              %10 = arith.index_cast %9 : index to i64
+              %11 = arith.addi %10, %3 : i64
+              %12 = arith.index_cast %a2 : index to i64
+              %13 = arith.addi %11, %12 : i64
+              %14 = arith.cmpi sge, %13, %2 : i64
+              %15 = arith.cmpi slt, %13, %1 : i64
+              %16 = arith.andi %14, %15 : i1
+              %17 = arith.constant 3 : index
+              %18 = arith.remsi %r0, %17 : index
+              %19 = arith.index_cast %18 : index to i64
+              %20 = arith.addi %19, %3 : i64
+              %21 = arith.index_cast %a3 : index to i64
+              %22 = arith.addi %20, %21 : i64
+              %23 = arith.cmpi sge, %22, %2 : i64
+              %24 = arith.cmpi slt, %22, %1 : i64
+              %25 = arith.andi %23, %24 : i1
+              %26 = arith.andi %16, %25 : i1
+              %27 = loop.load %x0[%a0, %r0, %a2, %a3] map (d0, d1, d2, d3) -> (d0, (d1 floordiv 9), (((((d1 floordiv 3) mod 3) + d2) + 19) mod 20), ((((d1 mod 3) + d3) + 19) mod 20)) : memref<1x4x20x20xf16>
+              %28 = arith.select %26, %27, %0 : f16
+              %29 = arith.extf %28 : f16 to f32
+              %30 = loop.load %x1[%a1, %r0] map (d0, d1) -> (d0, (d1 floordiv 9), ((d1 floordiv 3) mod 3), (d1 mod 3)) : memref<8x4x3x3xf16>
+              %31 = arith.extf %30 : f16 to f32
+              %32 = arith.mulf %29, %31 : f32
+              %33 = arith.addf %acc, %32 : f32
+              loop.yield %33 : f32
+            }
+            %34 = arith.truncf %5 : f32 to f16
+            loop.store %34, %out[%a0, %a1, %a2, %a3] : memref<1x8x20x20xf16>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x0: memref<1x4x20x20xf16>, %x1: memref<8x4x3x3xf16>) -> memref<1x8x20x20xf16> {
+    %conv = memref.alloc() : memref<1x8x20x20xf16>
+    loop.launch @conv(%x0, %x1, %conv) : memref<1x4x20x20xf16>, memref<8x4x3x3xf16>, memref<1x8x20x20xf16>
+    func.return %conv : memref<1x8x20x20xf16>
   }
 }
 

@@ -4,7 +4,7 @@ product's K loop, its B a `tile.gather` whose K chunks tile-stage-chunks compute
 memory (fact `gather`), one kernel, no im2col tensor written — and a 1x1 conv reads its input
 as it is (the model, H100, fp16 [8, 64, 56, 56] by 64 x 3 x 3: 84.5 -> 28 us through a written
 im2col, 14.9 as an implicit GEMM; 1x1 [8, 256, 56, 56] to 64 channels: 29.6 -> 8.6 us; ViT's
-16 x 16 patches of [8, 3, 224, 224]: 94 -> 23 us). Checked against PyTorch on the CPU runtime."""
+16 x 16 patches of [8, 3, 224, 224]: 94 -> 23 us, 15.6 as an implicit GEMM). Checked against PyTorch on the CPU runtime."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def _fold(nest: list[loop.ForOp]) -> None:
     in every access, and computed so (arith) where an iv is used as a value (an implicit
     GEMM's padding mask compares its row and column)."""
     extents = [f.ub.data for f in nest]
-    outer, last = nest[0], nest[-1]
+    outer = nest[0]
     subst = {}
     for k, f in enumerate(nest):
         stride = math.prod(extents[k + 1:])

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntAttr, MemRefType
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.index import is_float_zero
@@ -199,13 +199,11 @@ def gather_op(kloop: tile.ForOp, prod, lead: list[SSAValue], j: SSAValue, kext: 
               n: int) -> SSAValue:
     """A gathered B (`match_product`'s `gather`: an implicit GEMM's window) as a `tile.gather`
     [*lead, K, n] just before the new K loop (beside it in the cell: what reads the
-    contraction's chain sees no loop and no stage there): the ops that compute it in the K loop (and the
-    scalar ops before it they read), copied into its region with the batch loops, k and j its
-    arguments. Its elements past K or n are never computed (tile.stage's zero fill)."""
-    from xdsl.ir import Block, Region
-    from xdsl.dialects.builtin import IndexType, MemRefType
-
-    shape = [lp.extent for lp in _loops_of(lead)] + [kext, n]
+    contraction's chain sees no loop and no stage there): the ops that compute it in the K
+    loop (and the scalar ops before it they read), copied into its region with the batch
+    loops, k and j its arguments. Its elements past K or n are never computed (tile.stage's
+    zero fill)."""
+    shape = [_loop_of(v).extent for v in lead] + [kext, n]
     block = Block(arg_types=[IndexType()] * len(shape))
     names = [*(v.name_hint for v in lead), prod.loop.iv.name_hint or "k", j.name_hint]
     for a, name in zip(block.args, names):
@@ -233,10 +231,8 @@ def gather_op(kloop: tile.ForOp, prod, lead: list[SSAValue], j: SSAValue, kext: 
     return g.result
 
 
-def _loops_of(ivs: list[SSAValue]) -> list[tile.ForOp]:
-    out = []
-    for v in ivs:
-        op = v.owner.parent_op() if hasattr(v.owner, "parent_op") else None
-        assert isinstance(op, tile.ForOp), "a gathered B's batch index is a loop's"
-        out.append(op)
-    return out
+def _loop_of(iv: SSAValue) -> tile.ForOp:
+    assert isinstance(iv, BlockArgument)
+    lp = iv.block.parent_op()
+    assert isinstance(lp, tile.ForOp), "a gathered B's batch index is a loop's"
+    return lp

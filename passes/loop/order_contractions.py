@@ -128,7 +128,7 @@ def _order(kernel: loop.KernelOp) -> tuple[list[int], int] | None:
     rest = [k for k in range(j) if k != i]
     # an implicit GEMM (an f16 conv's window inlined into its K loop: tensor cores gather B's
     # chunks by index math, no plain slab needed): its ivs also feed the padding's masks
-    gathered = _half_product(red) and not _after_k(red, ivs[j], ivs[j])
+    gathered = _gathered(red, ivs[i], ivs[j])
     fold = [k for k in rest if _plain(nest[k]) and (gathered or index_only(ivs[k]))
             and not any(ivs[k] in r and ivs[i] in r for r in reads)] \
         if _plain(nest[j]) and (gathered or index_only(ivs[j])) else []
@@ -151,6 +151,20 @@ def _half_product(red: loop.ForOp) -> bool:
     """A K loop whose loads are all f16/bf16: a product tensor cores may take."""
     loads = [o for o in red.body.walk() if isinstance(o, loop.LoadOp)]
     return bool(loads) and all(ld.buffer.type.element_type in tile.HALF_TYPES for ld in loads)
+
+
+def _gathered(red: loop.ForOp, i: SSAValue, j: SSAValue) -> bool:
+    """An implicit GEMM's K loop: a half product whose operand along j is no plain slab (a
+    conv's window, `_after_k` fails) while the other reads each coordinate from i or K alone
+    (the weight [O, C, kh, kw] at o and K's digits) — tile-tensor-core's gathered B. Not a
+    grouped conv's weight at `g * c + o` (no tensor cores there: its loops stay as they were)."""
+    if not _half_product(red) or _after_k(red, j, j):
+        return False
+    for ld in (o for o in red.body.walk() if isinstance(o, loop.LoadOp)):
+        dims = [{ld.indices[d] for d in e.used_dims()} for e in ld.access_map().results]
+        if any(i in u for u in dims) and all(len(u) <= 1 and u <= {i, red.iv} for u in dims):
+            return True
+    return False
 
 
 def _after_k(red: loop.ForOp, iv: SSAValue, j: SSAValue) -> bool:

@@ -146,3 +146,85 @@ builtin.module {
   }
 }
 
+
+// -----
+
+// A grouped f16 conv (its input padded by a kernel of its own, read through the window; the
+// weight at `g * 8 + o`): no implicit GEMM (tile-tensor-core takes no such product), so its
+// rows of 16 columns do not fold: the group splits off as a batch, the rest keep their order.
+// CHECK-LABEL: loop.kernel @conv_12(
+// CHECK:         loop.for %a0 = 0 to 1 free {
+// CHECK-NEXT:      loop.for %a1_group = 0 to 2 free {
+// CHECK-NEXT:        loop.for %a2 = 0 to 16 free {
+// CHECK-NEXT:          loop.for %a1_in = 0 to 8 free {
+// CHECK-NEXT:            loop.for %a3 = 0 to 16 free {
+// CHECK-NEXT:              loop.for %r0 = 0 to 36 reduce
+builtin.module {
+  loop.kernel @conv_6(%x0: memref<1x8x16x16xf16>, %out: memref<1x8x18x18xf16>) {
+    %0 = arith.constant 0.000000e+00 : f16
+    %1 = arith.constant 17 : index
+    %2 = arith.constant 1 : index
+    loop.for %a0 = 0 to 1 free {
+      loop.for %a1 = 0 to 8 free {
+        loop.for %a2 = 0 to 18 free {
+          loop.for %a3 = 0 to 1 free {
+            loop.store %0, %out[%a0, %a1, %a2, %a3] : memref<1x8x18x18xf16>
+          }
+        }
+      }
+    }
+    loop.for %a0_1 = 0 to 1 free {
+      loop.for %a1_1 = 0 to 8 free {
+        loop.for %a2_1 = 0 to 18 free {
+          loop.for %a3_1 = 0 to 16 free {
+            %3 = loop.load %x0[%a0_1, %a1_1, %a2_1, %a3_1] map (d0, d1, d2, d3) -> (d0, d1, ((d2 + 15) mod 16), d3) : memref<1x8x16x16xf16>
+            %4 = arith.cmpi ult, %a2_1, %1 : index
+            %5 = arith.select %4, %3, %0 : f16
+            %6 = arith.cmpi ult, %a2_1, %2 : index
+            %7 = arith.select %6, %0, %5 : f16
+            loop.store %7, %out[%a0_1, %a1_1, %a2_1, %a3_1] map (d0, d1, d2, d3) -> (d0, d1, d2, (d3 + 1)) : memref<1x8x18x18xf16>
+          }
+        }
+      }
+    }
+    loop.for %a0_2 = 0 to 1 free {
+      loop.for %a1_2 = 0 to 8 free {
+        loop.for %a2_2 = 0 to 18 free {
+          loop.for %a3_2 = 0 to 1 free {
+            loop.store %0, %out[%a0_2, %a1_2, %a2_2, %a3_2] map (d0, d1, d2, d3) -> (d0, d1, d2, (d3 + 17)) : memref<1x8x18x18xf16>
+          }
+        }
+      }
+    }
+  }
+  loop.kernel @conv_12(%conv: memref<1x8x18x18xf16>, %x1: memref<16x4x3x3xf16>, %out: memref<1x16x16x16xf16>) {
+    %0 = arith.constant 0.000000e+00 : f32
+    loop.for %a0 = 0 to 1 free {
+      loop.for %a1 = 0 to 16 free {
+        loop.for %a2 = 0 to 16 free {
+          loop.for %a3 = 0 to 16 free {
+            %1 = loop.for %r0 = 0 to 36 reduce iter(%acc = %0) -> f32 {
+              %2 = loop.load %conv[%a0, %a1, %r0, %a2, %a3] map (d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 8) * 4) + (d2 floordiv 9)), (d3 + ((d2 floordiv 3) mod 3)), (d4 + (d2 mod 3))) : memref<1x8x18x18xf16>
+              %3 = arith.extf %2 : f16 to f32
+              %4 = loop.load %x1[%a1, %r0] map (d0, d1) -> (d0, (d1 floordiv 9), ((d1 floordiv 3) mod 3), (d1 mod 3)) : memref<16x4x3x3xf16>
+              %5 = arith.extf %4 : f16 to f32
+              %6 = arith.mulf %3, %5 : f32
+              %7 = arith.addf %acc, %6 : f32
+              loop.yield %7 : f32
+            }
+            %8 = arith.truncf %1 : f32 to f16
+            loop.store %8, %out[%a0, %a1, %a2, %a3] : memref<1x16x16x16xf16>
+          }
+        }
+      }
+    }
+  }
+  func.func @main(%x0: memref<1x8x16x16xf16>, %x1: memref<16x4x3x3xf16>) -> memref<1x16x16x16xf16> {
+    %conv = memref.alloc() : memref<1x8x18x18xf16>
+    loop.launch @conv_6(%x0, %conv) : memref<1x8x16x16xf16>, memref<1x8x18x18xf16>
+    %conv_1 = memref.alloc() : memref<1x16x16x16xf16>
+    loop.launch @conv_12(%conv, %x1, %conv_1) : memref<1x8x18x18xf16>, memref<16x4x3x3xf16>, memref<1x16x16x16xf16>
+    func.return %conv_1 : memref<1x16x16x16xf16>
+  }
+}
+

@@ -1254,9 +1254,11 @@ def match_product(
     exts = [v.owner for v in (mul.lhs, mul.rhs)]
     if not all(isinstance(e, arith.ExtFOp) for e in exts):
         return None
-    if not all(isinstance(e.input.owner, loop.LoadOp) for e in exts) or \
-            any(coords(e.input.owner) is None for e in exts):  # B an expression, or a window
-        if base is not None or mapped_lead:
+    loaded = all(isinstance(e.input.owner, loop.LoadOp) for e in exts)
+    if mapped_lead and not loaded:
+        return None  # (attention's q.k: its leads read through tail_coords below)
+    if not mapped_lead and (not loaded or any(coords(e.input.owner) is None for e in exts)):
+        if base is not None:  # B an expression, or a window: gathered
             return None
         for a_ext, b_ext in (exts, exts[::-1]):
             if isinstance(a_ext.input.owner, loop.LoadOp):

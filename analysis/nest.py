@@ -1222,11 +1222,16 @@ class Product:
 
     loop: tile.ForOp
     a: loop.LoadOp
-    b: loop.LoadOp
+    b: loop.LoadOp | None
     b_kind: tile.FragmentKind
     type: object
     k_base: SSAValue | None = None  # K is read at k_base + k (a slice of tile-split-k)
     a_kind: tile.FragmentKind = tile.FragmentKind.A
+    # B gathered (an implicit GEMM: a conv's window of its input, its padding selected away):
+    # the 16-bit element B[.., k, j] is `gather`, computed in the K loop from k, j and the
+    # `gather_ivs` (batch loops) by pure ops and loads; `b` is None
+    gather: SSAValue | None = None
+    gather_ivs: frozenset[SSAValue] = frozenset()
 
 
 def match_product(
@@ -1252,10 +1257,23 @@ def match_product(
     if not isinstance(mul, arith.MulfOp):
         return None
     loads = []
-    for v in (mul.lhs, mul.rhs):
-        ext = v.owner
-        if not isinstance(ext, arith.ExtFOp) or not isinstance(ext.input.owner, loop.LoadOp):
+    exts = [v.owner for v in (mul.lhs, mul.rhs)]
+    if not all(isinstance(e, arith.ExtFOp) for e in exts):
+        return None
+    loaded = all(isinstance(e.input.owner, loop.LoadOp) for e in exts)
+    if mapped_lead and not loaded:
+        return None  # (attention's q.k: its leads read through tail_coords below)
+    if not mapped_lead and (not loaded or any(coords(e.input.owner) is None for e in exts)):
+        if base is not None:  # B an expression, or a window: gathered
             return None
+        for a_ext, b_ext in (exts, exts[::-1]):
+            if isinstance(a_ext.input.owner, loop.LoadOp):
+                found = _gathered_product(lp, body, k, a_ext.input.owner, b_ext, add, i, j,
+                                          k_free)
+                if found is not None:
+                    return found
+        return None
+    for ext in exts:
         loads.append(ext.input.owner)
     if len(body) != 6 or len({ld.buffer.type.element_type for ld in loads}) != 1:
         return None
@@ -1282,3 +1300,53 @@ def match_product(
     if a is None or b is None or a is b:
         return None
     return Product(lp, a, b, kind, t, base, a_kind)
+
+
+def _gathered_product(lp: tile.ForOp, body: list[Operation], k: SSAValue, a: loop.LoadOp,
+                      ext: arith.ExtFOp, add: Operation, i: SSAValue, j: SSAValue,
+                      k_free: set[SSAValue]) -> Product | None:
+    """`acc + extf(A[.., i, k]) * extf(E)`, E a 16-bit value of A's type computed in the K loop
+    by pure ops and loads from k, j and batch loops only (an f16 conv's window with its padding
+    selected away, once loop-fuse inlines the im2col): an implicit GEMM's gathered B."""
+    t = a.buffer.type.element_type
+    c = coords(a)
+    if t not in tile.HALF_TYPES or ext.input.type != t or c is None or c[-2:] != [i, k] \
+            or j in c or any(not isinstance(x, int) and x not in (i, k) and x not in k_free
+                             for x in c):
+        return None
+    slice_: list[Operation] = []
+    ivs: set[SSAValue] = set()
+    seen: set[Operation] = set()
+    kernel = lp.parent_op()
+    while kernel is not None and not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    if kernel is None:
+        return None
+
+    def visit(v: SSAValue) -> bool:
+        if v is k or v is j or v in k_free:
+            if v is not k and v is not j:
+                ivs.add(v)
+            return True
+        if isinstance(v, BlockArgument):
+            return v.block is kernel.body.block  # a kernel argument (a buffer)
+        op = v.owner
+        if op in seen:
+            return True
+        seen.add(op)
+        if op.regions or not (isinstance(op, loop.LoadOp) or op.name.startswith("arith.")):
+            return False
+        if not all(visit(x) for x in op.operands):
+            return False
+        if lp.body.block.is_ancestor(op.parent_block()):
+            slice_.append(op)
+        return True
+
+    if not visit(ext.input):
+        return None
+    mul = ext.results[0].first_use.operation if ext.results[0].first_use else None
+    ext_a = a.results[0].first_use.operation if a.results[0].first_use else None
+    if set(body) != {*slice_, a, ext_a, ext, mul, add}:
+        return None  # (the K loop computes nothing else)
+    return Product(lp, a, None, tile.FragmentKind.B_KN, t, None, gather=ext.input,
+                   gather_ivs=frozenset(ivs))

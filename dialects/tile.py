@@ -593,7 +593,7 @@ class YieldOp(IRDLOperation):
     name = "tile.yield"
     values = var_operand_def()
     assembly_format = "($values^ `:` type($values))? attr-dict"
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp), Pure()))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp, GatherOp), Pure()))
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[values])
@@ -1168,6 +1168,44 @@ class MmaOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """A tensor no buffer holds: its element at the block's arguments (one index a dim) is what
+    the region yields — an implicit GEMM's B operand, a conv's im2col window of its input,
+    gathered by index math (zero in the padding) where tile-tensor-core found the product's B
+    an expression rather than a load:
+
+        %g = tile.gather {
+        ^bb0(%n: index, %k: index, %j: index):
+          ...  %v = arith.select %inside, %x, %zero : f16
+          tile.yield %v : f16
+        } : memref<8x576x56xf16>
+
+    Only tile.stage reads it (tile-stage-chunks stages its chunks; the copy evaluates the region
+    at each element's coordinates, zero past its dims, plain loads and st.shared, no cp.async);
+    tile-to-kernel refuses any other use."""
+
+    name = "tile.gather"
+    body = region_def("single_block")
+    result = result_def(MemRefType)
+    assembly_format = "$body attr-dict `:` type($result)"
+    traits = traits_def(HasAncestor(KernelOp))
+
+    def __init__(self, body: Region, result_type: MemRefType):
+        super().__init__(regions=[body], result_types=[result_type])
+
+    def verify_(self) -> None:
+        assert isinstance(self.result.type, MemRefType)
+        block = self.body.block
+        if len(block.args) != len(self.result.type.get_shape()) or any(
+                not isinstance(a.type, IndexType) for a in block.args):
+            raise VerifyException("tile.gather: expected one index argument a dim")
+        last = block.last_op
+        if not isinstance(last, YieldOp) or len(last.values) != 1 \
+                or last.values[0].type != self.result.type.element_type:
+            raise VerifyException("tile.gather: expected the region to yield one element")
+
+
 class PackHalves(IRDLOperation):
     """Two 16-bit floats in one 32-bit fragment register, `lo` in the low half (the fields of
     `tile.pack_halves` and `kernel.pack_halves`)."""
@@ -1193,7 +1231,7 @@ class PackHalvesOp(PackHalves):
 
 Tile = Dialect(
     "tile",
-    [KernelOp, ForOp, YieldOp, StageOp, SplitLastOp, CombineOp, FragmentLoadOp, MmaOp,
+    [KernelOp, ForOp, YieldOp, GatherOp, StageOp, SplitLastOp, CombineOp, FragmentLoadOp, MmaOp,
      PackHalvesOp, LaunchOp],
     [BindAttr, CopyKindAttr, CombineKindAttr, FragmentKindAttr, PlanAttr],
 )

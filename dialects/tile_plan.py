@@ -721,7 +721,8 @@ class MatmulClass(KernelClass):
     `tensor_cores` whether it is a plain f16/bf16 product mma.sync can run, `splittable`
     whether K may be split (one float sum), `slabs` the inputs a K-chunk stage copies, each as
     the loop indices of its non-unit dims (i rows, j columns, k the reduction) and its element
-    bytes (`ik4`: an fp32 A). Knobs: tensor cores (`mma`) choose between warps x fragments
+    bytes (`ik4`: an fp32 A), `gather` (optional) whether B is gathered in the K loop (an
+    implicit GEMM's conv window: tensor cores take it only staged, unsplit). Knobs: tensor cores (`mma`) choose between warps x fragments
     and threads x register tiles; the rest apply to both."""
 
     def implied(self, knobs: dict) -> dict:
@@ -754,6 +755,16 @@ class MatmulClass(KernelClass):
             elif splits > 1 and (k // splits) % 16:
                 bad.append(("mma", f"with tensor cores a K slice must be a multiple of 16 "
                                    f"(K = {k} in {splits} slices)"))
+            elif facts.get("gather") and splits > 1:
+                bad.append(("splits", f"{splits}: a gathered B (fact gather) is staged whole "
+                                      "along K; tensor cores take it unsplit"))
+            elif facts.get("gather") and not (knobs["stage"] and knobs["k_chunk"]):
+                bad.append(("stage", "a gathered B (fact gather) reaches tensor cores only "
+                                     "through its staged K chunks (stage = true, k_chunk > 0)"))
+            elif facts.get("gather") and -(-k // 16) * 16 % knobs["k_chunk"]:
+                bad.append(("k_chunk", f"{knobs['k_chunk']}: a gathered B (fact gather) is "
+                                       f"staged in every chunk: expected a divisor of K = {k} "
+                                       "rounded up to 16 (no remainder loop)"))
             for name, n, unit in (("m", rows, 16), ("n", cols, 8)):
                 w, f = knobs[f"warps_{name}"], knobs[f"frags_{name}"]
                 if w * f * unit > max(unit, _pow2_ceil(n)):
@@ -961,7 +972,7 @@ CLASSES: dict[str, KernelClass] = {
                 ("tile-cp-async", ("copy",)),
                 ("tile-unroll", ("unroll",)),
             ),
-            ("accumulators", "column_step"),
+            ("accumulators", "column_step", "gather"),
         ),
         RowClass(
             "row_reduce",

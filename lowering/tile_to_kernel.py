@@ -225,6 +225,8 @@ class _KernelLowering:
             return
         if isinstance(op, tile.StageOp):
             return self.lower_stage(op)
+        if isinstance(op, tile.GatherOp):
+            return  # (its stages compute its elements; issue_copy)
         if isinstance(op, tile.CombineOp):
             return self.lower_combine(op)
         if isinstance(op, tile.SplitLastOp):
@@ -316,7 +318,7 @@ class _KernelLowering:
         if op.source in self.staged:
             buf, prefix = self.staged[op.source]
         else:
-            buf, prefix = self.vmap[op.source], []
+            buf, prefix = self.global_buffer(op.source), []
         t = op.source.type
         assert isinstance(t, MemRefType)
         rows_n, cols_n = t.get_shape()[-2:]
@@ -464,11 +466,30 @@ class _KernelLowering:
         if op.buffer in self.staged:
             buf, prefix = self.staged[op.buffer]
         else:
-            buf, prefix = self.vmap[op.buffer], []
+            buf, prefix = self.global_buffer(op.buffer), []
         idx = prefix + self.coords(op.access_map(), op.indices)
         new = self.emit(memref.LoadOp.get(buf, idx))
         new.name_hint = op.result.name_hint
         self.vmap[op.result] = new
+
+    def global_buffer(self, v: SSAValue) -> SSAValue:
+        if isinstance(v.owner, tile.GatherOp):
+            raise ConversionError("tile-to-kernel: a tile.gather is read only through its "
+                                  "stages (tile-stage-chunks; the plan's stage = true)")
+        return self.vmap[v]
+
+    def gathered(self, g: tile.GatherOp, idx: list[SSAValue]) -> SSAValue:
+        """A `tile.gather`'s element at `idx`: its region's ops, lowered with its arguments
+        bound to `idx`."""
+        saved = dict(self.vmap)
+        self.vmap.update(zip(g.body.block.args, idx))
+        for o in g.body.block.ops:
+            if isinstance(o, tile.YieldOp):
+                value = self.vmap[o.values[0]]
+                break
+            self.lower(o)
+        self.vmap = saved
+        return value
 
     def lower_store(self, op: loop.StoreOp) -> None:
         def store():
@@ -590,12 +611,13 @@ class _KernelLowering:
         source (a dynamic offset) are zero-filled instead."""
         rtype = op.result.type
         assert isinstance(rtype, MemRefType)
-        src = self.vmap[op.source]
+        gather = op.source.owner if isinstance(op.source.owner, tile.GatherOp) else None
+        src = self.vmap[op.source] if gather is None else None
         sizes = op.size_list
         vec = self.cp_async_vector(op) if op.copy.data == tile.CopyKind.CP_ASYNC else 0
         # sync: 16-byte pieces when aligned (loaded whole; a transposed stage stores them
-        # element by element)
-        step = vec or stage_vector(op, 16, source_only=op.is_transposed) or 1
+        # element by element); a gather's elements one by one, each computed
+        step = 1 if gather else vec or stage_vector(op, 16, source_only=op.is_transposed) or 1
         chunk_sizes = sizes[:-1] + [sizes[-1] // step]
         total = math.prod(chunk_sizes)
         body = Block(arg_types=[INDEX])
@@ -646,8 +668,10 @@ class _KernelLowering:
                     nbytes = vec * tile.element_bytes(rtype.element_type)
                     self.emit(kernel.CpAsyncOp(src, gidx, buf, sidx, nbytes))
                     return
+                assert not (vec and gather), "tile-cp-async leaves a gather's stage sync"
                 for k in range(step):  # a piece of `step` elements (kernel-vectorize merges it)
-                    v = self.emit(memref.LoadOp.get(src, piece(gidx, k)))
+                    v = self.emit(memref.LoadOp.get(src, piece(gidx, k))) if gather is None \
+                        else self.gathered(gather, piece(gidx, k))
                     self.emit(memref.StoreOp.get(v, buf, piece(kept, k)))
 
             def zero() -> None:  # the part of a slab past the end of the source reads as zero

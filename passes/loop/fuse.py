@@ -19,7 +19,9 @@ kernel C reads it:
    probabilities are written once; the model, [8, 4096] by [4096, 64]: 182 -> 16 us), and in
    the K loop of a matmul (>= 32 x 32 outputs, K >= 32) and in the q·k loop of a flash loop:
    there only casts are inlined (not a 16-bit copy through a window or a stride, an f16
-   conv's im2col: `fusion_rules.window_read`), so the product stays a plain product (tensor
+   conv's im2col: `fusion_rules.window_read`, unless the whole producer is that im2col,
+   `fusion_rules.im2col`: then the product's B is the gathered window, an implicit GEMM
+   tensor cores stage chunk by chunk), so the product stays a plain product (tensor
    cores, one FMA per MAC) and the producer — RMSNorm's scaling before q/k/v, the rotary embedding of q and k
    — writes its small output once (rotary embeddings inlined into q·k were computed again for
    every query row).
@@ -100,6 +102,7 @@ from deplo.passes.loop.fusion_rules import (
     forget,
     free_nest_order_for,
     hoist_point,
+    im2col,
     index_constant,
     kernel_of,
     memoized,
@@ -513,7 +516,11 @@ class FuseProducer(RewritePattern):
         points = {}
         in_k_loop = any(f.kind.data == loop.LoopKind.REDUCE
                         for ld in loads for f in loop.enclosing_ops(ld, loop.ForOp))
-        arithmetic = in_k_loop and (not _only_casts(nest) or window_read(nest))
+        # an f16 conv's im2col inlined into its product: an implicit GEMM (tensor cores
+        # stage the gathered window's chunks), not a copy through a window
+        gemm_window = in_k_loop and im2col(nest) and _is_matmul(consumer)
+        arithmetic = in_k_loop and not gemm_window \
+            and (not _only_casts(nest) or window_read(nest))
         if not nest.has_reduction and any(_recompute_factor(ld) > 1 for ld in loads) and (
                 _multiplies_reads(nest, p_launch)
                 or (arithmetic and _is_matmul(consumer) and not _softmax(consumer, p_launch))

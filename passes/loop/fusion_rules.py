@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -200,6 +200,29 @@ def window_read(nest: ProducerNest) -> bool:
                                   for k, p in enumerate(positions)}):
                 return True
     return False
+
+
+def im2col(nest: ProducerNest) -> bool:
+    """An f16/bf16 conv's im2col tensor (`torch_to_tir._columns`): a window or stride copy
+    (`window_read`) of one 16-bit input of its own type, its padding selected to zero (integer
+    index math, compares and selects: no float arithmetic). Inlined into a matmul's K loop it
+    is an implicit GEMM: tile-tensor-core takes the product's B as a `tile.gather` whose chunks
+    tile-stage-chunks computes into shared memory, no im2col tensor written."""
+    t = nest.kernel.args[nest.out_index].type.element_type
+    if t not in tile.HALF_TYPES or not window_read(nest):
+        return False
+    for o in nest.kernel.body.walk():
+        if isinstance(o, loop.LoadOp):
+            if o.buffer.type.element_type != t:
+                return False
+        elif isinstance(o, arith.SelectOp | arith.ConstantOp):
+            continue
+        elif o.name.startswith("arith."):
+            if any(not isinstance(r.type, IndexType | IntegerType) for r in o.results):
+                return False
+        elif not isinstance(o, loop.ForOp | loop.StoreOp | loop.YieldOp):
+            return False
+    return True
 
 
 def _digit_sum(e: AffineExpr, extents: dict[int, int | None]) -> bool:

@@ -21,7 +21,12 @@ rows instead of 7 of 64 columns (the model, H100, [8, 256, 14, 14] by 512 x 3 x 
 though a 1x1 conv's input is then no plain slab ([8, 256, 14, 14] by 256 x 1 x 1: 14.8 us with
 both operands staged, 12.6 folding (h, w), 10.3 folding (n, h, w)).
 
-An f16/bf16 product (tensor cores) folds only the loops its operand along j reads after K's
+An f16/bf16 product whose operand along j is a gather (an implicit GEMM: the conv's window
+inlined into the K loop, `fusion_rules.im2col`; tile-tensor-core stages it by index math, no
+plain slab needed) folds every loop not read with i, its padding masks' ivs included (their
+digits computed), where a row is at most FOLD_GATHERED = 16 columns (fp16 [8, 256, 14, 14] by
+256 x 3 x 3: 26.5 -> 18.9 us by the model; wider rows were faster as batches). Any other f16/bf16
+product (tensor cores) folds only the loops its operand along j reads after K's
 dims (`_after_k`: (h, w), which loop-collapse-dims merges into one plain dim), whatever the
 output count: an image folded in too would split j across the input's batch and channel dims,
 and fragment loads take only a plain [.., K, j] slab.
@@ -43,7 +48,8 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntAttr, ModuleOp
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -86,6 +92,16 @@ FOLD_BELOW = 64  # a j narrower than a block tile takes in the loops it can fold
 FOLD_OUTPUTS = 132 * 1024
 
 
+FOLD_GATHERED = 16  # an implicit GEMM folds (images, rows) into j where a row is at most
+# this many columns: each block's weight chunk otherwise serves a tile of 16 columns or fewer,
+# staged again for every one (the model, H100, fp16 by 3 x 3: [8, 512, 7, 7] 92.9 -> 28.8 us,
+# [8, 256, 14, 14] 26.5 -> 18.9, ViT's [8, 3, 224, 224] by 16 x 16 patches 26.9 -> 15.6).
+# Wider rows stay, the image and row batch loops on block.z: folded, the ranked tiles came out
+# slower ([8, 128, 28, 28] 19.3 -> 25.7 us, stride 2 of [8, 64, 56, 56] 11.3 -> 14.5, a stem's
+# 7 x 7 of [8, 3, 224, 224] 15.0 -> 17.6), though [8, 64, 56, 56] by 64 x 3 x 3 would gain
+# (14.9 -> 12.4)
+
+
 def _contraction(kernel: loop.KernelOp) -> tuple[list[loop.ForOp], loop.ForOp] | None:
     """(the perfect free nest, the one reduce loop in it, with no loop inside), or None."""
     nest = outer_free_nest(kernel)
@@ -110,10 +126,15 @@ def _order(kernel: loop.KernelOp) -> tuple[list[int], int] | None:
     if i is None:
         return None
     rest = [k for k in range(j) if k != i]
-    fold = [k for k in rest if _plain(nest[k]) and index_only(ivs[k])
+    # an implicit GEMM (an f16 conv's window inlined into its K loop: tensor cores gather B's
+    # chunks by index math, no plain slab needed): its ivs also feed the padding's masks
+    gathered = _gathered(red, ivs[i], ivs[j])
+    fold = [k for k in rest if _plain(nest[k]) and (gathered or index_only(ivs[k]))
             and not any(ivs[k] in r and ivs[i] in r for r in reads)] \
-        if _plain(nest[j]) and index_only(ivs[j]) else []
-    if _half_product(red) and _after_k(red, ivs[j], ivs[j]):  # tensor cores: what keeps the
+        if _plain(nest[j]) and (gathered or index_only(ivs[j])) else []
+    if gathered:  # a row of 16 columns or fewer: every loop not read with i folds into j
+        fold = fold if nest[j].extent <= FOLD_GATHERED else []
+    elif _half_product(red) and _after_k(red, ivs[j], ivs[j]):  # tensor cores: what keeps the
         # operand along j plain, however wide j is (where it is plain along j at all: not a
         # window's gather; W = 64 left h a batch: fp16 [8, 64, 64, 64] 3x3 on FMAs, 88 us)
         fold = [k for k in fold if _after_k(red, ivs[k], ivs[j])]
@@ -130,6 +151,20 @@ def _half_product(red: loop.ForOp) -> bool:
     """A K loop whose loads are all f16/bf16: a product tensor cores may take."""
     loads = [o for o in red.body.walk() if isinstance(o, loop.LoadOp)]
     return bool(loads) and all(ld.buffer.type.element_type in tile.HALF_TYPES for ld in loads)
+
+
+def _gathered(red: loop.ForOp, i: SSAValue, j: SSAValue) -> bool:
+    """An implicit GEMM's K loop: a half product whose operand along j is no plain slab (a
+    conv's window, `_after_k` fails) while the other reads each coordinate from i or K alone
+    (the weight [O, C, kh, kw] at o and K's digits) — tile-tensor-core's gathered B. Not a
+    grouped conv's weight at `g * c + o` (no tensor cores there: its loops stay as they were)."""
+    if not _half_product(red) or _after_k(red, j, j):
+        return False
+    for ld in (o for o in red.body.walk() if isinstance(o, loop.LoadOp)):
+        dims = [{ld.indices[d] for d in e.used_dims()} for e in ld.access_map().results]
+        if any(i in u for u in dims) and all(len(u) <= 1 and u <= {i, red.iv} for u in dims):
+            return True
+    return False
 
 
 def _after_k(red: loop.ForOp, iv: SSAValue, j: SSAValue) -> bool:
@@ -155,27 +190,57 @@ def _plain(f: loop.ForOp) -> bool:
 def _fold(nest: list[loop.ForOp]) -> None:
     """One loop over the product of a perfect free nest's extents, in the outermost's place:
     each old index is the new one's digit in their mixed radix, (J floordiv stride) mod extent,
-    in every access (the nest's ivs are indices of loads and stores only)."""
+    in every access, and computed so (arith) where an iv is used as a value (an implicit
+    GEMM's padding mask compares its row and column)."""
     extents = [f.ub.data for f in nest]
-    outer, last = nest[0], nest[-1]
+    outer = nest[0]
     subst = {}
     for k, f in enumerate(nest):
         stride = math.prod(extents[k + 1:])
         e = AffineExpr.dimension(0)
         e = e // stride if stride > 1 else e
         subst[f.iv] = ([outer.iv], e % extents[k] if k else e)
-    accesses = {u.operation for f in nest for u in f.iv.uses}
+    accesses = {u.operation for f in nest for u in f.iv.uses if _index_use(u)}
+    values = {k: [u for u in f.iv.uses if not _index_use(u)] for k, f in enumerate(nest)}
     outer.ub = IntAttr(math.prod(extents))
     outer.iv.name_hint = "_".join(f.iv.name_hint or "i" for f in nest)
-    body = [o for o in last.body.block.ops if not isinstance(o, loop.YieldOp)]
+    body = [o for f in nest[1:] for o in f.body.block.ops  # (scalar code between loops too)
+            if not isinstance(o, loop.YieldOp) and o not in nest]
     for o in body:
         o.detach()
     nest[1].detach()
     Rewriter.insert_op(body, InsertPoint.at_start(outer.body.block))
     nest[1].erase(safe_erase=False)
+    # an iv used as a value (an implicit GEMM's padding mask): its digit, computed
+    digits = []
+    for k, uses in values.items():
+        if not uses:
+            continue
+        stride = math.prod(extents[k + 1:])
+        v = outer.iv
+        if stride > 1:
+            c = arith.ConstantOp(IntegerAttr(stride, IndexType()))
+            v = arith.FloorDivSIOp(v, c.result)
+            digits += [c, v]
+            v = v.result
+        if k:
+            c = arith.ConstantOp(IntegerAttr(extents[k], IndexType()))
+            v = arith.RemSIOp(v, c.result)
+            digits += [c, v]
+            v = v.result
+        for u in uses:
+            u.operation.operands[u.index] = v
+    if digits:
+        Rewriter.insert_op(digits, InsertPoint.at_start(outer.body.block))
     for acc in accesses:
         indices, amap = substitute_access(list(acc.indices), acc.access_map(), subst, {})
         loop.reaccess(acc, indices, amap)
+
+
+def _index_use(u) -> bool:
+    """A use of an iv as a load's or store's index (not as a value)."""
+    return isinstance(u.operation, loop.LoadOp) and u.index >= 1 \
+        or isinstance(u.operation, loop.StoreOp) and u.index >= 2
 
 
 def _group_size(f: loop.ForOp) -> int | None:

@@ -10,7 +10,9 @@ tile-to-kernel copies 16-byte pieces where the slab, the rows and the offset are
 commits and waits for the group (with buffers(n): n - 1 chunks ahead). A stage whose elements are
 not a whole number of 4-byte pieces in line (e.g. an odd fp16 row) keeps its plain copy. The
 heuristic uses cp.async for stages in loops (the K chunks of a matmul), where the copy of the
-next chunk overlaps the compute of this one; a one-off stage would wait at once.
+next chunk overlaps the compute of this one; a one-off stage would wait at once. A stage of a
+`tile.gather` (an implicit GEMM's window, zero in the padding) keeps its plain copy: cp.async
+copies bytes, it does not compute them.
 """
 
 from __future__ import annotations
@@ -36,5 +38,7 @@ class TileCpAsyncPass(KernelPass):
         if plan.knob("copy") != "cp_async":
             return
         for st in [o for o in kernel.body.walk() if isinstance(o, tile.StageOp)]:
+            if isinstance(st.source.owner, tile.GatherOp):
+                continue  # (computed element by element: loads, index math, st.shared)
             if st.copy.data == tile.CopyKind.SYNC and (stage_vector(st, 16) or stage_vector(st, 4)):
                 restage(st, copy=tile.CopyKind.CP_ASYNC)

@@ -126,6 +126,9 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
     )
     product = nest.match_product(red, i.iv, j.iv, batch)
     slabs = _slabs(kernel, red, {i.iv: "i", j.iv: "j", red.iv: "k"}, batch)
+    gather = product is not None and product.gather is not None
+    if gather:  # B's chunks, gathered (an implicit GEMM's window): a [k][j] slab of 16 bits
+        slabs.append("kj2")
     accs = (("accumulators", len(red.inits)),) if len(red.inits) > 1 else ()
     step = nest.column_step(red, j.iv)
     return (
@@ -136,6 +139,7 @@ def matmul_facts(kernel: tile.KernelOp) -> Facts | None:
         ("slabs", tuple(slabs)),
         *accs,  # sibling products in one K loop (gate and up): accumulators per output
         *((("column_step", step),) if step > 1 else ()),  # a strided conv's input window
+        *((("gather", True),) if gather else ()),  # B gathered: tensor cores stage its chunks
     )
 
 
@@ -434,6 +438,8 @@ def _splits(f: dict, mma: bool) -> list[int]:
     """The splits of K a matmul plan may take: slices of at least 128 and, with tensor cores, a
     multiple of 16; at most 128."""
     k = f["k"]
+    if mma and f.get("gather"):
+        return [1]  # (a gathered B is staged whole along K: tile_plan's violations)
     return [d for d in range(1, 129) if k % d == 0 and (not mma or (k // d) % 16 == 0)
             and (d == 1 or (f["splittable"] and k // d >= 128))] or [1]
 
@@ -607,6 +613,8 @@ def matmul_knobs(f: dict, fixed: dict) -> dict:
          else "kernel")
     k = reduce_length(f, knobs)
     chunk = (32 if k >= 64 else 16) if _matmul_sized(f, knobs["splits"]) else 0
+    if knobs["mma"] and f.get("gather"):  # every chunk staged: no remainder loop (K = 144: 16)
+        chunk = 32 if -(-k // 16) * 16 % 32 == 0 and k > 32 else 16
     kc = pick("k_chunk", chunk if chunk < k else 0)
     stage = pick("stage", bool(kc) and bool(f["slabs"]))
     pad = 0

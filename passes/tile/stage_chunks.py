@@ -20,7 +20,8 @@ The slab is found per dim from the span of every load's coordinate over the bloc
 block-uniform leaves plus a range over the thread ivs and the chunk's own loops); the loads of a
 buffer must agree on the uniform part. A slab larger than the buffer's dim is cut to it; the part
 of a last block's tile past the end reads as zero (tile.stage) and no clamped load reads it.
-Buffers that are stored to stay global. With the plan's `transpose` (tile-register-tile's), a
+Buffers that are stored to stay global. A `tile.gather` (an implicit GEMM's B, its conv
+window) is staged like a buffer: its chunk's copy computes each element (tile-to-kernel). With the plan's `transpose` (tile-register-tile's), a
 slab whose innermost dim is the reduction ([rows][k]: A, a linear weight) is stored k-major,
 `tile.stage ... transposed`: the rows (columns) of one k that a thread's register tile reads are
 then consecutive words, read as 128-bit vectors (kernel-vectorize), and the lanes of a warp read
@@ -137,7 +138,7 @@ class TileStageChunksPass(KernelPass):
                 buf = o.buffer if isinstance(o, loop.LoadOp) else getattr(o, "source", None)
                 if (
                     isinstance(o, loop.LoadOp | tile.FragmentLoadOp)
-                    and buf in kernel.args
+                    and (buf in kernel.args or isinstance(buf.owner, tile.GatherOp))
                     and buf not in stored
                 ):
                     groups.setdefault(buf, []).append(o)
@@ -170,7 +171,7 @@ class TileStageChunksPass(KernelPass):
                 transposed = bool(plan.knob("transpose")) and len(kept) >= 2 \
                     and chunk.iv in kept[-1].uniform and chunk.iv not in kept[-2].uniform
                 stage = tile.StageOp(buf, offsets, sizes, transposed=transposed)
-                if isinstance(buf, BlockArgument) and buf.name_hint:
+                if buf.name_hint:
                     stage.result.name_hint = buf.name_hint + "s"
                 stages.append(stage)
                 for o in loads:

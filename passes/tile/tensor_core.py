@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntAttr, MemRefType
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.index import is_float_zero
@@ -108,7 +108,12 @@ class TileTensorCorePass(KernelPass):
         kb = Builder(InsertPoint.at_end(kloop.body.block))
         kv = kloop.iv if prod.k_base is None else rw.add(kb, k_base, kloop.iv)
         lead_a = [x for x in coords(prod.a)[:-2]]
-        lead_b = [x for x in coords(prod.b)[:-2]]
+        if prod.gather is not None:  # an implicit GEMM: B's elements as a tile.gather
+            lead_b = [lp.iv for lp in c.chain if lp.iv in prod.gather_ivs]
+            b_source = gather_op(kloop, prod, lead_b, j.iv, kext, n)
+        else:
+            lead_b = [x for x in coords(prod.b)[:-2]]
+            b_source = prod.b.buffer
 
         def idx(x) -> SSAValue:
             return rw.const(kb, x) if isinstance(x, int) else x
@@ -128,7 +133,7 @@ class TileTensorCorePass(KernelPass):
             col = rw.add(kb, col0, rw.const(kb, 8 * f)) if f else col0
             rc = [kv, col] if prod.b_kind is K.B_KN else [col, kv]
             ld = kb.insert(
-                tile.FragmentLoadOp(prod.b_kind, prod.b.buffer, [*map(idx, lead_b), *rc], lane)
+                tile.FragmentLoadOp(prod.b_kind, b_source, [*map(idx, lead_b), *rc], lane)
             )
             frag_b.append(list(ld.results))
             for x in ld.results:
@@ -189,3 +194,46 @@ def _copy_slice(v: SSAValue, cell, b: Builder) -> SSAValue:
         new.operands[k] = _copy_slice(operand, cell, b)
     b.insert(new)
     return new.results[v.index]
+
+
+def gather_op(kloop: tile.ForOp, prod, lead: list[SSAValue], j: SSAValue, kext: int,
+              n: int) -> SSAValue:
+    """A gathered B (`match_product`'s `gather`: an implicit GEMM's window) as a `tile.gather`
+    [*lead, K, n] just before the new K loop (beside it in the cell: what reads the
+    contraction's chain sees no loop and no stage there): the ops that compute it in the K
+    loop (and the scalar ops before it they read), copied into its region with the batch
+    loops, k and j its arguments. Its elements past K or n are never computed (tile.stage's
+    zero fill)."""
+    shape = [_loop_of(v).extent for v in lead] + [kext, n]
+    block = Block(arg_types=[IndexType()] * len(shape))
+    names = [*(v.name_hint for v in lead), prod.loop.iv.name_hint or "k", j.name_hint]
+    for a, name in zip(block.args, names):
+        a.name_hint = name
+    vmap: dict[SSAValue, SSAValue] = dict(zip([*lead, prod.loop.iv, j], block.args))
+
+    def copy(v: SSAValue) -> SSAValue:
+        if v in vmap:
+            return vmap[v]
+        op = v.owner
+        if not isinstance(op, Operation):
+            return v  # a kernel argument
+        new = op.clone()
+        for k, x in enumerate(op.operands):
+            new.operands[k] = copy(x)
+        block.add_op(new)
+        for old, r in zip(op.results, new.results):
+            vmap[old] = r
+        return vmap[v]
+
+    block.add_op(tile.YieldOp(copy(prod.gather)))
+    g = tile.GatherOp(Region(block), MemRefType(prod.type, shape))
+    g.result.name_hint = "window"
+    Rewriter.insert_op(g, InsertPoint.before(kloop))
+    return g.result
+
+
+def _loop_of(iv: SSAValue) -> tile.ForOp:
+    assert isinstance(iv, BlockArgument)
+    lp = iv.block.parent_op()
+    assert isinstance(lp, tile.ForOp), "a gathered B's batch index is a loop's"
+    return lp

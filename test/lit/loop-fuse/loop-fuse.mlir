@@ -312,15 +312,37 @@ func.func @main(%gate: tensor<4x16xf32>, %up: tensor<4x16xf32>, %w: tensor<16x8x
 
 // -----
 
-// An f16 window copy (a conv's im2col, read at `d2 + (d1 mod 3)`) stays a kernel of its own
-// before a matmul's K loop: inlined, the product's operand would be a gather no tensor core
-// takes. Written, the product reads it plainly.
-// CHECK-LABEL: loop.kernel @c(%x: memref<2x16x66xf16>, %out: memref<2x48x64xf16>) {
-// CHECK-LABEL: loop.kernel @y(%c: memref<2x48x64xf16>, %w: memref<32x48xf16>, %out: memref<2x32x64xf32>) {
-// CHECK:           loop.load %c[%a0, %r0, %a2] : memref<2x48x64xf16>
+// An f16 window copy (a conv's im2col, read at `d2 + (d1 mod 3)`) is inlined into a matmul's
+// K loop (`fusion_rules.im2col`): an implicit GEMM, whose gathered B tile-tensor-core takes as
+// a tile.gather and tile-stage-chunks computes chunk by chunk. No im2col tensor is written.
+// CHECK-LABEL: loop.kernel @y(%x: memref<2x16x66xf16>, %w: memref<32x48xf16>, %out: memref<2x32x64xf32>) {
+// CHECK:           loop.load %x[%a0, %r0, %a2] map (d0, d1, d2) -> (d0, (d1 floordiv 3), (d2 + (d1 mod 3))) : memref<2x16x66xf16>
+// CHECK-LABEL: func.func @window_f16(
+// CHECK-NEXT:      memref.alloc() : memref<2x32x64xf32>
+// CHECK-NEXT:      loop.launch @y(
 func.func @window_f16(%x: tensor<2x16x66xf16>, %w: tensor<32x48xf16>) -> tensor<2x32x64xf32> {
   %c = tir.index_map %x (d0, d1, d2) -> (d0, (d1 floordiv 3), (d2 + (d1 mod 3))) : tensor<2x16x66xf16> -> tensor<2x48x64xf16>
   %cf = tir.cast %c : tensor<2x48x64xf16> -> tensor<2x48x64xf32>
+  %wf = tir.cast %w : tensor<32x48xf16> -> tensor<32x48xf32>
+  %a = tir.index_map %cf (d0, d1, d2, d3) -> (d0, d3, d2) : tensor<2x48x64xf32> -> tensor<2x32x64x48xf32>
+  %b = tir.index_map %wf (d0, d1, d2, d3) -> (d1, d3) : tensor<32x48xf32> -> tensor<2x32x64x48xf32>
+  %p = tir.elementwise mul(%a, %b) : tensor<2x32x64x48xf32>
+  %y = tir.reduce add %p [3] : tensor<2x32x64x48xf32> -> tensor<2x32x64xf32>
+  func.return %y : tensor<2x32x64xf32>
+}
+
+// -----
+
+// An f16 window copy that also computes in floats (here a scale) is no im2col: it stays a
+// kernel of its own before the K loop, so that the product stays a plain one tensor cores take.
+// CHECK-LABEL: loop.kernel @s(%x: memref<2x16x66xf16>, %out: memref<2x48x64xf16>) {
+// CHECK-LABEL: loop.kernel @y(%s: memref<2x48x64xf16>, %w: memref<32x48xf16>, %out: memref<2x32x64xf32>) {
+// CHECK:           loop.load %s[%a0, %r0, %a2] : memref<2x48x64xf16>
+func.func @window_scaled_f16(%x: tensor<2x16x66xf16>, %w: tensor<32x48xf16>) -> tensor<2x32x64xf32> {
+  %c = tir.index_map %x (d0, d1, d2) -> (d0, (d1 floordiv 3), (d2 + (d1 mod 3))) : tensor<2x16x66xf16> -> tensor<2x48x64xf16>
+  %two = tir.full 2.0 : tensor<2x48x64xf16>
+  %s = tir.elementwise mul(%c, %two) : tensor<2x48x64xf16>
+  %cf = tir.cast %s : tensor<2x48x64xf16> -> tensor<2x48x64xf32>
   %wf = tir.cast %w : tensor<32x48xf16> -> tensor<32x48xf32>
   %a = tir.index_map %cf (d0, d1, d2, d3) -> (d0, d3, d2) : tensor<2x48x64xf32> -> tensor<2x32x64x48xf32>
   %b = tir.index_map %wf (d0, d1, d2, d3) -> (d1, d3) : tensor<32x48xf32> -> tensor<2x32x64x48xf32>

@@ -383,3 +383,26 @@ tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) plan pointwise(chain = [4], l
 // CHECK: tile.kernel @k: expected no done steps without a plan
 tile.kernel @k(%x: memref<4xf32>) grid(1) block(1) done ["tile-map-grid"] {
 }
+
+// -----
+
+// CHECK: tile.gather: expected one index argument a dim
+tile.kernel @k(%x: memref<4x8xf16>) grid(1) block(1) {
+  %g = tile.gather {
+  ^bb0(%i: index):
+    %v = loop.load %x[%i, %i] : memref<4x8xf16>
+    tile.yield %v : f16
+  } : memref<4x8xf16>
+}
+
+// -----
+
+// CHECK: tile.gather: expected the region to yield one element
+tile.kernel @k(%x: memref<4x8xf16>) grid(1) block(1) {
+  %g = tile.gather {
+  ^bb0(%i: index, %j: index):
+    %v = loop.load %x[%i, %j] : memref<4x8xf16>
+    %w = arith.extf %v : f16 to f32
+    tile.yield %w : f32
+  } : memref<4x8xf16>
+}

@@ -87,3 +87,21 @@ tile.kernel @fragments(%a: memref<64x64xf16>, %b: memref<64x64xbf16>, %bs: memre
     %e0, %e1, %e2, %e3 = tile.mma bf16 %a0, %a1, %a2, %a3, %n0, %n1, %d0, %d1, %d2, %d3
   }
 }
+
+// -----
+
+// tile.gather: a tensor no buffer holds, its element at (i, j) what the region yields (an
+// implicit GEMM's B: a window of the input, zero in the padding).
+// CHECK-LABEL: tile.kernel @gather(
+// CHECK:         %g = tile.gather {
+// CHECK-NEXT:    ^bb0(%i: index, %j: index):
+// CHECK-NEXT:      %v = loop.load %x[%i, %j] map (d0, d1) -> (d0, (d1 + 1)) : memref<4x9xf16>
+// CHECK-NEXT:      tile.yield %v : f16
+// CHECK-NEXT:    } : memref<4x8xf16>
+tile.kernel @gather(%x: memref<4x9xf16>) grid(1) block(1) {
+  %g = tile.gather {
+  ^bb0(%i: index, %j: index):
+    %v = loop.load %x[%i, %j] map (d0, d1) -> (d0, (d1 + 1)) : memref<4x9xf16>
+    tile.yield %v : f16
+  } : memref<4x8xf16>
+}

@@ -45,3 +45,15 @@ def test_the_roofline_counts_the_real_flops() -> None:
                              "torch.randn(48,8,2,2), stride=2)", seed=0)
     outputs = 2 * 8 * 10 * 12
     assert algorithm_flops(compiled.module("torch")).total == 2.0 * outputs * 48
+
+
+def test_16_bit_phases_run_on_tensor_cores() -> None:
+    """Each phase is an implicit GEMM over the input's window with the phase's weight apart (a
+    plain [O, K] A): inlined too, the weight's slice and flip took the product off tensor
+    cores (loop-fuse `_the_wider_operand`)."""
+    compiled = deplo.compile("F.conv_transpose2d(torch.randn(2,64,5,6,dtype=torch.float16), "
+                             "torch.randn(64,16,4,4,dtype=torch.float16), stride=2, padding=1)",
+                             seed=0)
+    plans = [p for p in compiled.plans()["kernels"].values() if p["kind"] == "matmul"]
+    assert plans and all(p["knobs"]["mma"] for p in plans)
+    assert compiled.check(seed=1).ok

@@ -1201,7 +1201,8 @@ def grid_loops(kernel: tile.KernelOp, dims: int = 3, leave_innermost: bool = Tru
     `leave_innermost`, the innermost loop of a chain of two or more is left for the threads
     when nothing inside it could be (relu(x @ w): blocks over rows, threads over columns)."""
     chain = free_loop_chain(kernel)
-    while len(chain) > 1 and chain[-1].extent == 1:  # ([n, c, h, 1]: the threads take h)
+    while len(chain) > 1 and chain[-1].extent == 1 and not any(  # ([n, c, h, 1]: the
+            isinstance(op, tile.ForOp) for op in chain[-1].body.walk()):  # threads take h)
         chain.pop()
     candidates = [lp for lp in chain if (lp.extent or 0) > 1]
     if (

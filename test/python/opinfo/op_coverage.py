@@ -55,7 +55,6 @@ def _dim_arg(i: int, default: int = -1) -> Callable:
     return lambda s: s.args[i] if len(s.args) > i else s.kwargs.get("dim", default)
 
 
-RANK_LIMIT = {"at most 4096": "more than 4096 elements a row (ranking costs n^2)"}
 TRAINING_DROPOUT = {"dropout in training mode": "training-mode dropout is random"}
 
 COVERAGE: list[Entry] = [
@@ -186,13 +185,13 @@ COVERAGE: list[Entry] = [
     Entry("max", "torch.amax + torch.argmax", "reduction_with_dim"),
     Entry("min", "torch.amin + torch.argmin", "reduction_with_dim"),
     Entry("topk", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index); a long row by chunks: each one's top k, then the candidates'", tie_dim=_dim_arg(1)),
-    Entry("sort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index); past 4096, runs of 256 so ranked, then merged pairwise by co-ranks (a search of gathers)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
-    Entry("argsort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index); past 4096, runs of 256 so ranked, then merged pairwise by co-ranks (a search of gathers)", refusals=RANK_LIMIT, tie_dim=_dim_arg(0)),
-    Entry("msort", "sort along dim 0", refusals=RANK_LIMIT, tie_dim=lambda s: 0),
-    Entry("kthvalue", "the element ranked k-th by counting (ties by index)", refusals=RANK_LIMIT,
+    Entry("sort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index); past 4096, runs of 256 so ranked, then merged pairwise by co-ranks (a search of gathers)", tie_dim=_dim_arg(0)),
+    Entry("argsort", "ranked by counting (n^2 comparisons a row; NaN greatest, ties by index); past 4096, runs of 256 so ranked, then merged pairwise by co-ranks (a search of gathers)", tie_dim=_dim_arg(0)),
+    Entry("msort", "sort along dim 0", tie_dim=lambda s: 0),
+    Entry("kthvalue", "the element ranked k-th by counting (ties by index)",
           tie_dim=_dim_arg(1)),
     *[Entry(name, "the element ranked in the middle by counting (ties by index; " + nan + ")",
-            refusals=RANK_LIMIT, tie_dim=_dim_arg(0))
+            tie_dim=_dim_arg(0))
       for name, nan in (("median", "a row with NaN: its first NaN"),
                         ("nanmedian", "the middle of the numbers"))],
     Entry("scatter", "matched: a place is hit by the index entries equal to it; the last write "
@@ -508,13 +507,13 @@ deplo does not convert is traced again through PyTorch's decompositions of such 
 
 ## Not covered, and why
 
-- `sort`, `argsort` over more than 4096 elements a row: Tensor IR moves data by affine
-  maps and gathers and has no scatter or sorting network, so these rank by counting, at n^2
-  comparisons a row. Beyond the limit they are refused, naming the op and the size. `topk`
-  takes a long row (a vocabulary's logits) by chunks of max(2k, 256): each chunk's top k, then
-  the top k of those candidates (chunked again while that pays), about n s^2 / (s - k)
-  comparisons a row for chunks of s; refused past the limit only for k > 2048. Scatters
-  match each place against each index entry the same way, up to 4096^2 pairs a row.
+- Ranking ops have no sorting network in Tensor IR (data moves by affine maps and gathers, no
+  scatter): up to 4096 a row they rank by counting, at n^2 comparisons a row. A longer row is
+  sorted as runs of at most 256 ranked so, then merged pairwise, each output read at its
+  co-rank (an 8-pivot search of gathers a step): `sort`, `argsort`, `kthvalue`, `median` and a
+  `topk` of k > 2048. A smaller `topk` takes a long row by chunks of max(2k, 256): each
+  chunk's top k, then the top k of those candidates. Scatters match each place against each
+  index entry, up to 4096^2 pairs a row.
 - `index_put` with a boolean mask takes values that broadcast over the picked elements (one
   value, or one a trailing position); values with one entry per picked element depend on how
   many it picks (refused).

@@ -1318,9 +1318,7 @@ def _gathered_product(lp: tile.ForOp, body: list[Operation], k: SSAValue, a: loo
     slice_: list[Operation] = []
     ivs: set[SSAValue] = set()
     seen: set[Operation] = set()
-    kernel = lp.parent_op()
-    while kernel is not None and not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
+    kernel = next(loop.enclosing_ops(lp, tile.KernelOp), None)
     if kernel is None:
         return None
 

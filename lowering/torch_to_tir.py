@@ -744,10 +744,10 @@ def conv(b: TirBuilder, op: Operation, rt: TensorType) -> SSAValue:
 
 def _tensor_core_window(op: Operation, out: Sequence[int]) -> bool:
     """An f16/bf16 conv of one group whose input the product would read through a window or a
-    stride: its im2col tensor is written once (the input's bytes times the window's elements,
-    in f16) and the product reads it as a plain [K, columns] operand, which tensor cores take;
-    read through the window, it ran on FMAs (the model, H100, [8, 64, 56, 56] by 64 x 3 x 3:
-    65 us, 15x the roofline). A 1x1 conv of stride 1 reads its input plainly already."""
+    stride: a product over its im2col [K, columns], which tensor cores take (loop-fuse inlines
+    the im2col, tile-tensor-core gathers B's chunks by index math: an implicit GEMM); read
+    through the window as a conv, it ran on FMAs (the model, H100, [8, 64, 56, 56] by 64 x 3 x
+    3: 65 us, 15x the roofline). A 1x1 conv of stride 1 reads its input plainly already."""
     st = op.window()[0]
     _, cg, *kernel = op.weight.type.get_shape()
     n, channels = op.input.type.get_shape()[:2]
@@ -758,8 +758,9 @@ def _tensor_core_window(op: Operation, out: Sequence[int]) -> bool:
         and columns <= COLUMNS_MAX_BYTES
 
 
-COLUMNS_MAX_BYTES = 1 << 28  # an im2col tensor past 256 MB (a 3x3 conv of [64, 256, 56, 56]:
-# 925 MB) would crowd device memory: such a conv reads its input through the window instead
+COLUMNS_MAX_BYTES = 1 << 28  # an im2col past 256 MB (a 3x3 conv of [64, 256, 56, 56]: 925 MB)
+# reads its input through the window instead: the cap from when the im2col was written out,
+# kept where loop-fuse would leave it written (a second consumer, a plan that does not inline)
 
 
 def _columns(b: TirBuilder, x: SSAValue, kernel: Sequence[int], spatial: Sequence[int],
@@ -767,8 +768,8 @@ def _columns(b: TirBuilder, x: SSAValue, kernel: Sequence[int], spatial: Sequenc
     """The im2col tensor [N, C * prod(kernel), *spatial] of x [N, C, *in]: x at s * stride +
     k * dilation - pad, zero where that falls in the padding (a select on iota coordinates:
     read at a wrapped, always in-bounds index, as an inlined concat reads; no padded copy).
-    Fusion writes it rather than inline it into the product's K loop (a select is arithmetic;
-    an unpadded window's copy is `fusion_rules.window_read`)."""
+    Loop-fuse inlines it into the product's K loop, whose B tile-tensor-core then gathers by
+    index math (`fusion_rules.im2col`: an implicit GEMM, no im2col tensor written)."""
     n, size = len(kernel), x.type.get_shape()[2:]
     shape = [x.type.get_shape()[0], x.type.get_shape()[1] * math.prod(kernel), *spatial]
     d = AffineExpr.dimension

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue, Use
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -113,10 +113,15 @@ def reindex(access: loop.LoadOp | loop.StoreOp, iv: SSAValue, indices: list[SSAV
     loop.reaccess(access, indices, AffineMap(len(indices), 0, results))
 
 
+def index_use(u: Use) -> bool:
+    """A use of a value as a load's or a store's index (not as a value)."""
+    return isinstance(u.operation, loop.LoadOp) and u.index >= 1 \
+        or isinstance(u.operation, loop.StoreOp) and u.index >= 2
+
+
 def index_only(iv: SSAValue, but: Operation | None = None) -> bool:
     """`iv` is only an index of loads and stores (what slice_indices rewrites), `but` aside."""
-    return all(u.operation is but or isinstance(u.operation, loop.LoadOp) and u.index >= 1
-               or isinstance(u.operation, loop.StoreOp) and u.index >= 2 for u in iv.uses)
+    return all(u.operation is but or index_use(u) for u in iv.uses)
 
 
 def _accesses(iv: SSAValue) -> list[loop.LoadOp | loop.StoreOp]:

@@ -63,7 +63,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from deplo.analysis.index import by_constant
 from deplo.dialects import loop, tile
-from deplo.passes.loop.cutting import index_only
+from deplo.passes.loop.cutting import index_only, index_use
 from deplo.passes.loop.fuse import substitute_access
 from deplo.passes.loop.fusion_rules import outer_free_nest, permute_free_nest
 
@@ -200,8 +200,8 @@ def _fold(nest: list[loop.ForOp]) -> None:
         e = AffineExpr.dimension(0)
         e = e // stride if stride > 1 else e
         subst[f.iv] = ([outer.iv], e % extents[k] if k else e)
-    accesses = {u.operation for f in nest for u in f.iv.uses if _index_use(u)}
-    values = {k: [u for u in f.iv.uses if not _index_use(u)] for k, f in enumerate(nest)}
+    accesses = {u.operation for f in nest for u in f.iv.uses if index_use(u)}
+    values = {k: [u for u in f.iv.uses if not index_use(u)] for k, f in enumerate(nest)}
     outer.ub = IntAttr(math.prod(extents))
     outer.iv.name_hint = "_".join(f.iv.name_hint or "i" for f in nest)
     body = [o for f in nest[1:] for o in f.body.block.ops  # (scalar code between loops too)
@@ -235,12 +235,6 @@ def _fold(nest: list[loop.ForOp]) -> None:
     for acc in accesses:
         indices, amap = substitute_access(list(acc.indices), acc.access_map(), subst, {})
         loop.reaccess(acc, indices, amap)
-
-
-def _index_use(u) -> bool:
-    """A use of an iv as a load's or store's index (not as a value)."""
-    return isinstance(u.operation, loop.LoadOp) and u.index >= 1 \
-        or isinstance(u.operation, loop.StoreOp) and u.index >= 2
 
 
 def _group_size(f: loop.ForOp) -> int | None:

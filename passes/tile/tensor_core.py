@@ -186,14 +186,23 @@ class TileTensorCorePass(KernelPass):
 def _copy_slice(v: SSAValue, cell, b: Builder) -> SSAValue:
     """`v`, recomputed at `b` from what it is computed from in `cell` (the cell's ops are
     erased: a split-K slice's K offset must survive them)."""
+    return _recomputed(v, {}, b.insert, lambda op: op.parent_block() is cell)
+
+
+def _recomputed(v: SSAValue, vmap: dict, insert, copies=lambda op: True) -> SSAValue:
+    """`v` computed again by clones of the ops it comes from that `copies` takes (`vmap`: the
+    values already replaced, each clone's results added), each clone passed to `insert`."""
+    if v in vmap:
+        return vmap[v]
     op = v.owner
-    if not isinstance(op, Operation) or op.parent_block() is not cell:
-        return v
+    if not isinstance(op, Operation) or not copies(op):
+        return v  # (a kernel argument, or a value computed outside)
     new = op.clone()
     for k, operand in enumerate(op.operands):
-        new.operands[k] = _copy_slice(operand, cell, b)
-    b.insert(new)
-    return new.results[v.index]
+        new.operands[k] = _recomputed(operand, vmap, insert, copies)
+    insert(new)
+    vmap.update(zip(op.results, new.results))
+    return vmap[v]
 
 
 def gather_op(kloop: tile.ForOp, prod, lead: list[SSAValue], j: SSAValue, kext: int,
@@ -210,22 +219,7 @@ def gather_op(kloop: tile.ForOp, prod, lead: list[SSAValue], j: SSAValue, kext: 
     for a, name in zip(block.args, names):
         a.name_hint = name
     vmap: dict[SSAValue, SSAValue] = dict(zip([*lead, prod.loop.iv, j], block.args))
-
-    def copy(v: SSAValue) -> SSAValue:
-        if v in vmap:
-            return vmap[v]
-        op = v.owner
-        if not isinstance(op, Operation):
-            return v  # a kernel argument
-        new = op.clone()
-        for k, x in enumerate(op.operands):
-            new.operands[k] = copy(x)
-        block.add_op(new)
-        for old, r in zip(op.results, new.results):
-            vmap[old] = r
-        return vmap[v]
-
-    block.add_op(tile.YieldOp(copy(prod.gather)))
+    block.add_op(tile.YieldOp(_recomputed(prod.gather, vmap, block.add_op)))
     g = tile.GatherOp(Region(block), MemRefType(prod.type, shape))
     g.result.name_hint = "window"
     Rewriter.insert_op(g, InsertPoint.before(kloop))

@@ -1235,8 +1235,8 @@ def _merge_sorted(im: Importer, x: SSAValue, descending: bool) -> tuple[SSAValue
     counting (a power of two of them, the last padded with values that rank last), then pairs
     of sorted runs merged until one is left. Tensor IR has no indexed store, so a merge reads:
     output j of runs a and b (its co-rank) is a's i-th or b's (j - i)-th, i the least with
-    b[j - i - 1] strictly before a[i], found by a binary search of gathers (log2 m steps for
-    runs of m); ties go to a, the earlier run, so the sort stays stable. n log^2 n a row."""
+    b[j - i - 1] strictly before a[i], found by a search of gathers (`_merged`: MERGE_FAN
+    pivots a step); ties go to a, the earlier run, so the sort stays stable."""
     rows, n = list(x.type.get_shape()[:-1]), x.type.get_shape()[-1]
     chunks = 1 << max(0, math.ceil(math.log2(n / MERGE_RUN)))
     m = -(-n // chunks)
